@@ -1,0 +1,482 @@
+"""``BaseRetrievalMemory``: everything a memory plugin needs, over two small storage hooks.
+
+A backend implements:
+
+* ``_store_document(doc_id, text, session_id, metadata)``: keep (or replace) one document;
+* ``_query_backend(query, top_k) -> list[MemoryHit]``: the best ``top_k`` documents, best first,
+  each hit's ``source`` being the document id.
+
+and may implement, when it can do better than the base:
+
+* ``_query_session(query, top_k, session_id)``: the session filter pushed into the query. A
+  backend that implements it also keeps sessions and metadata itself (hits carry metadata).
+  Without it the base keeps a catalogue of documents and widens the query until the session's
+  own matches are found, so other sessions never crowd them out.
+* ``_delete_documents(doc_ids) -> int``, ``_delete_all() -> int``: removal (``delete``,
+  ``forget_session``, ``forget_all``);
+* ``_backend_stats() -> dict``: figures for ``stats()``;
+* ``_close()``: release files and connections.
+
+On top the base builds ``store``/``search``, content-derived document ids, the persisted
+short-term history, the five inject modes, locking (one instance serves many threads) and the
+never-raise guarantee of the two methods ovos-persona calls every turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from abc import abstractmethod
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ClassVar
+
+from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole, ToolCall
+
+from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
+from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_root
+from ovos_memory_plugins.errors import BackendError, StorageError
+from ovos_memory_plugins.storage.history import HistoryStore
+from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.text import clean_text, clip_query
+
+LOG = logging.getLogger(__name__)
+
+__all__ = ["BaseRetrievalMemory", "exchange_text"]
+
+USER = MessageRole.USER.value
+ASSISTANT = MessageRole.ASSISTANT.value
+
+
+def exchange_text(user: str, assistant: str) -> str:
+    """The document one completed exchange becomes."""
+    return f"Q: {user}\nA: {assistant}"
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()[:24]
+
+
+def _role_of(message: Any) -> str:
+    role = message.get("role") if isinstance(message, dict) else getattr(message, "role", None)
+    if isinstance(role, MessageRole):
+        return str(role.value)
+    return str(role).lower() if role is not None else ""
+
+
+def _content_of(message: Any) -> str:
+    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
+    return clean_text(content) if isinstance(content, str) else ""
+
+
+class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships no type information
+    """An OPM ``AgentContextManager`` with long-term recall over two storage hooks.
+
+    Args:
+        config: the plugin's block of the persona JSON (see ``docs/configuration.md``).
+            Problems are logged, and each bad key falls back to its default: the constructor
+            never raises because of config.
+
+    Attributes:
+        settings: the parsed shared config (:class:`~ovos_memory_plugins.config.MemoryConfig`).
+        options: the parsed backend-specific config (an instance of ``options_class``) or None.
+        root: the folder this memory keeps its files in.
+        config_problems: what was wrong with the config (empty when nothing was).
+    """
+
+    #: The backend's own config keys: a dataclass built with ``config.option``; None for none.
+    options_class: ClassVar[type[Any] | None] = None
+    #: Whether history goes to ``<root>/history.db`` even when ``root`` is not configured.
+    #: Backends that keep their documents on disk set this; in-RAM backends keep history in
+    #: RAM unless the persona configures a ``root``.
+    persistent: ClassVar[bool] = False
+    #: The relative score cut-off used when ``retrieval.min_relative_score`` is null.
+    default_min_relative_score: ClassVar[float | None] = None
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__(config)
+        parsed = parse_config(self.config, self.options_class)
+        self.config_problems = parsed.problems
+        for problem in parsed.problems:
+            LOG.error("%s: %s (using the default for that key)", type(self).__name__, problem)
+        self.settings: MemoryConfig = parsed.memory
+        self.options: Any = parsed.options
+        self.root: Path = resolve_root(self.settings)
+        self._lock = threading.RLock()
+        self._closed = False
+        self._history = HistoryStore(self._open_state_database())
+
+    # -- storage locations -------------------------------------------------------------------
+
+    def _open_state_database(self) -> Database:
+        """The database holding history and the catalogue; never raises (falls back to RAM)."""
+        if self.persistent or self.settings.root:
+            path = self.root / "history.db"
+            try:
+                return Database(path)
+            except (StorageError, OSError) as exc:
+                LOG.error("%s: cannot open %s (%s); history is kept in RAM only", type(self).__name__, path, exc)
+        return Database(":memory:")
+
+    @property
+    def system_prompt(self) -> str:
+        """The persona's system prompt (config key ``system_prompt``)."""
+        return self.settings.system_prompt
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
+        """Keep one document; storing an id again replaces it."""
+
+    @abstractmethod
+    def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
+        """The best ``top_k`` documents for ``query``, best first; ``source`` is the doc id."""
+
+    def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
+        """Optional: like ``_query_backend`` but only the documents of ``session_id``."""
+        raise NotImplementedError
+
+    def _delete_documents(self, doc_ids: Sequence[str]) -> int:
+        """Optional: delete documents by id; return how many existed."""
+        raise NotImplementedError
+
+    def _delete_all(self) -> int:
+        """Optional: delete every document; return how many existed."""
+        raise NotImplementedError
+
+    def _backend_stats(self) -> dict[str, Any]:
+        """Optional: figures about the backend's storage for ``stats()``."""
+        return {}
+
+    def _close(self) -> None:
+        """Optional: release the backend's files and connections."""
+
+    @property
+    def tracks_sessions(self) -> bool:
+        """Whether the backend filters by session (and keeps metadata) itself."""
+        return type(self)._query_session is not BaseRetrievalMemory._query_session
+
+    def _can(self, hook: str) -> bool:
+        return getattr(type(self), hook) is not getattr(BaseRetrievalMemory, hook)
+
+    # -- ids ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def document_id(session_id: str, text: str) -> str:
+        """The id ``store`` gives a text: derived from the session and the content only."""
+        return "d-" + _digest(session_id, text)
+
+    @staticmethod
+    def exchange_id(session_id: str, previous_exchange_id: str, user: str, assistant: str) -> str:
+        """The id of an exchange: its content and the id of the exchange before it."""
+        return "x-" + _digest(session_id, previous_exchange_id, user, assistant)
+
+    # -- public API: documents ---------------------------------------------------------------
+
+    def store(self, text: str, session_id: str = "default", metadata: dict[str, Any] | None = None) -> str:
+        """Store a document and return its id (the same text in the same session upserts).
+
+        Raises ``ValueError`` for empty or non-text input and :class:`StorageError` (or the
+        backend's own error) when storage fails.
+        """
+        if not isinstance(text, str):
+            raise ValueError(f"text must be a string, not {type(text).__name__}")
+        text = clean_text(text)
+        if not text.strip():
+            raise ValueError("cannot store empty text")
+        doc_id = self.document_id(session_id, text)
+        self._store(doc_id, text, session_id, dict(metadata or {}))
+        return doc_id
+
+    def _store(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
+        with self._lock:
+            self._store_document(doc_id, text, session_id, metadata)
+            if not self.tracks_sessions:
+                self._history.put_document(doc_id, session_id, metadata)
+
+    def search(self, query: str, session_id: str | None = None, top_k: int | None = None) -> list[MemoryHit]:
+        """The memories best matching ``query``, best first, deduplicated.
+
+        Args:
+            query: any text; it is cleaned and cut to ``text.MAX_QUERY_CHARS`` characters.
+            session_id: only that session's documents (None: every session's).
+            top_k: how many at most (default ``retrieval.max_num_results``).
+        """
+        k = self.settings.retrieval.max_num_results if top_k is None else int(top_k)
+        if k <= 0 or not isinstance(query, str):
+            return []
+        query = clip_query(query)
+        if not query.strip():
+            return []
+        with self._lock:
+            if session_id is None:
+                hits = self._query_backend(query, k)
+            elif self.tracks_sessions:
+                hits = self._query_session(query, k, session_id)
+            else:
+                hits = self._query_widening(query, k, session_id)
+            if not self.tracks_sessions:
+                hits = self._with_catalogue_metadata(hits)
+        return self._cut(dedup_hits(hits))[:k]
+
+    def _query_widening(self, query: str, k: int, session_id: str) -> list[MemoryHit]:
+        """Session filter for backends without ``_query_session``: widen until found or exhausted."""
+        total = self._history.document_count()
+        fetch = k
+        while True:
+            hits = self._query_backend(query, fetch)
+            known = self._history.documents(h.source for h in hits)
+            own = [h for h in hits if h.source in known and known[h.source][0] == session_id]
+            if len(own) >= k or len(hits) < fetch or fetch > total:
+                return own
+            fetch = min(fetch * 4, total + 1)
+
+    def _with_catalogue_metadata(self, hits: list[MemoryHit]) -> list[MemoryHit]:
+        known = self._history.documents(h.source for h in hits)
+        for hit in hits:
+            if not hit.metadata and hit.source in known:
+                hit.metadata = dict(known[hit.source][1])
+        return hits
+
+    def _cut(self, hits: list[MemoryHit]) -> list[MemoryHit]:
+        """Apply ``retrieval.min_score`` and the relative cut-off."""
+        r = self.settings.retrieval
+        if r.min_score is not None:
+            hits = [h for h in hits if h.score >= r.min_score]
+        relative = r.min_relative_score if r.min_relative_score is not None else self.default_min_relative_score
+        if relative and hits:
+            best = max(h.score for h in hits)
+            if best > 0:
+                hits = [h for h in hits if h.score >= relative * best]
+        return hits
+
+    def delete(self, doc_ids: Iterable[str]) -> int:
+        """Delete documents by id; return how many existed. Raises if the backend cannot delete."""
+        ids = list(doc_ids)
+        if not self._can("_delete_documents"):
+            raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")
+        with self._lock:
+            n = self._delete_documents(ids)
+            if not self.tracks_sessions:
+                self._history.drop_documents(ids)
+        return n
+
+    def forget_session(self, session_id: str) -> int:
+        """Delete a session's documents and history; return how many documents went."""
+        with self._lock:
+            n = self.delete(self._session_document_ids(session_id))
+            self._history.clear_session(session_id)
+        return n
+
+    def _session_document_ids(self, session_id: str) -> list[str]:
+        """The ids of a session's documents (backends that track sessions override this)."""
+        return self._history.session_documents(session_id)
+
+    def forget_all(self) -> int:
+        """Delete every document and all history; return how many documents went."""
+        with self._lock:
+            if self._can("_delete_all"):
+                n = self._delete_all()
+                self._history.drop_documents(self._history.all_documents())
+            else:
+                n = self.delete(self._history.all_documents())
+            self._history.clear_all()
+        return n
+
+    def stats(self) -> dict[str, Any]:
+        """Figures about this memory: backend storage, history messages and sessions."""
+        with self._lock:
+            out: dict[str, Any] = {
+                "backend": type(self).__name__,
+                "root": str(self.root),
+                "history_messages": self._history.message_count(),
+                "history_sessions": len(self._history.sessions()),
+            }
+            if not self.tracks_sessions:
+                out["documents"] = self._history.document_count()
+            out.update(self._backend_stats())
+        return out
+
+    # -- public API: the conversation --------------------------------------------------------
+
+    def get_history(self, session_id: str) -> list[AgentMessage]:
+        """The session's recent exchanges: at most ``max_history`` messages, starting on a user
+        turn and alternating user/assistant (an unanswered user message is left out)."""
+        limit = self.settings.max_history
+        if limit <= 0:
+            return []
+        with self._lock:
+            stored = self._history.recent(session_id, limit * 2 + 4)
+        pairs: list[tuple[str, str]] = []
+        for prev, cur in pairwise(stored):
+            if prev.role == USER and cur.role == ASSISTANT:
+                pairs.append((prev.content, cur.content))
+        window: list[AgentMessage] = []
+        for user, assistant in pairs[-(limit // 2) :] if limit >= 2 else []:
+            window.append(AgentMessage(role=MessageRole.USER, content=user))
+            window.append(AgentMessage(role=MessageRole.ASSISTANT, content=assistant))
+        return window
+
+    def update_history(self, new_messages: list[AgentMessage], session_id: str) -> None:
+        """Record new messages; each completed exchange becomes a ``Q:/A:`` document.
+
+        Accepts ``[USER, ASSISTANT]`` pairs and single messages. A replay of the session's last
+        exchange is ignored. Never raises: failures are logged with their traceback.
+        """
+        try:
+            self._update_history(new_messages, session_id)
+        except Exception:
+            LOG.exception("%s: could not record messages for session %r", type(self).__name__, session_id)
+
+    def _update_history(self, new_messages: Sequence[Any], session_id: str) -> None:
+        incoming = [(_role_of(m), _content_of(m)) for m in (new_messages or [])]
+        incoming = [(role, content) for role, content in incoming if role in (USER, ASSISTANT)]
+        if not incoming:
+            return
+        exchanges: list[tuple[str, str, str]] = []
+        with self._lock:
+            tail = self._history.recent(session_id, 2)
+            if len(incoming) == 2 and [(m.role, m.content) for m in tail] == incoming:
+                return  # the same exchange again: a replay
+            previous_id = self._history.last_exchange_id(session_id)
+            last_role, last_content = (tail[-1].role, tail[-1].content) if tail else ("", "")
+            for role, content in incoming:
+                if role == ASSISTANT and last_role == USER:
+                    previous_id = self.exchange_id(session_id, previous_id, last_content, content)
+                    exchanges.append((previous_id, last_content, content))
+                last_role, last_content = role, content
+            keep = max(self.settings.max_history * 2 + 4, 24)
+            self._history.append(session_id, incoming, keep, previous_id if exchanges else None)
+            for doc_id, user, assistant in exchanges:
+                if not (user.strip() or assistant.strip()):
+                    continue
+                try:
+                    self._store(
+                        doc_id, exchange_text(user, assistant), session_id, {"kind": "exchange", "time": time.time()}
+                    )
+                except Exception:
+                    LOG.exception("%s: could not store exchange %s", type(self).__name__, doc_id)
+
+    def build_conversation_context(self, utterance: str, session_id: str) -> list[AgentMessage]:
+        """The messages for the next answer, in the configured inject mode. Never raises.
+
+        Whatever fails, the result degrades to ``[SYSTEM prompt]?, USER utterance``.
+        """
+        if not isinstance(utterance, str):
+            utterance = "" if utterance is None else str(utterance)
+        try:
+            return self._build(utterance, session_id)
+        except Exception:
+            LOG.exception("%s: could not build the context; answering without memory", type(self).__name__)
+            return self._bare(utterance)
+
+    def _bare(self, utterance: str) -> list[AgentMessage]:
+        out = []
+        if self.system_prompt:
+            out.append(AgentMessage(role=MessageRole.SYSTEM, content=self.system_prompt))
+        out.append(AgentMessage(role=MessageRole.USER, content=utterance))
+        return out
+
+    def recall_query(self, utterance: str, history: Sequence[AgentMessage]) -> str:
+        """The text recall searches with, per ``retrieval.query_mode``."""
+        r = self.settings.retrieval
+        if r.query_mode == "history" and r.query_history_turns > 0:
+            users = [m.content for m in history if m.role == MessageRole.USER][-r.query_history_turns :]
+            return "\n".join([*users, utterance])
+        return utterance
+
+    def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
+        """The hits a turn injects: searched per scope, minus what the history window shows."""
+        query = self.recall_query(utterance, history)
+        scoped = session_id if self.settings.scope == "session" else None
+        k = self.settings.retrieval.max_num_results
+        in_window = set()
+        for prev, cur in pairwise(history):
+            if prev.role == MessageRole.USER and cur.role == MessageRole.ASSISTANT:
+                in_window.add(normalize_content(exchange_text(prev.content, cur.content)))
+        hits = self.search(query, session_id=scoped, top_k=k + len(in_window))
+        return [h for h in hits if normalize_content(h.content) not in in_window][:k]
+
+    def render_context(self, hits: Sequence[MemoryHit]) -> str:
+        """The recalled memories as one text block (without the header).
+
+        A memory's own line breaks are indented, so one memory cannot pose as several.
+        """
+        c = self.settings.context
+        chunks = []
+        for hit in hits:
+            text = hit.content.strip().replace("\n", "\n  ")
+            if c.include_sources and hit.source:
+                text += f" [{hit.source}]"
+            chunks.append(c.chunk_prefix + text)
+        return c.chunk_separator.join(chunks)
+
+    def context_blocks(self, utterance: str, session_id: str) -> list[str]:
+        """Extra system text a backend always contributes (notes, sticky notes); none here."""
+        return []
+
+    def _build(self, utterance: str, session_id: str) -> list[AgentMessage]:
+        s = self.settings
+        history = self.get_history(session_id)
+        hits = self.recall(utterance, session_id, history) if s.retrieval.max_num_results > 0 else []
+        context = self.render_context(hits) if hits else ""
+        header = s.context.header
+        blocks = [b for b in self.context_blocks(utterance, session_id) if b.strip()]
+        system = "\n\n".join([p for p in [self.system_prompt, *blocks] if p])
+        sys_msgs = [AgentMessage(role=MessageRole.SYSTEM, content=system)] if system else []
+        user_msg = AgentMessage(role=MessageRole.USER, content=utterance)
+        mode = s.inject_mode
+        if not context:
+            return [*sys_msgs, *history, user_msg]
+        block = f"{header}\n{context}" if header else context
+        if mode == "system":
+            return [*sys_msgs, AgentMessage(role=MessageRole.SYSTEM, content=block), *history, user_msg]
+        if mode == "developer":
+            return [*sys_msgs, AgentMessage(role=MessageRole.DEVELOPER, content=block), *history, user_msg]
+        if mode == "system_prompt":
+            merged = s.system_prompt_template.format(system=system, header=header, context=context).strip()
+            return [AgentMessage(role=MessageRole.SYSTEM, content=merged), *history, user_msg]
+        if mode == "user":
+            wrapped = s.user_template.format(header=header, context=context, utterance=utterance)
+            return [*sys_msgs, *history, AgentMessage(role=MessageRole.USER, content=wrapped)]
+        # tool: the recall as a tool call and its result, never two assistant messages in a row
+        call_id = "call_" + _digest(session_id, utterance, str(len(history)))[:16]
+        query = self.recall_query(utterance, history)
+        call = ToolCall(id=call_id, name=s.context.tool_name, arguments={"query": query})
+        result = AgentMessage(role=MessageRole.TOOL, content=block, tool_call_id=call_id, name=s.context.tool_name)
+        if history and history[-1].role == MessageRole.ASSISTANT:
+            last = history[-1]
+            calling = AgentMessage(role=MessageRole.ASSISTANT, content=last.content, tool_calls=[call])
+            return [*sys_msgs, *history[:-1], calling, result, user_msg]
+        calling = AgentMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+        return [*sys_msgs, *history, calling, result, user_msg]
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release files and connections. Optional: nothing depends on it for durability."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._close()
+            finally:
+                self._history.db.close()
+
+    def __enter__(self) -> BaseRetrievalMemory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,239 @@
+"""The one SQLite layer every SQLite store uses.
+
+* :class:`Database` opens a file (or takes an injected connection), turns on WAL and a busy
+  timeout, serialises use of its connection with a lock (one instance serves many threads) and
+  offers one transaction helper, :meth:`Database.atomic`.
+* Schemas are versioned with append-only named :class:`Migration` lists, one list per store,
+  each migration applied in its own transaction together with its bookkeeping row.
+* Identifier and FTS5 quoting live here and nowhere else; every value is bound, never formatted.
+
+Durability: WAL with ``synchronous=NORMAL``. A committed write survives a crash of the process
+(the acknowledged-means-stored promise); only a power cut may lose the last transactions.
+Pass ``synchronous="FULL"`` to trade speed for that too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ovos_memory_plugins.errors import StorageError
+
+LOG = logging.getLogger(__name__)
+
+__all__ = ["Database", "Migration", "fts5_available", "quote_fts_phrase", "quote_identifier"]
+
+
+def quote_identifier(name: str) -> str:
+    """Quote an SQL identifier (table, column) so any text is a literal name."""
+    if "\x00" in name:
+        raise ValueError("identifiers cannot contain NUL")
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_fts_phrase(term: str) -> str:
+    """Quote one term as an FTS5 string so operators and keywords in it are plain text."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step. ``name`` is recorded once applied; never rename or reorder applied steps."""
+
+    name: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+_fts5: bool | None = None
+
+
+def fts5_available() -> bool:
+    """Whether this interpreter's SQLite was built with FTS5."""
+    global _fts5
+    if _fts5 is None:
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.execute("CREATE VIRTUAL TABLE probe USING fts5(x)")
+            _fts5 = True
+        except sqlite3.OperationalError:
+            _fts5 = False
+        finally:
+            conn.close()
+    return _fts5
+
+
+class Database:
+    """A SQLite database shared by the threads of one process.
+
+    Args:
+        path: the file (its folder is created), or ``":memory:"``.
+        connection: use this connection instead of opening ``path`` (a test seam, or a
+            connection from another sqlite3 module such as sqlean's). The caller keeps it
+            configured; WAL and the busy timeout are still applied.
+        busy_timeout_ms: how long a write waits for another process's lock.
+        synchronous: ``"NORMAL"`` (default, survives process crashes) or ``"FULL"``.
+    """
+
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        connection: sqlite3.Connection | None = None,
+        busy_timeout_ms: int = 10_000,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError("synchronous must be 'NORMAL' or 'FULL'")
+        self.path = str(path)
+        self.lock = threading.RLock()
+        self._depth = 0
+        self._closed = False
+        self.busy_timeout_ms = busy_timeout_ms
+        if connection is None:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                connection = sqlite3.connect(
+                    self.path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+                )
+            except sqlite3.Error as exc:
+                raise StorageError(f"cannot open database {self.path}: {exc}") from exc
+        self.conn = connection
+        self.conn.row_factory = sqlite3.Row
+        try:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if self.path != ":memory:":
+                self._retry(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
+            self.conn.execute(f"PRAGMA synchronous = {synchronous}")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot use database {self.path}: {exc}") from exc
+
+    # -- execution ---------------------------------------------------------------------------
+
+    def _retry(self, call: Callable[[], Any]) -> Any:
+        """Run ``call``, retrying while another process holds the lock past the busy timeout."""
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000 * 3
+        delay = 0.01
+        while True:
+            try:
+                return call()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise StorageError(f"database {self.path} stayed locked: {exc}") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
+        """Run one statement (inside the current transaction, if any)."""
+        with self.lock:
+            return self._retry(lambda: self.conn.execute(sql, params))  # type: ignore[no-any-return]
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for many rows (call it inside :meth:`atomic` for one commit)."""
+        with self.lock:
+            self._retry(lambda: self.conn.executemany(sql, rows))
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        """Run a statement and fetch every row."""
+        with self.lock:
+            return self._retry(lambda: self.conn.execute(sql, params).fetchall())  # type: ignore[no-any-return]
+
+    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """The first column of the first row, or ``None``."""
+        rows = self.query(sql, params)
+        return rows[0][0] if rows else None
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """One transaction (``BEGIN IMMEDIATE``), or a SAVEPOINT when already inside one.
+
+        Holds the database lock for the whole block, so a block is atomic for the threads of
+        this process too. Commits on success, rolls back on any exception and re-raises it.
+        """
+        with self.lock:
+            if self._depth == 0:
+                self._retry(lambda: self.conn.execute("BEGIN IMMEDIATE"))
+                self._depth += 1
+                try:
+                    yield self.conn
+                except BaseException:
+                    self._depth -= 1
+                    self.conn.execute("ROLLBACK")
+                    raise
+                self._depth -= 1
+                try:
+                    self._retry(lambda: self.conn.execute("COMMIT"))
+                except BaseException:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
+            else:
+                name = f"sp{self._depth}"
+                self.conn.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                try:
+                    yield self.conn
+                except BaseException:
+                    self._depth -= 1
+                    self.conn.execute(f"ROLLBACK TO {name}")
+                    self.conn.execute(f"RELEASE {name}")
+                    raise
+                self._depth -= 1
+                self.conn.execute(f"RELEASE {name}")
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def migrate(self, store: str, migrations: Sequence[Migration]) -> list[str]:
+        """Apply the migrations of ``store`` not yet applied, in order; return their names."""
+        with self.lock:
+            self.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations ("
+                " store TEXT NOT NULL, name TEXT NOT NULL, applied_at REAL NOT NULL,"
+                " PRIMARY KEY (store, name))"
+            )
+            done = {r[0] for r in self.query("SELECT name FROM _migrations WHERE store = ?", (store,))}
+            applied: list[str] = []
+            for migration in migrations:
+                if migration.name in done:
+                    continue
+                with self.atomic() as conn:
+                    migration.apply(conn)
+                    conn.execute(
+                        "INSERT INTO _migrations (store, name, applied_at) VALUES (?, ?, ?)",
+                        (store, migration.name, time.time()),
+                    )
+                applied.append(migration.name)
+            return applied
+
+    def table_exists(self, name: str) -> bool:
+        """Whether a table (or virtual table) of that name exists."""
+        return bool(self.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)))
+
+    def size_bytes(self) -> int:
+        """Bytes on disk: the database file plus its WAL (0 for an in-memory database)."""
+        if self.path == ":memory:":
+            return 0
+        total = 0
+        for suffix in ("", "-wal"):
+            p = Path(self.path + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total
+
+    def close(self) -> None:
+        """Close the connection; later calls raise :class:`StorageError`."""
+        with self.lock:
+            if not self._closed:
+                self._closed = True
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.close()

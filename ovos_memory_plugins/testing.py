@@ -1,0 +1,291 @@
+"""The conformance kit: check a memory backend against the contract in your own pytest suite.
+
+Subclass :class:`MemoryContract` in a test module, name the subclass ``Test...`` and give it a
+``make_memory(config)`` that builds your backend from a config dict (the kit puts ``root`` in
+it, a fresh temporary folder per test)::
+
+    from ovos_memory_plugins.testing import MemoryContract
+
+    class TestMyMemory(MemoryContract):
+        survives_restart = True          # False for a backend that keeps documents in RAM
+
+        def make_memory(self, config):
+            return MyMemory(config)
+
+pytest then runs every ``test_*`` method below against it: ids, metadata round trip, the five
+inject-mode shapes, the user-last rule, never-raise on hostile input, thread safety and session
+scope. :class:`InMemoryMemory` is stub storage for tests that need a memory but no disk.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+
+from ovos_memory_plugins.base import BaseRetrievalMemory
+from ovos_memory_plugins.common import MemoryHit
+
+__all__ = ["HOSTILE_TEXTS", "InMemoryMemory", "MemoryContract", "exchange"]
+
+_WORD = re.compile(r"\w+")
+
+#: Inputs every public method must survive.
+HOSTILE_TEXTS: tuple[str, ...] = (
+    "",
+    "   ",
+    "\x00",
+    "a\x00b\x01c\x1b[31m",
+    '"unbalanced quote',
+    "NEAR(a b) AND OR NOT * ^ : ( ) {col}",
+    "'; DROP TABLE documents; --",
+    "\ud800 lone surrogate \udfff",
+    "🦄🎉 emoji only 👍🏽",
+    "中文没有空格的句子我喜欢红色自行车",
+    "x" * 1_000_000,
+)
+
+
+def exchange(user: str, assistant: str) -> list[AgentMessage]:
+    """One ``[USER, ASSISTANT]`` pair, as ovos-persona records it."""
+    return [
+        AgentMessage(role=MessageRole.USER, content=user),
+        AgentMessage(role=MessageRole.ASSISTANT, content=assistant),
+    ]
+
+
+class InMemoryMemory(BaseRetrievalMemory):
+    """Stub storage: documents in a dict, scored by how many query words they share.
+
+    Implements the optional hooks (session filter, delete), so it also serves as a reference
+    for backends that push the session filter into their query.
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__(config)
+        self.docs: dict[str, tuple[str, str, dict[str, Any]]] = {}
+
+    @staticmethod
+    def _words(text: str) -> set[str]:
+        return {w.casefold() for w in _WORD.findall(text) if len(w) > 2}
+
+    def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
+        self.docs[doc_id] = (text, session_id, dict(metadata))
+
+    def _rank(self, query: str, top_k: int, session_id: str | None) -> list[MemoryHit]:
+        words = self._words(query)
+        hits = []
+        for doc_id, (text, sid, meta) in self.docs.items():
+            if session_id is not None and sid != session_id:
+                continue
+            score = float(len(words & self._words(text)))
+            if score > 0:
+                hits.append(MemoryHit(content=text, source=doc_id, score=score, metadata=dict(meta)))
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits[:top_k]
+
+    def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
+        return self._rank(query, top_k, None)
+
+    def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
+        return self._rank(query, top_k, session_id)
+
+    def _session_document_ids(self, session_id: str) -> list[str]:
+        return [d for d, (_, sid, _) in self.docs.items() if sid == session_id]
+
+    def _delete_documents(self, doc_ids: Sequence[str]) -> int:
+        return sum(self.docs.pop(d, None) is not None for d in doc_ids)
+
+    def _delete_all(self) -> int:
+        n = len(self.docs)
+        self.docs.clear()
+        return n
+
+    def _backend_stats(self) -> dict[str, Any]:
+        return {"documents": len(self.docs)}
+
+
+class MemoryContract:
+    """The contract suite. Subclass it as ``Test<Name>`` and implement :meth:`make_memory`."""
+
+    #: Whether documents survive a new instance on the same ``root``.
+    survives_restart: bool = True
+
+    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
+        """Build the backend under test from ``config`` (which holds a fresh ``root``)."""
+        raise NotImplementedError("define make_memory(config) in your MemoryContract subclass")
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _memory(self, tmp_path: Path, **config: Any) -> BaseRetrievalMemory:
+        config.setdefault("root", str(tmp_path / "memory"))
+        return self.make_memory(config)
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def test_store_ids_are_content_derived(self, tmp_path: Path) -> None:
+        with self._memory(tmp_path) as mem:
+            a = mem.store("the garage door code is 4471", "s1")
+            assert a == mem.store("the garage door code is 4471", "s1")
+            assert a != mem.store("the garage door code is 9999", "s1")
+            assert isinstance(a, str) and a
+
+    def test_metadata_round_trip(self, tmp_path: Path) -> None:
+        with self._memory(tmp_path) as mem:
+            meta = {"ref": "D1:3", "n": 7, "tags": ["x", "y"]}
+            doc = mem.store("my saxophone teacher is called Imelda", "s1", meta)
+            hits = mem.search("saxophone teacher Imelda", top_k=3)
+            assert hits and hits[0].source == doc
+            assert {k: hits[0].metadata.get(k) for k in meta} == meta
+
+    def test_search_finds_and_limits(self, tmp_path: Path) -> None:
+        with self._memory(tmp_path) as mem:
+            for i in range(12):
+                mem.store(f"note {i}: the tortoise Gregor likes lettuce number {i}", "s1")
+            assert len(mem.search("tortoise Gregor lettuce", top_k=3)) <= 3
+            assert mem.search("tortoise Gregor lettuce", top_k=0) == []
+            assert mem.search("", top_k=3) == []
+
+    def test_replay_and_restart_keep_ids_unique(self, tmp_path: Path) -> None:
+        config = {"root": str(tmp_path / "memory")}
+        mem = self.make_memory(dict(config))
+        mem.update_history(exchange("where is the passport", "in the blue drawer"), "s1")
+        mem.update_history(exchange("where is the passport", "in the blue drawer"), "s1")  # replay
+        first = mem.search("passport blue drawer", top_k=10)
+        mem.close()
+        assert len(first) == 1
+        if not self.survives_restart:
+            return
+        mem = self.make_memory(dict(config))
+        try:
+            mem.update_history(exchange("and the visa", "in the passport, blue drawer"), "s1")
+            hits = mem.search("passport blue drawer", top_k=10)
+            assert len(hits) == 2
+            assert len({h.source for h in hits}) == 2
+            assert len(mem.get_history("s1")) == 4
+        finally:
+            mem.close()
+
+    # -- the conversation --------------------------------------------------------------------
+
+    def _seeded(self, tmp_path: Path, **config: Any) -> BaseRetrievalMemory:
+        config.setdefault("system_prompt", "You are Ada.")
+        mem = self._memory(tmp_path, **config)
+        mem.update_history(exchange("my cat Bartholomew is orange", "Bartholomew sounds lovely"), "old")
+        return mem
+
+    def test_inject_mode_system(self, tmp_path: Path) -> None:
+        with self._seeded(tmp_path) as mem:
+            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
+            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.SYSTEM, MessageRole.USER]
+            assert msgs[0].content == "You are Ada."
+            assert "Bartholomew is orange" in msgs[1].content
+            assert msgs[-1].content == "what colour is Bartholomew"
+
+    def test_inject_mode_developer(self, tmp_path: Path) -> None:
+        with self._seeded(tmp_path, inject_mode="developer") as mem:
+            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
+            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.DEVELOPER, MessageRole.USER]
+            assert "Bartholomew is orange" in msgs[1].content
+
+    def test_inject_mode_system_prompt(self, tmp_path: Path) -> None:
+        with self._seeded(tmp_path, inject_mode="system_prompt") as mem:
+            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
+            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.USER]
+            assert msgs[0].content.startswith("You are Ada.")
+            assert "Bartholomew is orange" in msgs[0].content
+
+    def test_inject_mode_user(self, tmp_path: Path) -> None:
+        with self._seeded(tmp_path, inject_mode="user") as mem:
+            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
+            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.USER]
+            assert "Bartholomew is orange" in msgs[1].content
+            assert msgs[1].content.endswith("what colour is Bartholomew")
+
+    def test_inject_mode_tool(self, tmp_path: Path) -> None:
+        with self._seeded(tmp_path, inject_mode="tool") as mem:
+            mem.update_history(exchange("hello there", "hi, how can I help"), "new")
+            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
+            roles = [m.role for m in msgs]
+            assert roles[0] == MessageRole.SYSTEM and roles[-1] == MessageRole.USER
+            assert all(not (a == b == MessageRole.ASSISTANT) for a, b in pairwise(roles))
+            calling, result = msgs[-3], msgs[-2]
+            assert calling.role == MessageRole.ASSISTANT and calling.tool_calls
+            assert result.role == MessageRole.TOOL
+            assert result.tool_call_id == calling.tool_calls[0].id
+            assert result.name == calling.tool_calls[0].name
+            assert "Bartholomew is orange" in result.content
+
+    def test_no_hits_no_context_message(self, tmp_path: Path) -> None:
+        with self._seeded(tmp_path) as mem:
+            msgs = mem.build_conversation_context("zzyzx qwertyuiop", "new")
+            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.USER]
+
+    def test_history_window_starts_on_user_and_is_not_recalled_again(self, tmp_path: Path) -> None:
+        with self._memory(tmp_path, max_history=3) as mem:
+            for i in range(4):
+                mem.update_history(exchange(f"question {i} about zebras", f"answer {i} about zebras"), "s")
+            history = mem.get_history("s")
+            assert history and history[0].role == MessageRole.USER and len(history) <= 3
+            msgs = mem.build_conversation_context("zebras", "s")
+            shown = [m.content for m in msgs if m.role in (MessageRole.USER, MessageRole.ASSISTANT)]
+            context = " ".join(m.content for m in msgs if m.role == MessageRole.SYSTEM)
+            for text in shown[:-1]:
+                assert text not in context
+
+    def test_single_message_style(self, tmp_path: Path) -> None:
+        with self._memory(tmp_path) as mem:
+            mem.update_history([AgentMessage(role=MessageRole.USER, content="my locker is number 88")], "s")
+            mem.update_history([AgentMessage(role=MessageRole.ASSISTANT, content="locker 88, noted")], "s")
+            hits = mem.search("locker number", top_k=5)
+            assert hits and hits[0].content == "Q: my locker is number 88\nA: locker 88, noted"
+
+    def test_never_raises_and_user_is_last(self, tmp_path: Path) -> None:
+        with self._seeded(tmp_path) as mem:
+            for text in HOSTILE_TEXTS:
+                mem.update_history(exchange(text, text), "s")
+                msgs = mem.build_conversation_context(text, "s")
+                assert msgs[-1].role == MessageRole.USER and msgs[-1].content == text
+                assert sum(m.role == MessageRole.USER and m.content == text for m in msgs[-1:]) == 1
+                mem.search(text, top_k=3)
+
+    def test_threads_lose_nothing(self, tmp_path: Path) -> None:
+        threads, per_thread = 8, 25
+        with self._memory(tmp_path, max_history=2 * per_thread) as mem:
+
+            def work(t: int) -> None:
+                for i in range(per_thread):
+                    mem.update_history(exchange(f"t{t} question {i}", f"t{t} answer {i}"), f"thread-{t}")
+                    mem.build_conversation_context(f"t{t} question", f"thread-{t}")
+
+            pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+            for th in pool:
+                th.start()
+            for th in pool:
+                th.join()
+            for t in range(threads):
+                assert len(mem.get_history(f"thread-{t}")) == 2 * per_thread
+
+    def test_session_scope_isolation_and_no_crowd_out(self, tmp_path: Path) -> None:
+        with self._memory(tmp_path, scope="session", retrieval={"max_num_results": 3}) as mem:
+            for i in range(40):
+                mem.store(f"the quokka festival report number {i} from the crowd", "crowd")
+            mem.store("my own quokka festival ticket is in the red wallet", "mine")
+            hits = mem.search("quokka festival", session_id="mine", top_k=3)
+            assert [h.content for h in hits] == ["my own quokka festival ticket is in the red wallet"]
+            msgs = mem.build_conversation_context("quokka festival", "mine")
+            context = " ".join(m.content for m in msgs[:-1])
+            assert "red wallet" in context and "from the crowd" not in context
+
+    def test_config_problems_do_not_raise(self, tmp_path: Path) -> None:
+        mem = self._memory(tmp_path, inject_mode="telepathy", max_history="ten", bogus_key=1)
+        try:
+            assert mem.settings.inject_mode == "system" and mem.settings.max_history == 10
+            assert any("inject_mode" in p for p in mem.config_problems)
+        finally:
+            mem.close()
