@@ -1,0 +1,601 @@
+"""``ovos-memory``: see, correct, wipe, move and check what a persona remembers.
+
+Every command works on the same files the persona uses while it runs (SQLite in WAL mode with a
+busy timeout, so a running persona and the command can share them). Pick the memory with
+``--persona persona.json`` (its ``memory_module`` and that module's block) or with
+``--module NAME [--config JSON] [--root DIR]``; ``--module`` accepts the short names
+(``lexical``) as well as entry-point names. Output is for people; ``--json`` prints JSON for
+scripts. Exit codes: 0 success, 1 failure (the message says why), 2 bad usage.
+
+Commands: ``demo``, ``search``, ``remember``, ``forget``, ``notes``, ``dream``, ``stats``,
+``export``, ``import``, ``ingest``, ``check``. ``ovos-memory COMMAND --help`` explains each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from ovos_memory_plugins.errors import ConfigError, OvosMemoryPluginError
+
+__all__ = ["main"]
+
+GROUP = "opm.agents.memory"
+PREFIX = "ovos-memory-plugin-"
+DEFAULT_MODULE = PREFIX + "lexical"
+
+
+class CommandError(Exception):
+    """A failure the command reports in one line and exits 1 for."""
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+class Output:
+    """Human text on stdout by default; one JSON document with ``--json``."""
+
+    def __init__(self, as_json: bool, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
+        self.as_json = as_json
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+
+    def emit(self, data: Any, human: str | Callable[[], str]) -> None:
+        """Print ``data`` as JSON, or ``human`` (text or a function making it) as text."""
+        if self.as_json:
+            self.out.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+        else:
+            text = human() if callable(human) else human
+            if text:
+                self.out.write(text.rstrip("\n") + "\n")
+
+    def note(self, text: str) -> None:
+        """A message for people that never mixes with the JSON on stdout."""
+        self.err.write(text.rstrip("\n") + "\n")
+
+
+class Progress:
+    """A one-line progress bar on stderr: ``[#####-----]  5/10 name``."""
+
+    def __init__(self, err: IO[str], width: int = 24) -> None:
+        self.err = err
+        self.width = width
+        self.drawn = False
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        filled = self.width * done // max(total, 1)
+        label = name if len(name) <= 40 else "…" + name[-39:]
+        self.err.write(f"\r[{'#' * filled}{'-' * (self.width - filled)}] {done}/{total} {label}\x1b[K")
+        self.err.flush()
+        self.drawn = True
+
+    def finish(self) -> None:
+        if self.drawn:
+            self.err.write("\n")
+            self.err.flush()
+
+
+# -- choosing the memory -----------------------------------------------------------------------
+
+
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
+def plugin_name(name: str) -> str:
+    """The entry-point name for ``name`` (``lexical`` -> ``ovos-memory-plugin-lexical``)."""
+    known = _entry_points()
+    if name in known:
+        return name
+    if PREFIX + name in known:
+        return PREFIX + name
+    ours = sorted(n for n in known if n.startswith(PREFIX))
+    raise CommandError(
+        f"no memory plugin named {name!r} is installed; installed: {', '.join(ours) or 'none'}"
+        f" (short names work too: {', '.join(n[len(PREFIX) :] for n in ours)})"
+    )
+
+
+def plugin_class(name: str) -> type[Any]:
+    """Import the plugin class of entry point ``name``."""
+    ep = _entry_points()[name]
+    try:
+        return ep.load()  # type: ignore[no-any-return]
+    except Exception as exc:
+        raise CommandError(f"memory plugin {name!r} could not be imported: {exc}") from exc
+
+
+def read_persona(path: str) -> dict[str, Any]:
+    """Read a persona JSON file; raise :class:`CommandError` naming the problem."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    if not isinstance(data, dict):
+        raise CommandError(f"{path}: a persona file must hold a JSON object")
+    return data
+
+
+def persona_memory(path: str) -> tuple[str, dict[str, Any]]:
+    """The ``(module, config block)`` a persona file selects."""
+    persona = read_persona(path)
+    module = persona.get("memory_module")
+    if not module:
+        raise CommandError(
+            f'{path} names no memory_module; add e.g. "memory_module": "{DEFAULT_MODULE}"'
+            if "memory_module" not in persona
+            else f'{path} disables memory ("memory_module": {json.dumps(module)})'
+        )
+    if not isinstance(module, str):
+        raise CommandError(f"{path}: memory_module must be a string, not {json.dumps(module)}")
+    block = persona.get(module) or {}
+    if not isinstance(block, dict):
+        raise CommandError(f"{path}: the block {module!r} must be a JSON object")
+    return module, dict(block)
+
+
+def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The module name and config the target options select (``--root`` overrides ``root``)."""
+    if args.persona:
+        module, config = persona_memory(args.persona)
+        if args.module:
+            raise CommandError("give either --persona or --module, not both")
+    else:
+        module, config = args.module or DEFAULT_MODULE, {}
+    if args.config:
+        text = args.config
+        if text.startswith("@"):
+            try:
+                text = Path(text[1:]).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise CommandError(f"cannot read {text[1:]}: {exc.strerror or exc}") from exc
+        try:
+            extra = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--config is not valid JSON: {exc.msg}") from exc
+        if not isinstance(extra, dict):
+            raise CommandError("--config must be a JSON object")
+        config.update(extra)
+    if args.root:
+        config["root"] = args.root
+    if args.namespace:
+        config["namespace"] = args.namespace
+    return plugin_name(module), config
+
+
+@contextlib.contextmanager
+def open_memory(args: argparse.Namespace, output: Output) -> Iterator[Any]:
+    """Build the selected memory; report its config problems on stderr; close it afterwards."""
+    name, config = selected_config(args)
+    cls = plugin_class(name)
+    memory = cls(config=config)
+    for problem in getattr(memory, "config_problems", []):
+        output.note(f"warning: {problem} (using the default for that key)")
+    try:
+        yield memory
+    finally:
+        close = getattr(memory, "close", None)
+        if callable(close):
+            close()
+
+
+def _needs(memory: Any, *names: str, verb: str) -> Callable[..., Any]:
+    for name in names:
+        method = getattr(memory, name, None)
+        if callable(method):
+            return method  # type: ignore[no-any-return]
+    raise CommandError(f"{type(memory).__name__} has no {verb} (it has none of: {', '.join(names)})")
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def _hit_data(hit: Any) -> dict[str, Any]:
+    meta = dict(hit.metadata)
+    return {
+        "id": hit.source,
+        "score": hit.score,
+        "session_id": meta.get("session_id"),
+        "content": hit.content,
+        "metadata": meta,
+    }
+
+
+def _indent(text: str, prefix: str = "   ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def cmd_search(args: argparse.Namespace, output: Output) -> int:
+    with open_memory(args, output) as memory:
+        hits = memory.search(args.query, session_id=args.session, top_k=args.top_k)
+    data = [_hit_data(h) for h in hits]
+
+    def human() -> str:
+        if not hits:
+            return "no memories match"
+        lines = []
+        for i, hit in enumerate(hits, start=1):
+            session = f" session {hit.metadata['session_id']}" if hit.metadata.get("session_id") else ""
+            lines.append(f"{i}. {hit.source}  score {hit.score:.3f}{session}")
+            lines.append(_indent(hit.content))
+        return "\n".join(lines)
+
+    output.emit(data, human)
+    return 0
+
+
+def _parse_meta(items: Sequence[str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CommandError(f"--meta expects KEY=VALUE, got {item!r}")
+        try:
+            meta[key] = json.loads(value)
+        except json.JSONDecodeError:
+            meta[key] = value
+    return meta
+
+
+def cmd_remember(args: argparse.Namespace, output: Output) -> int:
+    text = " ".join(args.text)
+    with open_memory(args, output) as memory:
+        remember = getattr(memory, "remember", None)
+        if callable(remember) and not args.document:
+            result = remember(text, session_id=args.session)
+            data = {"remembered": text, "session_id": args.session, "result": result}
+            output.emit(data, f"remembered: {text}")
+            return 0
+        doc_id = memory.store(text, args.session, _parse_meta(args.meta))
+    output.emit({"id": doc_id, "text": text, "session_id": args.session}, f"stored {doc_id}: {text}")
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace, output: Output) -> int:
+    chosen = sum(bool(x) for x in (args.ids, args.session, args.all, args.match))
+    if chosen != 1:
+        raise CommandError("say what to forget: document ids, or --session ID, or --all, or --match TEXT")
+    with open_memory(args, output) as memory:
+        if args.match:
+            forget = _needs(memory, "forget", "forget_note", verb="note removal (--match)")
+            result = forget(args.match)
+            output.emit({"match": args.match, "result": result}, f"forgot notes matching {args.match!r}: {result}")
+            return 0 if result else 1
+        if args.all:
+            if not args.yes:
+                raise CommandError("--all deletes every memory and all history; add --yes to confirm")
+            n = memory.forget_all()
+            what = "every memory and all history"
+        elif args.session:
+            n = memory.forget_session(args.session)
+            what = f"session {args.session!r} (its memories and history)"
+        else:
+            n = memory.delete(args.ids)
+            what = f"{len(args.ids)} id(s)"
+    output.emit({"deleted": n}, f"forgot {what}: {n} document(s) deleted")
+    if args.ids and n < len(args.ids):
+        output.note(f"{len(args.ids) - n} id(s) were not found")
+        return 1
+    return 0
+
+
+def _notes_text(memory: Any) -> str:
+    read = _needs(memory, "read_notes", "notes_text", "render_notes", verb="curated notes")
+    return str(read())
+
+
+def cmd_notes(args: argparse.Namespace, output: Output) -> int:
+    with open_memory(args, output) as memory:
+        if not args.edit:
+            text = _notes_text(memory)
+            output.emit({"notes": text}, text or "(no notes yet)")
+            return 0
+        write = _needs(memory, "write_notes", verb="editable notes")
+        before = _notes_text(memory)
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        with tempfile.TemporaryDirectory(prefix="ovos-memory-notes-") as tmp:
+            path = Path(tmp) / "MEMORY.md"
+            path.write_text(before, encoding="utf-8")
+            try:
+                status = subprocess.call([*shlex.split(editor), str(path)])
+            except OSError as exc:
+                raise CommandError(f"cannot run the editor {editor!r}: {exc}") from exc
+            if status != 0:
+                raise CommandError(f"the editor {editor!r} exited with status {status}; notes unchanged")
+            after = path.read_text(encoding="utf-8")
+        if after == before:
+            output.emit({"changed": False}, "notes unchanged")
+            return 0
+        write(after)
+    output.emit({"changed": True, "notes": after}, "notes saved")
+    return 0
+
+
+def cmd_dream(args: argparse.Namespace, output: Output) -> int:
+    with open_memory(args, output) as memory:
+        dream = _needs(memory, "dream", verb="dreaming (consolidation)")
+        result = dream()
+    if result is None or result is False:
+        output.emit({"dreamed": False}, "nothing changed (no model answered, or nothing to consolidate)")
+        return 1 if result is False else 0
+    output.emit({"dreamed": True, "result": result}, f"dreamed: {result}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, output: Output) -> int:
+    with open_memory(args, output) as memory:
+        stats = memory.stats()
+    output.emit(stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, output: Output) -> int:
+    from ovos_memory_plugins.transfer import export_jsonl
+
+    with open_memory(args, output) as memory:
+        if args.file in (None, "-"):
+            n = export_jsonl(memory, output.out)
+            output.note(f"exported {n} document(s)")
+            return 0
+        target = Path(args.file)
+        tmp = target.with_name(target.name + ".part")
+        with tmp.open("w", encoding="utf-8") as fp:
+            n = export_jsonl(memory, fp)
+            fp.flush()
+            os.fsync(fp.fileno())
+        tmp.replace(target)
+    output.emit({"exported": n, "file": str(target)}, f"exported {n} document(s) to {target}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, output: Output) -> int:
+    from ovos_memory_plugins.transfer import import_jsonl
+
+    with open_memory(args, output) as memory:
+        if args.file == "-":
+            n = import_jsonl(memory, sys.stdin, "<stdin>")
+        else:
+            try:
+                with open(args.file, encoding="utf-8") as fp:
+                    n = import_jsonl(memory, fp, args.file)
+            except OSError as exc:
+                raise CommandError(f"cannot read {args.file}: {exc.strerror or exc}") from exc
+    output.emit({"imported": n}, f"imported {n} document(s)")
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace, output: Output) -> int:
+    from ovos_memory_plugins.transfer import ingest_paths
+
+    progress = Progress(output.err)
+    with open_memory(args, output) as memory:
+        try:
+            report = ingest_paths(memory, [Path(p) for p in args.paths], args.session, None if args.quiet else progress)
+        except FileNotFoundError as exc:
+            raise CommandError(str(exc)) from exc
+        finally:
+            progress.finish()
+    data = {"files": report.files, "exchanges": report.exchanges, "documents": report.documents}
+    output.emit(
+        data,
+        f"ingested {report.files} file(s): {report.exchanges} exchange(s), {report.documents} text chunk(s)",
+    )
+    return 0
+
+
+def cmd_check(args: argparse.Namespace, output: Output) -> int:
+    from ovos_memory_plugins.config import validate_config
+
+    module, config = persona_memory(args.persona_file)
+    name = plugin_name(module)
+    cls = plugin_class(name)
+    try:
+        validate_config(config, plugin=cls)
+    except ConfigError as exc:
+        problems = list(exc.problems)
+        human = f"{args.persona_file}: the {name} config has {len(problems)} problem(s):\n" + "\n".join(
+            f"  - {p}" for p in problems
+        )
+        output.emit({"ok": False, "module": name, "problems": problems}, human)
+        return 1
+    output.emit({"ok": True, "module": name, "problems": []}, f"{args.persona_file}: the {name} config is valid")
+    return 0
+
+
+# -- demo --------------------------------------------------------------------------------------
+
+DEMO_SYSTEM = "You are Ada, a friendly voice assistant."
+DEMO_CONVERSATION: list[tuple[str, str, str]] = [
+    (
+        "kitchen",
+        "My sister Ingrid lives in Tromsø and her birthday is on the 14th of March.",
+        "Noted: Ingrid, 14 March.",
+    ),
+    ("kitchen", "I am allergic to peanuts, so never suggest satay.", "Understood, no peanuts."),
+    ("hallway", "The spare house key is under the blue flowerpot by the door.", "Got it, blue flowerpot."),
+]
+DEMO_QUESTIONS: list[tuple[str, str]] = [
+    ("living-room", "When is my sister's birthday?"),
+    ("kitchen", "Where did I leave the spare key?"),
+]
+
+
+def cmd_demo(args: argparse.Namespace, output: Output) -> int:
+    from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+
+    started = time.perf_counter()
+    name = plugin_name(args.module or DEFAULT_MODULE)
+    cls = plugin_class(name)
+    keep = args.root is not None
+    root = Path(args.root) if keep else Path(tempfile.mkdtemp(prefix="ovos-memory-demo-"))
+    config: dict[str, Any] = {"root": str(root), "system_prompt": DEMO_SYSTEM}
+    lines = [f"ovos-memory demo: {name} in {root}" + ("" if keep else " (removed afterwards)"), ""]
+    turns: list[dict[str, Any]] = []
+    try:
+        memory = cls(config=dict(config))
+        try:
+            for session, user, assistant in DEMO_CONVERSATION:
+                memory.update_history(
+                    [
+                        AgentMessage(role=MessageRole.USER, content=user),
+                        AgentMessage(role=MessageRole.ASSISTANT, content=assistant),
+                    ],
+                    session,
+                )
+                turns.append({"session_id": session, "user": user, "assistant": assistant})
+                lines += [f"[{session}] user:      {user}", f"[{session}] assistant: {assistant}"]
+        finally:
+            memory.close()
+        lines += ["", "-- restart: the memory is closed and built again from its files --", ""]
+        recalled = []
+        memory = cls(config=dict(config))
+        try:
+            for session, question in DEMO_QUESTIONS:
+                messages = memory.build_conversation_context(question, session)
+                shown = [{"role": str(getattr(m.role, "value", m.role)), "content": m.content} for m in messages]
+                recalled.append({"session_id": session, "utterance": question, "messages": shown})
+                lines.append(f'[{session}] next turn "{question}": the chat engine receives')
+                for m in shown:
+                    head = f"  {m['role']}: "
+                    body = m["content"].splitlines() or [""]
+                    lines.append(head + body[0])
+                    lines += [" " * len(head) + more for more in body[1:]]
+                lines.append("")
+        finally:
+            memory.close()
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+    seconds = time.perf_counter() - started
+    if keep:
+        lines.append(f"done in {seconds:.2f} s, offline. Look inside: ovos-memory search --root {root} birthday")
+    else:
+        lines.append(f"done in {seconds:.2f} s, offline. Keep the files with: ovos-memory demo --root DIR")
+    data = {"module": name, "root": str(root), "conversation": turns, "after_restart": recalled, "seconds": seconds}
+    output.emit(data, "\n".join(lines))
+    return 0
+
+
+# -- the parser --------------------------------------------------------------------------------
+
+
+def _target(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("which memory")
+    group.add_argument("--persona", metavar="FILE", help="a persona JSON file: its memory_module and that block")
+    group.add_argument("--module", metavar="NAME", help=f"a memory plugin (default {DEFAULT_MODULE}; 'lexical' works)")
+    group.add_argument("--config", metavar="JSON", help="config keys as a JSON object, or @file.json (merged on top)")
+    group.add_argument("--root", metavar="DIR", help="the memory's folder (overrides the config's root)")
+    group.add_argument("--namespace", metavar="NAME", help="the memory's namespace (overrides the config's)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``ovos-memory`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="ovos-memory",
+        description="See, correct, wipe, move and check what an OVOS persona remembers.",
+        epilog="Exit codes: 0 success, 1 failure, 2 bad usage. Docs: docs/cli.md",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
+    # the same flag after the command; SUPPRESS keeps it from resetting a --json given before it
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(
+        name: str, help_text: str, func: Callable[[argparse.Namespace, Output], int]
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
+        p.set_defaults(func=func)
+        return p
+
+    p = command("demo", "a scripted conversation, a restart and the recalled context (offline, seconds)", cmd_demo)
+    p.add_argument("--module", metavar="NAME", help=f"the plugin to demonstrate (default {DEFAULT_MODULE})")
+    p.add_argument("--root", metavar="DIR", help="keep the demo's files in DIR instead of a temporary folder")
+
+    p = command("search", "the memories best matching a query", cmd_search)
+    _target(p)
+    p.add_argument("query")
+    p.add_argument("--session", metavar="ID", help="only this session's memories")
+    p.add_argument("-k", "--top-k", type=int, default=5, help="how many at most (default 5)")
+
+    p = command("remember", "store a text (as a note, where the backend keeps notes)", cmd_remember)
+    _target(p)
+    p.add_argument("text", nargs="+")
+    p.add_argument("--session", metavar="ID", default="default", help="the session it belongs to (default 'default')")
+    p.add_argument("--meta", metavar="KEY=VALUE", action="append", default=[], help="metadata (value parsed as JSON)")
+    p.add_argument("--document", action="store_true", help="store a plain document even if the backend keeps notes")
+
+    p = command("forget", "delete documents by id, a session, every memory, or notes matching a text", cmd_forget)
+    _target(p)
+    p.add_argument("ids", nargs="*", metavar="ID", help="document ids (as search and export show them)")
+    p.add_argument("--session", metavar="ID", help="a whole session: its documents and its history")
+    p.add_argument("--all", action="store_true", help="everything (needs --yes)")
+    p.add_argument("--yes", action="store_true", help="confirm --all")
+    p.add_argument("--match", metavar="TEXT", help="notes matching TEXT (notes and sticky backends)")
+
+    p = command("notes", "show the curated notes, or edit them in $EDITOR", cmd_notes)
+    _target(p)
+    p.add_argument("--edit", action="store_true", help="open the notes in $VISUAL / $EDITOR and save the result")
+
+    p = command("dream", "consolidate the notes now (notes backend; needs its language model)", cmd_dream)
+    _target(p)
+
+    p = command("stats", "figures about the memory: documents, history, sessions, files", cmd_stats)
+    _target(p)
+
+    p = command("export", "write every document as JSON Lines (to FILE or stdout)", cmd_export)
+    _target(p)
+    p.add_argument("file", nargs="?", help="the output file (default: stdout)")
+
+    p = command("import", "store every document of an export (ids kept)", cmd_import)
+    _target(p)
+    p.add_argument("file", help="a JSON Lines export, or - for stdin")
+
+    p = command("ingest", "feed transcripts and text files (or folders of them) into the memory", cmd_ingest)
+    _target(p)
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--session", metavar="ID", default="default", help="session id (default: each transcript's name)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    p = command("check", "validate a persona's memory config and say exactly what is wrong", cmd_check)
+    p.add_argument("persona_file", metavar="persona.json")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ovos-memory``; return the exit code (0 success, 1 failure, 2 bad usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    output = Output(args.json)
+    try:
+        return int(args.func(args, output))
+    except (CommandError, OvosMemoryPluginError, ValueError, OSError) as exc:
+        output.note(f"ovos-memory {args.command}: error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        output.note("interrupted")
+        return 130
+
+
+def _run() -> NoReturn:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    _run()

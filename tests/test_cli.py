@@ -1,0 +1,335 @@
+"""The ``ovos-memory`` command, run in-process through ``main(argv)`` on real files.
+
+Two kinds of backend: a tiny third-party plugin registered for the test through a real
+``*.dist-info`` entry point (it proves the command needs nothing but the public base and, for
+export, a listing method), and every backend of this package that imports (the round trip and
+the demo run on those).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import distribution
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ovos_memory_plugins.cli import main
+
+PLUGIN = "ovos-memory-test-jsonfile"
+
+PLUGIN_SOURCE = '''
+"""A third-party style backend for tests: documents in one JSON file under root."""
+import json
+import re
+from pathlib import Path
+
+from ovos_memory_plugins.base import BaseRetrievalMemory
+from ovos_memory_plugins.common import MemoryHit
+
+
+class JsonFileMemory(BaseRetrievalMemory):
+    persistent = True
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.path = self.root / "docs.json"
+        self.docs = json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def _save(self):
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(self.docs))
+
+    def _store_document(self, doc_id, text, session_id, metadata):
+        self.docs[doc_id] = text
+        self._save()
+
+    def _query_backend(self, query, top_k):
+        words = {w for w in re.findall(r"\\w+", query.lower()) if len(w) > 2}
+        hits = []
+        for doc_id, text in self.docs.items():
+            score = float(len(words & set(re.findall(r"\\w+", text.lower()))))
+            if score:
+                hits.append(MemoryHit(content=text, source=doc_id, score=score))
+        hits.sort(key=lambda h: (-h.score, h.source))
+        return hits[:top_k]
+
+    def _delete_documents(self, doc_ids):
+        n = sum(self.docs.pop(d, None) is not None for d in doc_ids)
+        self._save()
+        return n
+
+    def iter_documents(self):
+        known = self._history.documents(self.docs)
+        for doc_id, text in self.docs.items():
+            session, meta = known.get(doc_id, ("default", {}))
+            yield {"id": doc_id, "text": text, "session_id": session, "metadata": meta}
+'''
+
+
+@pytest.fixture(autouse=True)
+def test_plugin(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Register the JSON-file plugin under ``opm.agents.memory`` for this test."""
+    site = tmp_path_factory.mktemp("site")
+    (site / "jsonfile_memory_for_tests.py").write_text(textwrap.dedent(PLUGIN_SOURCE))
+    info = site / "jsonfile_memory_for_tests-0.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: jsonfile-memory-for-tests\nVersion: 0.0.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[opm.agents.memory]\n{PLUGIN} = jsonfile_memory_for_tests:JsonFileMemory\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    sys.modules.pop("jsonfile_memory_for_tests", None)
+
+
+def _ours() -> list[str]:
+    names = []
+    for ep in distribution("ovos-memory-plugins").entry_points:
+        if ep.group != "opm.agents.memory":
+            continue
+        try:
+            ep.load()
+        except ImportError:
+            continue
+        names.append(ep.name)
+    return sorted(names)
+
+
+OURS = _ours()
+#: config some backends need to run offline (a hashing embedder, a member list)
+OFFLINE: dict[str, dict[str, Any]] = {
+    "ovos-memory-plugin-vector": {"embedder": {"module": "hashing"}},
+    "ovos-memory-plugin-composite": {"members": [{"module": "ovos-memory-plugin-lexical"}]},
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def target(root: Path, module: str = PLUGIN) -> list[str]:
+    return ["--module", module, "--root", str(root), "--config", json.dumps(OFFLINE.get(module, {}))]
+
+
+# -- check ---------------------------------------------------------------------------------------
+
+
+def write_persona(path: Path, block: dict[str, Any], module: str = PLUGIN) -> Path:
+    persona = {"name": "Ada", "handlers": ["ovos-openai-plugin"], "memory_module": module, module: block}
+    path.write_text(json.dumps(persona))
+    return path
+
+
+def test_check_accepts_a_valid_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    persona = write_persona(tmp_path / "ada.json", {"namespace": "ada", "retrieval": {"max_num_results": 3}})
+    code, out, _ = run(capsys, "check", str(persona))
+    assert code == 0 and "is valid" in out
+
+
+def test_check_names_a_misspelt_key_and_the_accepted_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    persona = write_persona(tmp_path / "ada.json", {"max_histroy": 4, "retrieval": {"max_num_result": 2}})
+    code, out, _ = run(capsys, "check", str(persona))
+    assert code == 1
+    assert "unknown key 'max_histroy' (did you mean 'max_history'?)" in out
+    assert "accepted keys:" in out and "inject_mode" in out and "namespace" in out
+    assert "unknown key 'retrieval.max_num_result' (did you mean 'max_num_results'?)" in out
+
+    code, out, _ = run(capsys, "--json", "check", str(persona))
+    data = json.loads(out)
+    assert code == 1 and data["ok"] is False and len(data["problems"]) == 2
+
+
+def test_check_names_a_bad_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    persona = write_persona(tmp_path / "ada.json", {"inject_mode": "telepathy"})
+    code, out, _ = run(capsys, "check", str(persona), "--json")
+    problems = json.loads(out)["problems"]
+    assert code == 1 and "'telepathy'" in problems[0] and "'developer'" in problems[0]
+
+
+def test_check_reports_unreadable_personas(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"memory_module": ')
+    code, _, err = run(capsys, "check", str(bad))
+    assert code == 1 and "not valid JSON" in err
+    none = tmp_path / "none.json"
+    none.write_text('{"name": "x"}')
+    code, _, err = run(capsys, "check", str(none))
+    assert code == 1 and "names no memory_module" in err
+    missing = write_persona(tmp_path / "m.json", {}, module="ovos-memory-plugin-nonexistent")
+    code, _, err = run(capsys, "check", str(missing))
+    assert code == 1 and "no memory plugin named 'ovos-memory-plugin-nonexistent'" in err
+
+
+# -- the everyday verbs --------------------------------------------------------------------------
+
+
+def test_remember_search_forget_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t = target(tmp_path / "m")
+    code, out, _ = run(
+        capsys, "--json", "remember", *t, "--session", "s1", "--meta", "n=3", "the piano tuner is Mr Okafor"
+    )
+    assert code == 0
+    doc = json.loads(out)["id"]
+    run(capsys, "remember", *t, "--session", "s2", "the piano lid squeaks")
+
+    code, out, _ = run(capsys, "search", *t, "piano tuner")
+    assert code == 0 and doc in out and "Mr Okafor" in out
+    code, out, _ = run(capsys, "search", *t, "piano", "--json", "--session", "s2")
+    hits = json.loads(out)
+    assert [h["content"] for h in hits] == ["the piano lid squeaks"]
+
+    code, out, _ = run(capsys, "--json", "stats", *t)
+    assert code == 0 and json.loads(out)["documents"] == 2
+
+    code, out, _ = run(capsys, "forget", *t, doc)
+    assert code == 0 and "1 document(s) deleted" in out
+    code, _, err = run(capsys, "forget", *t, doc)
+    assert code == 1 and "not found" in err
+    code, _, err = run(capsys, "forget", *t, "--all")
+    assert code == 1 and "--yes" in err
+    code, out, _ = run(capsys, "--json", "forget", *t, "--session", "s2")
+    assert code == 0 and json.loads(out)["deleted"] == 1
+    code, out, _ = run(capsys, "search", *t, "piano")
+    assert "no memories match" in out
+
+
+def test_persona_file_selects_the_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    persona = write_persona(tmp_path / "ada.json", {"root": str(tmp_path / "ada-memory")})
+    assert run(capsys, "remember", "--persona", str(persona), "the boiler code is 1234")[0] == 0
+    assert (tmp_path / "ada-memory" / "docs.json").exists()
+    code, out, _ = run(capsys, "--json", "search", "--persona", str(persona), "boiler code")
+    assert code == 0 and json.loads(out)[0]["content"] == "the boiler code is 1234"
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["search"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["frobnicate"])
+    assert exc.value.code == 2
+
+
+def test_verbs_a_backend_lacks_fail_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t = target(tmp_path / "m")
+    code, _, err = run(capsys, "dream", *t)
+    assert code == 1 and "JsonFileMemory has no dreaming" in err
+    code, _, err = run(capsys, "notes", *t)
+    assert code == 1 and "has no curated notes" in err
+
+
+# -- export / import / ingest --------------------------------------------------------------------
+
+
+def _fill(root: Path, capsys: pytest.CaptureFixture[str], module: str) -> None:
+    from ovos_memory_plugins.cli import plugin_class
+    from ovos_memory_plugins.testing import exchange
+
+    config = {**OFFLINE.get(module, {}), "root": str(root)}
+    with plugin_class(module)(config=config) as mem:
+        mem.update_history(exchange("my sister Ingrid lives in Tromsø", "Tromsø, noted"), "kitchen")
+        mem.update_history(exchange("her birthday is the 14th of March", "14 March, noted"), "kitchen")
+        mem.store("the spare key is under the blue flowerpot", "hallway", {"ref": "k1", "tags": ["key"]})
+        mem.store("中文没有空格的句子我喜欢红色自行车", "hallway")
+
+
+QUERIES = ["Ingrid Tromsø", "birthday March", "spare key flowerpot", "红色自行车", "sister"]
+
+
+def _searches(capsys: pytest.CaptureFixture[str], t: list[str]) -> list[Any]:
+    out = []
+    for q in QUERIES:
+        code, text, _ = run(capsys, "--json", "search", *t, q)
+        assert code == 0
+        out.append([(h["id"], h["content"], h["metadata"].get("ref")) for h in json.loads(text)])
+    return out
+
+
+@pytest.mark.parametrize("module", [PLUGIN, *OURS])
+def test_export_then_import_into_an_empty_root_gives_the_same_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], module: str
+) -> None:
+    _fill(tmp_path / "a", capsys, module)
+    a, b = target(tmp_path / "a", module), target(tmp_path / "b", module)
+    dump = tmp_path / "dump.jsonl"
+    code, out, _ = run(capsys, "export", *a, str(dump))
+    assert code == 0 and "exported 4 document(s)" in out
+    lines = [json.loads(x) for x in dump.read_text(encoding="utf-8").splitlines()]
+    assert {d["session_id"] for d in lines} == {"kitchen", "hallway"}
+    key = next(d for d in lines if "flowerpot" in d["text"])
+    assert key["metadata"]["ref"] == "k1" and key["metadata"]["tags"] == ["key"]
+
+    code, out, _ = run(capsys, "import", *b, str(dump))
+    assert code == 0 and "imported 4 document(s)" in out
+    assert _searches(capsys, b) == _searches(capsys, a)
+    code, out, _ = run(capsys, "export", *b)
+    again = [json.loads(x) for x in out.splitlines()]
+    assert sorted(again, key=lambda d: d["id"]) == sorted(lines, key=lambda d: d["id"])
+
+
+def test_import_reports_the_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text('{"id": "d-1", "text": "fine"}\n{"text": "no id"}\n')
+    code, _, err = run(capsys, "import", *target(tmp_path / "m"), str(dump))
+    assert code == 1 and "dump.jsonl:2" in err
+
+
+def test_ingest_a_folder_with_a_progress_bar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "texts"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "chat.txt").write_text(
+        "User: my dentist is Dr Farouk\nAssistant: Dr Farouk, noted.\n"
+        "User: and the appointment\nis on Tuesday\nAssistant: Tuesday it is.\n"
+    )
+    (folder / "log.jsonl").write_text(
+        json.dumps({"role": "user", "content": "I parked on level 3"})
+        + "\n"
+        + json.dumps({"role": "assistant", "content": "level 3"})
+        + "\n"
+    )
+    (folder / "sub" / "recipes.md").write_text("Lentil soup: cumin and lemon.\n\nPancakes: buttermilk.\n")
+    (folder / "ignored.bin").write_bytes(b"\x00\x01")
+    t = target(tmp_path / "m")
+    code, out, err = run(capsys, "ingest", *t, str(folder))
+    assert code == 0
+    assert "ingested 3 file(s): 3 exchange(s), 2 text chunk(s)" in out
+    assert "[" in err and "3/3" in err
+    code, out, _ = run(capsys, "--json", "search", *t, "appointment Tuesday")
+    assert json.loads(out)[0]["content"] == "Q: and the appointment\nis on Tuesday\nA: Tuesday it is."
+    code, out, _ = run(capsys, "--json", "search", *t, "lentil soup")
+    assert json.loads(out)[0]["metadata"]["kind"] == "ingest"
+    code, _, err = run(capsys, "ingest", *t, str(tmp_path / "nope"))
+    assert code == 1 and "no such file" in err
+
+
+# -- demo ----------------------------------------------------------------------------------------
+
+
+def test_demo_on_any_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--json", "demo", "--module", PLUGIN)
+    assert code == 0
+    data = json.loads(out)
+    assert not Path(data["root"]).exists(), "the temporary root is removed"
+    after = data["after_restart"][0]["messages"]
+    assert after[-1] == {"role": "user", "content": "When is my sister's birthday?"}
+    assert any("14th of March" in m["content"] for m in after[:-1])
+
+
+@pytest.mark.skipif("ovos-memory-plugin-lexical" not in OURS, reason="the lexical backend is not written yet")
+def test_the_readme_demo_runs_offline_in_seconds(tmp_path: Path) -> None:
+    """``ovos-memory demo`` as the README runs it: the console script, default backend."""
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "HOME": str(tmp_path)}
+    script = Path(sys.executable).with_name("ovos-memory")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "ovos_memory_plugins.cli"]
+    done = subprocess.run([*cmd, "demo"], capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "restart" in done.stdout and "14th of March" in done.stdout.split("restart", 1)[1]
+    seconds = float(done.stdout.rsplit("done in ", 1)[1].split(" s", 1)[0])
+    assert seconds < 10
