@@ -1,0 +1,89 @@
+"""What the editor can show of a memory: its archive, its notes, its sticky notes.
+
+The editor talks to memories through their public methods only, found by duck typing, so it
+works with any backend of this package, a composite of them, or a third-party backend built on
+:class:`~ovos_memory_plugins.base.BaseRetrievalMemory`:
+
+* **archive**: ``search``/``delete``/``forget_session``/``forget_all``/``stats`` (every backend);
+  document listing through ``documents(session_id=None)`` when the backend has it;
+* **notes**: ``notes_body()`` and ``replace_notes(text)`` (both notes stores), plus
+  ``remember``/``update``/``forget`` and, on the SQLite store, ``retire``/``restore``;
+* **sticky**: ``remember``/``forget``/``notes`` without ``notes_body``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Parts", "find_parts", "version_of"]
+
+
+def version_of(text: str) -> str:
+    """The version the page sends back with an edit: a digest of the text it loaded."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+def _has(obj: Any, *names: str) -> bool:
+    return all(callable(getattr(obj, name, None)) for name in names)
+
+
+def _members(memory: Any) -> Iterator[Any]:
+    """The memory and, for a composite, its members (depth first)."""
+    yield memory
+    members = getattr(memory, "members", None)
+    if isinstance(members, dict):
+        members = list(members.values())
+    if isinstance(members, (list, tuple)):
+        for member in members:
+            member = getattr(member, "memory", member)
+            yield from _members(member)
+
+
+@dataclass
+class Parts:
+    """The pieces of one memory the editor works on (None where the memory has none)."""
+
+    memory: Any
+    archive: Any | None
+    notes: Any | None
+    sticky: Any | None
+
+    def capabilities(self) -> dict[str, bool]:
+        """Which views and verbs the page may offer."""
+        notes, sticky, archive = self.notes, self.sticky, self.archive
+        return {
+            "archive": archive is not None,
+            "archive_delete": archive is not None and _can_delete(archive),
+            "archive_list": archive is not None and _has(archive, "documents"),
+            "notes": notes is not None,
+            "notes_items": notes is not None and _has(notes, "notes"),
+            "notes_remember": notes is not None and _has(notes, "remember"),
+            "notes_update": notes is not None and _has(notes, "update"),
+            "notes_forget": notes is not None and _has(notes, "forget"),
+            "notes_retire": notes is not None and _has(notes, "retire", "restore"),
+            "dream": notes is not None and _has(notes, "dream"),
+            "sticky": sticky is not None,
+        }
+
+
+def _can_delete(memory: Any) -> bool:
+    can = getattr(memory, "_can", None)
+    return bool(can("_delete_documents")) if callable(can) else _has(memory, "delete")
+
+
+def find_parts(memory: Any) -> Parts:
+    """Find the archive, notes and sticky parts of ``memory`` (or of a composite's members)."""
+    archive = notes = sticky = None
+    for part in _members(memory):
+        if notes is None and _has(part, "notes_body", "replace_notes"):
+            notes = part
+        elif sticky is None and _has(part, "remember", "forget", "notes") and not _has(part, "notes_body"):
+            sticky = part
+        if archive is None and part is not notes and part is not sticky and _has(part, "search", "stats"):
+            archive = part
+    if archive is None and _has(memory, "search", "stats") and notes is None and sticky is None:
+        archive = memory
+    return Parts(memory=memory, archive=archive, notes=notes, sticky=sticky)

@@ -1,0 +1,194 @@
+"""The memory editor over plain HTTP: a real uvicorn server on 127.0.0.1, stdlib http.client.
+
+Covers the guards (Host, Origin, cross-site fetches, the token, loopback-only binding) and the
+archive API over the package's stub storage.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the editor extra (fastapi, uvicorn) is not installed")
+pytest.importorskip("uvicorn", reason="the editor extra (fastapi, uvicorn) is not installed")
+
+from ovos_memory_plugins.editor import EditorServer
+from ovos_memory_plugins.editor.security import allowed_hosts_for, check_bind_host
+from ovos_memory_plugins.testing import InMemoryMemory, exchange
+
+
+def request(
+    server: EditorServer,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    token: str | None = "auto",
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
+    """One HTTP request to the server; returns (status, parsed JSON or raw text)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        sent = {"Host": f"127.0.0.1:{server.port}"}
+        if token == "auto":
+            token = server.token
+        if token is not None:
+            sent["X-Editor-Token"] = token
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            sent["Content-Type"] = "application/json"
+            sent["Content-Length"] = str(len(payload))
+        sent.update(headers or {})
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for k, v in sent.items():
+            conn.putheader(k, v)
+        conn.endheaders(payload)
+        response = conn.getresponse()
+        raw = response.read().decode()
+        try:
+            return response.status, json.loads(raw)
+        except json.JSONDecodeError:
+            return response.status, raw
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[InMemoryMemory]:
+    with InMemoryMemory({"root": str(tmp_path / "m")}) as mem:
+        mem.update_history(exchange("my bike is a red Gazelle", "a red Gazelle, noted"), "kitchen")
+        mem.update_history(exchange("the wifi password is hunter2", "got it"), "kitchen")
+        mem.update_history(exchange("my sister lives in Porto", "Porto is lovely"), "bedroom")
+        yield mem
+
+
+@pytest.fixture
+def server(memory: InMemoryMemory) -> Iterator[EditorServer]:
+    with EditorServer(memory) as srv:
+        yield srv
+
+
+def test_binds_loopback_and_refuses_other_interfaces() -> None:
+    check_bind_host("127.0.0.1")
+    check_bind_host("::1")
+    check_bind_host("localhost")
+    for host in ("0.0.0.0", "192.168.1.20", "::"):
+        with pytest.raises(ValueError, match="allow_remote"):
+            check_bind_host(host)
+    check_bind_host("0.0.0.0", allow_remote=True)
+    with pytest.raises(ValueError, match="allow_remote"):
+        EditorServer(InMemoryMemory(), host="0.0.0.0")
+
+
+def test_allowed_hosts() -> None:
+    assert allowed_hosts_for("127.0.0.1", 8080) == {"127.0.0.1:8080", "localhost:8080", "[::1]:8080"}
+    assert "box.lan:8080" in allowed_hosts_for("0.0.0.0", 8080, ["box.lan"])
+
+
+def test_url_carries_the_token_in_the_fragment(server: EditorServer) -> None:
+    assert server.url == f"http://127.0.0.1:{server.port}/#token={server.token}"
+    assert len(server.token) >= 40
+
+
+def test_page_and_openapi_are_served(server: EditorServer) -> None:
+    status, page = request(server, "GET", "/", token=None)
+    assert status == 200 and "<title>Memory editor</title>" in page
+    status, js = request(server, "GET", "/static/editor.js", token=None)
+    assert status == 200 and "textContent" in js and "innerHTML" not in js
+    status, spec = request(server, "GET", "/api/openapi.json", token=None)
+    assert status == 200 and spec["openapi"].startswith("3.")
+    assert {"/api/notes", "/api/search", "/api/export", "/api/forget-all"} <= set(spec["paths"])
+    assert {"get", "put"} <= set(spec["paths"]["/api/notes"])
+    status, _ = request(server, "GET", "/static/..%2Fapp.py", token=None)
+    assert status == 404
+
+
+def test_foreign_host_is_refused(server: EditorServer) -> None:
+    for host in (f"evil.example:{server.port}", "evil.example", "127.0.0.1", f"127.0.0.1:{server.port + 1}"):
+        status, body = request(server, "GET", "/api/info", headers={"Host": host})
+        assert status == 403, host
+        assert "Host" in body["detail"]
+    status, page = request(server, "GET", "/", token=None, headers={"Host": "rebound.example"})
+    assert status == 403 and "Memory editor" not in str(page)
+    status, _ = request(server, "GET", "/api/info", headers={"Host": f"localhost:{server.port}"})
+    assert status == 200
+
+
+def test_foreign_origin_is_refused(server: EditorServer, memory: InMemoryMemory) -> None:
+    before = memory.stats()["documents"]
+    for origin in ("http://evil.example", "null", f"http://127.0.0.1:{server.port + 1}", "https://127.0.0.1"):
+        status, body = request(server, "POST", "/api/forget-all", {"confirm": "everything"}, headers={"Origin": origin})
+        assert status == 403, origin
+        assert "Origin" in body["detail"]
+    status, _ = request(server, "GET", "/api/info", headers={"Sec-Fetch-Site": "cross-site"})
+    assert status == 403
+    assert memory.stats()["documents"] == before
+    status, _ = request(server, "GET", "/api/info", headers={"Origin": f"http://127.0.0.1:{server.port}"})
+    assert status == 200
+
+
+def test_token_is_required_on_every_api_call(server: EditorServer, memory: InMemoryMemory) -> None:
+    for method, path, body in [
+        ("GET", "/api/info", None),
+        ("GET", "/api/search?q=bike", None),
+        ("GET", "/api/export", None),
+        ("POST", "/api/forget-all", {"confirm": "everything"}),
+    ]:
+        assert request(server, method, path, body, token=None)[0] == 401
+        assert request(server, method, path, body, token="wrong")[0] == 401
+    assert memory.stats()["documents"] == 3
+
+
+def test_security_headers(server: EditorServer) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request("GET", "/")
+        response = conn.getresponse()
+        response.read()
+        csp = response.getheader("content-security-policy") or ""
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+        assert response.getheader("x-content-type-options") == "nosniff"
+    finally:
+        conn.close()
+
+
+def test_archive_search_view_delete_export(server: EditorServer, memory: InMemoryMemory) -> None:
+    status, info = request(server, "GET", "/api/info")
+    assert status == 200 and info["capabilities"]["archive"] and not info["capabilities"]["notes"]
+    status, found = request(server, "GET", "/api/search?q=Gazelle+bike")
+    assert status == 200
+    hit = found["hits"][0]
+    assert "red Gazelle" in hit["content"]
+    status, sessions = request(server, "GET", "/api/sessions")
+    assert sessions["sessions"] == ["bedroom", "kitchen"]
+    status, convo = request(server, "GET", "/api/sessions/kitchen")
+    assert [m["role"] for m in convo["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert convo["messages"][0]["content"] == "my bike is a red Gazelle"
+
+    status, _ = request(server, "DELETE", f"/api/documents/{hit['source']}")
+    assert status == 200
+    assert memory.search("Gazelle bike") == []
+    assert request(server, "DELETE", f"/api/documents/{hit['source']}")[0] == 404
+
+    status, exported = request(server, "GET", "/api/export")
+    assert status == 200 and set(exported["sessions"]) == {"bedroom", "kitchen"}
+
+    status, gone = request(server, "DELETE", "/api/sessions/bedroom")
+    assert status == 200 and gone["deleted"] == 1
+    assert memory.search("sister Porto") == [] and memory.get_history("bedroom") == []
+
+    assert request(server, "POST", "/api/forget-all", {"confirm": "yes"})[0] == 400
+    status, gone = request(server, "POST", "/api/forget-all", {"confirm": "everything"})
+    assert status == 200 and gone["deleted"] == 1
+    assert memory.search("wifi password") == [] and memory.stats()["history_messages"] == 0
+
+
+def test_notes_routes_answer_404_without_notes(server: EditorServer) -> None:
+    status, body = request(server, "GET", "/api/notes")
+    assert status == 404 and "no notes" in body["detail"]
