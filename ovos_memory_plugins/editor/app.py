@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from ovos_memory_plugins.editor.parts import Parts, find_parts, version_of
 from ovos_memory_plugins.editor.security import GuardMiddleware, new_token
 from ovos_memory_plugins.errors import OvosMemoryPluginError
+from ovos_memory_plugins.transfer import ExportedDocument, iter_documents
 
 LOG = logging.getLogger(__name__)
 
@@ -73,6 +74,10 @@ class Undo(BaseModel):
 
 def _hit(hit: Any) -> dict[str, Any]:
     return {"content": hit.content, "source": hit.source, "score": hit.score, "metadata": dict(hit.metadata)}
+
+
+def _doc(doc: ExportedDocument) -> dict[str, Any]:
+    return {"id": doc.id, "text": doc.text, "session_id": doc.session_id, "metadata": doc.metadata}
 
 
 def _note(note: Any) -> dict[str, Any]:
@@ -349,8 +354,8 @@ class EditorApp:
             """A session's recorded conversation (oldest first) and, where listed, its documents."""
             archive = self._archive()
             out: dict[str, Any] = {"session": session_id, "messages": self._messages(session_id), "documents": None}
-            if callable(getattr(archive, "documents", None)):
-                out["documents"] = [_hit(d) for d in archive.documents(session_id=session_id)]
+            if self.parts.capabilities()["archive_list"]:
+                out["documents"] = [_doc(d) for d in iter_documents(archive) if d.session_id == session_id]
             return out
 
         @api.delete("/api/sessions/{session_id}", tags=["archive"])
@@ -385,8 +390,8 @@ class EditorApp:
             if self.parts.archive is not None:
                 archive = self.parts.archive
                 data["sessions"] = {s: self._messages(s) for s in self._sessions()}
-                if callable(getattr(archive, "documents", None)):
-                    data["documents"] = [_hit(d) for d in archive.documents()]
+                if self.parts.capabilities()["archive_list"]:
+                    data["documents"] = [_doc(d) for d in iter_documents(archive)]
             headers = {"content-disposition": 'attachment; filename="memory-export.json"'}
             return JSONResponse(data, headers=headers)
 

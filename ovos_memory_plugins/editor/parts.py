@@ -5,7 +5,7 @@ works with any backend of this package, a composite of them, or a third-party ba
 :class:`~ovos_memory_plugins.base.BaseRetrievalMemory`:
 
 * **archive**: ``search``/``delete``/``forget_session``/``forget_all``/``stats`` (every backend);
-  document listing through ``documents(session_id=None)`` when the backend has it;
+  document listing through ``iter_documents()`` (or the other names export looks for);
 * **notes**: ``notes_body()`` and ``replace_notes(text)`` (both notes stores), plus
   ``remember``/``update``/``forget`` and, on the SQLite store, ``retire``/``restore``;
 * **sticky**: ``remember``/``forget``/``notes`` without ``notes_body``.
@@ -17,6 +17,8 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from ovos_memory_plugins.transfer import LISTING_METHODS
 
 __all__ = ["Parts", "find_parts", "version_of"]
 
@@ -57,7 +59,7 @@ class Parts:
         return {
             "archive": archive is not None,
             "archive_delete": archive is not None and _can_delete(archive),
-            "archive_list": archive is not None and _has(archive, "documents"),
+            "archive_list": archive is not None and any(_has(archive, name) for name in LISTING_METHODS),
             "notes": notes is not None,
             "notes_items": notes is not None and _has(notes, "notes"),
             "notes_remember": notes is not None and _has(notes, "remember"),

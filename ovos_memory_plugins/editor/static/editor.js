@@ -174,7 +174,7 @@
       const li = el("li", { class: "hit", "data-id": hit.source });
       li.append(textNode("pre", hit.content, "text"));
       const session = hit.metadata && hit.metadata.session_id ? ` · session ${hit.metadata.session_id}` : "";
-      li.append(textNode("span", `${hit.source} · score ${Number(hit.score).toFixed(3)}${session}`, "meta"));
+      const meta = textNode("span", `${hit.source} · score ${Number(hit.score).toFixed(3)}${session}`, "meta");
       if (state.caps.archive_delete) {
         li.append(el("span", { class: "tools" }, el("button", {
           type: "button", className: "delete danger-button",
@@ -185,6 +185,7 @@
           }),
         }, "Delete")));
       }
+      li.append(meta);
       list.append(li);
     }
   }
@@ -231,7 +232,7 @@
     const info = await api("GET", "/api/info");
     state.caps = info.capabilities;
     const figures = Object.entries(info.stats || {})
-      .filter(([k, v]) => typeof v === "number" || typeof v === "string")
+      .filter(([k, v]) => k !== "backend" && (typeof v === "number" || typeof v === "string"))
       .map(([k, v]) => `${k.replace(/_/g, " ")}: ${v}`);
     $("summary").textContent = `${info.backend}${figures.length ? " — " + figures.join(" · ") : ""}`;
     return info;

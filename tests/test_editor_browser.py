@@ -1,0 +1,144 @@
+"""The memory editor page driven in headless Chromium (Debian's ``chromium`` + ``chromium-driver``).
+
+The server is real (uvicorn on a free 127.0.0.1 port, in a thread); the browser is real; the
+memories are real backends on files in ``tmp_path``. Set ``OVOS_MEMORY_EDITOR_SCREENSHOTS`` to
+a folder (``docs/img``) to save screenshots of the main views while the tests run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the editor extra (fastapi, uvicorn) is not installed")
+pytest.importorskip("selenium", reason="selenium is not installed (it is in the test extra)")
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+pytestmark = pytest.mark.skipif(
+    not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+    reason="Debian's Chromium is not installed: apt-get install -y chromium chromium-driver",
+)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from ovos_memory_plugins.editor import EditorServer  # noqa: E402
+from ovos_memory_plugins.testing import InMemoryMemory, exchange  # noqa: E402
+
+SCRIPT_NOTE = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2"> likes <b>bold</b> tea'
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    profile = tempfile.mkdtemp(prefix="editor-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1100,820",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait(driver: WebDriver, condition: Callable[[WebDriver], Any], timeout: float = 10) -> Any:
+    """Poll ``condition`` until it is truthy (selenium's wait)."""
+    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+
+
+def open_page(driver: WebDriver, server: EditorServer) -> None:
+    driver.get(server.url)
+    wait(driver, lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+
+
+def shot(driver: WebDriver, name: str) -> None:
+    """Save a screenshot when OVOS_MEMORY_EDITOR_SCREENSHOTS names a folder."""
+    folder = os.environ.get("OVOS_MEMORY_EDITOR_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(folder) / f"editor-{name}.png"))
+
+
+def texts(driver: WebDriver, selector: str) -> list[str]:
+    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, selector)]
+
+
+def item(driver: WebDriver, list_id: str, contains: str) -> WebElement:
+    """The list item of ``#list_id`` whose text contains ``contains`` (waits for it)."""
+
+    def find(d: WebDriver) -> WebElement | None:
+        for li in d.find_elements(By.CSS_SELECTOR, f"#{list_id} > li"):
+            if contains in li.text:
+                return li
+        return None
+
+    found: WebElement = wait(driver, find)
+    return found
+
+
+def test_archive_search_view_delete_and_script_as_text(browser: WebDriver, tmp_path: Path) -> None:
+    with InMemoryMemory({"root": str(tmp_path / "m")}) as memory:
+        memory.update_history(exchange("my bike is a red Gazelle", "a red Gazelle, noted"), "kitchen")
+        memory.update_history(exchange(f"remember: Ada {SCRIPT_NOTE}", "noted"), "kitchen")
+        memory.update_history(exchange("my sister lives in Porto", "Porto is lovely"), "bedroom")
+        with EditorServer(memory) as server:
+            open_page(browser, server)
+            assert browser.find_element(By.ID, "view-archive").is_displayed()
+            browser.find_element(By.ID, "search-q").send_keys("tea Ada")
+            browser.find_element(By.ID, "search-go").click()
+            hit = item(browser, "search-results", "likes")
+            assert "<script>window.__pwned = 1</script>" in hit.text
+            assert "<b>bold</b>" in hit.text
+            assert (
+                browser.find_elements(By.CSS_SELECTOR, "#search-results script, #search-results img, #search-results b")
+                == []
+            )
+            assert browser.execute_script("return window.__pwned === undefined")
+
+            browser.find_element(By.ID, "search-q").clear()
+            browser.find_element(By.ID, "search-q").send_keys("Gazelle bike")
+            browser.find_element(By.ID, "search-go").click()
+            hit = item(browser, "search-results", "red Gazelle")
+            shot(browser, "archive")
+            hit.find_element(By.CSS_SELECTOR, "button.delete").click()
+            wait(browser, lambda d: not any("red Gazelle" in t for t in texts(d, "#search-results > li")))
+            assert memory.search("Gazelle bike") == []
+
+            session = item(browser, "sessions", "bedroom")
+            session.find_element(By.CSS_SELECTOR, "button.view").click()
+            wait(browser, lambda d: "my sister lives in Porto" in d.find_element(By.ID, "messages").text)
+            shot(browser, "conversation")
+            item(browser, "sessions", "bedroom").find_element(By.CSS_SELECTOR, "button.delete").click()
+            wait(browser, lambda d: not any("bedroom" in t for t in texts(d, "#sessions > li")))
+            assert memory.search("sister Porto") == [] and memory.get_history("bedroom") == []
+
+            browser.find_element(By.ID, "confirm-all").send_keys("everything")
+            browser.find_element(By.ID, "forget-all").click()
+            wait(browser, lambda d: texts(d, "#sessions > li") == ["No recorded conversations."])
+            assert memory.stats()["history_messages"] == 0
