@@ -1,0 +1,524 @@
+"""Where durable notes live: ``MEMORY.md`` (human-editable) or a SQLite table with retired facts.
+
+A note is one fact with the month it was learned (:class:`Note`). Stores only load and save
+lists of notes and keep retired ones; normalisation, dedup and the prompt budget are the
+plugin's business (:mod:`ovos_memory_plugins.notes`).
+
+Both stores implement :class:`NotesStore`:
+
+* :class:`FileNotesStore`: ``<root>/MEMORY.md``, one ``- [YYYY-MM] fact`` line per note.
+  Lines that are not bullets (headings, blank lines, comments) are ignored on load; a bullet
+  without a date is a note with an unknown date. A bullet whose leading ``[...]`` is not a
+  ``YYYY-MM`` (or ``YYYY-MM-DD``) date, or a file that is not UTF-8, cannot be parsed:
+  :class:`~ovos_memory_plugins.errors.CorruptFileError` names the line, and the file is left
+  untouched (the store refuses to write over it). Writes are atomic: a temporary file in the
+  same folder, fsync, rename, fsync of the folder, so a crash leaves the old or the new file.
+  Retired notes go to ``<root>/RETIRED.md`` as ``- [YYYY-MM retired YYYY-MM-DD] fact``.
+* :class:`SQLiteNotesStore`: ``<root>/notes.db``; no cap; retired notes keep their dates and
+  can be restored; full-text search over active and retired notes (FTS5 over
+  :func:`~ovos_memory_plugins.text.tokenize` terms, so CJK text is searchable).
+
+:func:`move_notes` copies every note, active and retired, from one store to another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from ovos_memory_plugins.errors import CorruptFileError, StorageError
+from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase
+
+try:  # POSIX advisory locks keep two processes from interleaving read-modify-write cycles
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "FILE_HEADER",
+    "FileNotesStore",
+    "Note",
+    "NotesStore",
+    "SQLiteNotesStore",
+    "format_note",
+    "move_notes",
+    "parse_notes",
+]
+
+FILE_HEADER = (
+    "# Memory\n\n"
+    "<!-- One durable fact per line: `- [YYYY-MM] fact`. You may edit this file; lines that are\n"
+    "     not bullets are ignored and are not kept when the memory rewrites the file. -->\n\n"
+)
+RETIRED_HEADER = "# Retired notes\n\n<!-- Facts that stopped being true: `- [YYYY-MM retired YYYY-MM-DD] fact`. -->\n\n"
+
+_BULLET = re.compile(r"^\s*[-*]\s+(.*?)\s*$")
+_DATED = re.compile(r"^\[([^\]]*)\]\s*(.*)$")
+_DATE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])(?:-(0[1-9]|[12]\d|3[01]))?$")
+_RETIRED_DATE = re.compile(
+    r"^(\d{4}-(?:0[1-9]|1[0-2])|)\s*retired\s+(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))$"
+)
+
+
+@dataclass(frozen=True)
+class Note:
+    """One durable fact.
+
+    Attributes:
+        text: the fact, one line.
+        date: the month it was learned, ``YYYY-MM`` ("" when unknown).
+        retired_on: the day it stopped being true, ``YYYY-MM-DD``; None while it is active.
+    """
+
+    text: str
+    date: str = ""
+    retired_on: str | None = None
+
+
+def format_note(note: Note) -> str:
+    """The ``MEMORY.md`` line of a note (``RETIRED.md`` form when it is retired)."""
+    if note.retired_on:
+        return f"- [{note.date + ' ' if note.date else ''}retired {note.retired_on}] {note.text}"
+    return f"- [{note.date}] {note.text}" if note.date else f"- {note.text}"
+
+
+def parse_notes(body: str, *, source: str = "<text>", retired: bool = False) -> list[Note]:
+    """The notes in a ``MEMORY.md`` body (or ``RETIRED.md`` with ``retired=True``).
+
+    Raises :class:`CorruptFileError` naming ``source`` and the line when a bullet's leading
+    ``[...]`` is not a date.
+    """
+    notes: list[Note] = []
+    for number, line in enumerate(body.splitlines(), start=1):
+        match = _BULLET.match(line)
+        if not match or not match.group(1):
+            continue
+        content = match.group(1)
+        dated = _DATED.match(content)
+        date, retired_on = "", None
+        if dated:
+            label, content = dated.group(1).strip(), dated.group(2).strip()
+            if retired:
+                rmatch = _RETIRED_DATE.match(label)
+                if rmatch:
+                    date, retired_on = rmatch.group(1), rmatch.group(2)
+                elif _DATE.match(label):
+                    date = label[:7]
+                else:
+                    raise CorruptFileError(f"{source}, line {number}: {label!r} is not 'YYYY-MM retired YYYY-MM-DD'")
+            else:
+                if not _DATE.match(label):
+                    raise CorruptFileError(f"{source}, line {number}: [{label}] is not a date (expected [YYYY-MM])")
+                date = label[:7]
+        if not content:
+            continue
+        if retired and retired_on is None:
+            retired_on = ""
+        notes.append(Note(text=content, date=date, retired_on=retired_on))
+    return notes
+
+
+def render_notes(notes: Sequence[Note], header: str = FILE_HEADER) -> str:
+    """A whole ``MEMORY.md`` (or ``RETIRED.md``) body."""
+    return header + "".join(format_note(n) + "\n" for n in notes)
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise CorruptFileError(f"{source}, line {line}: not UTF-8 text ({exc.reason})") from exc
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``: temporary file in the same folder, fsync, rename, fsync folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # not every platform can fsync a folder
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+@runtime_checkable
+class NotesStore(Protocol):
+    """Where notes are kept. Order matters: ``load`` returns notes in the order they were saved."""
+
+    def load(self) -> list[Note]:
+        """The active notes, in order. Raises CorruptFileError/StorageError when unreadable."""
+        ...
+
+    def save(self, notes: Sequence[Note]) -> None:
+        """Replace the active notes with ``notes`` (retired notes are not touched)."""
+        ...
+
+    def retire(self, notes: Sequence[Note], when: str) -> None:
+        """Move these active notes (matched by text) to the retired ones, dated ``when``."""
+        ...
+
+    def retired(self) -> list[Note]:
+        """The retired notes, oldest retirement first."""
+        ...
+
+    def restore(self, notes: Sequence[Note]) -> None:
+        """Move these retired notes (matched by text) back to the end of the active ones."""
+        ...
+
+    def search(self, query_terms: Sequence[str], top_k: int, *, include_retired: bool = True) -> list[Note]:
+        """Notes sharing any of ``query_terms`` (index terms), best first."""
+        ...
+
+    def version(self) -> Hashable:
+        """A value that changes whenever the stored notes may have changed (cheap to compute)."""
+        ...
+
+    def transaction(self) -> contextlib.AbstractContextManager[object]:
+        """A block in which a load-modify-save cycle is not interleaved with another process's."""
+        ...
+
+    def close(self) -> None:
+        """Release files and connections."""
+        ...
+
+
+def _term_overlap_search(notes: Sequence[Note], query_terms: Sequence[str], top_k: int) -> list[Note]:
+    from ovos_memory_plugins.text import tokenize
+
+    wanted = set(query_terms)
+    if not wanted or top_k <= 0:
+        return []
+    scored = []
+    for i, note in enumerate(notes):
+        overlap = len(wanted.intersection(tokenize(note.text)))
+        if overlap:
+            scored.append((-overlap, i, note))
+    scored.sort(key=lambda t: (t[0], t[1]))
+    return [note for _, _, note in scored[:top_k]]
+
+
+class FileNotesStore:
+    """Notes in ``<root>/MEMORY.md`` (see the module docstring for the format)."""
+
+    def __init__(self, root: str | Path, filename: str = "MEMORY.md") -> None:
+        self.root = Path(root)
+        self.path = self.root / filename
+        self.retired_path = self.root / "RETIRED.md"
+        self._lock_path = self.root / ("." + filename + ".lock")
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self._lock_fd: int | None = None
+
+    def _read(self, path: Path, retired: bool) -> list[Note]:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc}") from exc
+        return parse_notes(_decode(data, str(path)), source=str(path), retired=retired)
+
+    def load(self) -> list[Note]:
+        """The notes in ``MEMORY.md`` (none when it does not exist)."""
+        return self._read(self.path, retired=False)
+
+    def check(self) -> None:
+        """Raise CorruptFileError when ``MEMORY.md`` cannot be parsed (so it must not be written)."""
+        self.load()
+
+    def save(self, notes: Sequence[Note]) -> None:
+        """Atomically rewrite ``MEMORY.md`` with ``notes``; refuses to replace an unparseable file."""
+        with self.transaction():
+            self.check()
+            atomic_write(self.path, render_notes([replace(n, retired_on=None) for n in notes]))
+
+    def retired(self) -> list[Note]:
+        """The notes in ``RETIRED.md``."""
+        return self._read(self.retired_path, retired=True)
+
+    def retire(self, notes: Sequence[Note], when: str) -> None:
+        """Append the notes to ``RETIRED.md`` and remove them from ``MEMORY.md``."""
+        if not notes:
+            return
+        with self.transaction():
+            active = self.load()
+            old = self.retired()
+            texts = {n.text for n in notes}
+            moving = [replace(n, retired_on=when) for n in active if n.text in texts]
+            if not moving:
+                return
+            atomic_write(self.retired_path, render_notes([*old, *moving], RETIRED_HEADER))
+            atomic_write(self.path, render_notes([n for n in active if n.text not in texts]))
+
+    def restore(self, notes: Sequence[Note]) -> None:
+        """Move notes from ``RETIRED.md`` back to the end of ``MEMORY.md``."""
+        if not notes:
+            return
+        with self.transaction():
+            active = self.load()
+            old = self.retired()
+            texts = {n.text for n in notes}
+            back = [replace(n, retired_on=None) for n in old if n.text in texts]
+            if not back:
+                return
+            have = {n.text for n in active}
+            atomic_write(self.path, render_notes([*active, *(n for n in back if n.text not in have)]))
+            atomic_write(self.retired_path, render_notes([n for n in old if n.text not in texts], RETIRED_HEADER))
+
+    def search(self, query_terms: Sequence[str], top_k: int, *, include_retired: bool = True) -> list[Note]:
+        """Notes sharing the most query terms, best first (a plain term-overlap count)."""
+        notes = self.load() + (self.retired() if include_retired else [])
+        return _term_overlap_search(notes, query_terms, top_k)
+
+    def version(self) -> Hashable:
+        """The file's modification time, size and inode (None when absent)."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[object]:
+        """Hold this process's lock and, on POSIX, an advisory lock on ``.MEMORY.md.lock``."""
+        with self._thread_lock:
+            if self._depth == 0 and fcntl is not None:
+                self.root.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._lock_fd = fd
+            self._depth += 1
+            try:
+                yield self
+            finally:
+                self._depth -= 1
+                if self._depth == 0 and self._lock_fd is not None:
+                    fd, self._lock_fd = self._lock_fd, None
+                    if fcntl is not None:
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+
+    def close(self) -> None:
+        """Nothing to release (files are opened per call)."""
+
+
+def _notes_v1(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE notes ("
+        " id INTEGER PRIMARY KEY,"
+        " position INTEGER NOT NULL,"
+        " text TEXT NOT NULL,"
+        " date TEXT NOT NULL DEFAULT '',"
+        " retired_on TEXT,"
+        " created_at REAL NOT NULL,"
+        " terms TEXT NOT NULL DEFAULT '')"
+    )
+    conn.execute("CREATE INDEX notes_active ON notes (retired_on, position)")
+    if fts5_available():
+        conn.execute("CREATE VIRTUAL TABLE notes_fts USING fts5(terms, content='notes', content_rowid='id')")
+        conn.execute(
+            "CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN"
+            " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
+        )
+        conn.execute(
+            "CREATE TRIGGER notes_ad AFTER DELETE ON notes BEGIN"
+            " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms); END"
+        )
+        conn.execute(
+            "CREATE TRIGGER notes_au AFTER UPDATE OF terms ON notes BEGIN"
+            " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms);"
+            " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
+        )
+
+
+NOTES_MIGRATIONS = [Migration("0001_notes", _notes_v1)]
+
+
+class SQLiteNotesStore:
+    """Notes in a SQLite table; retired notes are kept with their dates and can be restored.
+
+    Args:
+        path: the database file (``<root>/notes.db`` in the plugin) or ``":memory:"``.
+        db: an open :class:`~ovos_memory_plugins.storage.sqlite.Database` to use instead (the
+            caller closes it).
+    """
+
+    def __init__(self, path: str | Path = ":memory:", *, db: Database | None = None) -> None:
+        self._owns_db = db is None
+        self.db = db if db is not None else Database(path)
+        try:
+            self.db.migrate("notes", NOTES_MIGRATIONS)
+        except BaseException:
+            if self._owns_db:
+                self.db.close()
+            raise
+        self._fts = self.db.table_exists("notes_fts")
+        self._writes = 0
+
+    @staticmethod
+    def _terms(text: str) -> str:
+        from ovos_memory_plugins.text import tokenize
+
+        return " ".join(tokenize(text))
+
+    @staticmethod
+    def _note(row: sqlite3.Row) -> Note:
+        return Note(text=row["text"], date=row["date"], retired_on=row["retired_on"])
+
+    def load(self) -> list[Note]:
+        """The active notes, in order."""
+        rows = self.db.query("SELECT text, date, retired_on FROM notes WHERE retired_on IS NULL ORDER BY position, id")
+        return [self._note(r) for r in rows]
+
+    def save(self, notes: Sequence[Note]) -> None:
+        """Replace the active notes: unchanged texts keep their rows, others are inserted or deleted."""
+        now = time.time()
+        with self.db.atomic() as conn:
+            existing: dict[str, int] = {}
+            for row in conn.execute("SELECT id, text FROM notes WHERE retired_on IS NULL"):
+                existing.setdefault(row["text"], row["id"])
+            keep: set[int] = set()
+            for position, note in enumerate(notes):
+                row_id = existing.get(note.text)
+                if row_id is not None and row_id not in keep:
+                    conn.execute("UPDATE notes SET position = ?, date = ? WHERE id = ?", (position, note.date, row_id))
+                    keep.add(row_id)
+                else:
+                    cur = conn.execute(
+                        "INSERT INTO notes (position, text, date, retired_on, created_at, terms)"
+                        " VALUES (?, ?, ?, NULL, ?, ?)",
+                        (position, note.text, note.date, now, self._terms(note.text)),
+                    )
+                    keep.add(int(cur.lastrowid or 0))
+            gone = [(i,) for i in existing.values() if i not in keep]
+            conn.executemany("DELETE FROM notes WHERE id = ?", gone)
+            self._writes += 1
+
+    def retire(self, notes: Sequence[Note], when: str) -> None:
+        """Mark these active notes retired on ``when``."""
+        with self.db.atomic() as conn:
+            conn.executemany(
+                "UPDATE notes SET retired_on = ? WHERE text = ? AND retired_on IS NULL", [(when, n.text) for n in notes]
+            )
+            self._writes += 1
+
+    def retired(self) -> list[Note]:
+        """The retired notes, oldest retirement first."""
+        rows = self.db.query(
+            "SELECT text, date, retired_on FROM notes WHERE retired_on IS NOT NULL ORDER BY retired_on, id"
+        )
+        return [self._note(r) for r in rows]
+
+    def restore(self, notes: Sequence[Note]) -> None:
+        """Make these retired notes active again, at the end."""
+        with self.db.atomic() as conn:
+            active = {r[0] for r in conn.execute("SELECT text FROM notes WHERE retired_on IS NULL")}
+            for note in notes:
+                if note.text in active:
+                    conn.execute("DELETE FROM notes WHERE text = ? AND retired_on IS NOT NULL", (note.text,))
+                    continue
+                top = conn.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM notes").fetchone()[0]
+                row = conn.execute(
+                    "SELECT id FROM notes WHERE text = ? AND retired_on IS NOT NULL ORDER BY retired_on DESC, id DESC",
+                    (note.text,),
+                ).fetchone()
+                if row is not None:
+                    conn.execute("UPDATE notes SET retired_on = NULL, position = ? WHERE id = ?", (top, row[0]))
+                    active.add(note.text)
+            self._writes += 1
+
+    def add_retired(self, notes: Sequence[Note]) -> None:
+        """Insert already-retired notes (used when notes move between stores)."""
+        now = time.time()
+        with self.db.atomic() as conn:
+            conn.executemany(
+                "INSERT INTO notes (position, text, date, retired_on, created_at, terms) VALUES (0, ?, ?, ?, ?, ?)",
+                [(n.text, n.date, n.retired_on or "", now, self._terms(n.text)) for n in notes],
+            )
+            self._writes += 1
+
+    def search(self, query_terms: Sequence[str], top_k: int, *, include_retired: bool = True) -> list[Note]:
+        """Notes matching any query term, best first (FTS5 bm25; term overlap without FTS5)."""
+        terms = [t for t in dict.fromkeys(query_terms) if t]
+        if not terms or top_k <= 0:
+            return []
+        if not self._fts:
+            notes = self.load() + (self.retired() if include_retired else [])
+            return _term_overlap_search(notes, terms, top_k)
+        match = " OR ".join(quote_fts_phrase(t) for t in terms)
+        where = "" if include_retired else " AND n.retired_on IS NULL"
+        rows = self.db.query(
+            "SELECT n.text, n.date, n.retired_on FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
+            f" WHERE notes_fts MATCH ?{where} ORDER BY bm25(notes_fts), n.id LIMIT ?",
+            (match, int(top_k)),
+        )
+        return [self._note(r) for r in rows]
+
+    def version(self) -> Hashable:
+        """Changes with every commit, by this connection or any other."""
+        return (self.db.scalar("PRAGMA data_version"), self._writes)
+
+    def transaction(self) -> contextlib.AbstractContextManager[object]:
+        """One database transaction (``BEGIN IMMEDIATE``) around a load-modify-save cycle."""
+        return self.db.atomic()
+
+    def count(self) -> tuple[int, int]:
+        """(active, retired) note counts."""
+        rows = self.db.query("SELECT retired_on IS NULL AS active, COUNT(*) FROM notes GROUP BY 1")
+        counts = {bool(r[0]): int(r[1]) for r in rows}
+        return counts.get(True, 0), counts.get(False, 0)
+
+    def close(self) -> None:
+        """Close the database when this store opened it."""
+        if self._owns_db:
+            self.db.close()
+
+
+def move_notes(source: NotesStore, target: NotesStore) -> int:
+    """Copy every note of ``source`` (active and retired) into ``target``; return how many moved.
+
+    Active notes already in the target (same text) are not duplicated; the target's own notes
+    are kept, the moved ones follow them. Nothing is removed from the source.
+    """
+    active = source.load()
+    retired = source.retired()
+    with target.transaction():
+        have = target.load()
+        texts = {n.text for n in have}
+        new_active = [n for n in active if n.text not in texts]
+        target.save([*have, *new_active])
+        old_retired = {(n.text, n.retired_on) for n in target.retired()}
+        new_retired = [n for n in retired if (n.text, n.retired_on) not in old_retired]
+        if new_retired:
+            if isinstance(target, SQLiteNotesStore):
+                target.add_retired(new_retired)
+            elif isinstance(target, FileNotesStore):
+                atomic_write(target.retired_path, render_notes([*target.retired(), *new_retired], RETIRED_HEADER))
+            else:
+                raise StorageError(f"cannot move retired notes into {type(target).__name__}")
+    return len(new_active) + len(new_retired)
