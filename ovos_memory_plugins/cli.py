@@ -296,8 +296,16 @@ def cmd_forget(args: argparse.Namespace, output: Output) -> int:
 
 
 def _notes_text(memory: Any) -> str:
-    read = _needs(memory, "read_notes", "notes_text", "render_notes", verb="curated notes")
-    return str(read())
+    """The backend's notes as text: ``notes_body()`` (notes) or ``notes()`` (sticky) rendered."""
+    read = _needs(memory, "notes_body", "notes", verb="curated notes")
+    value = read()
+    if isinstance(value, str):
+        return value
+    lines = []
+    for item in value or []:
+        text = item if isinstance(item, str) else getattr(item, "text", None) or getattr(item, "fact", None)
+        lines.append(f"- {text if text is not None else item}")
+    return "\n".join(lines)
 
 
 def cmd_notes(args: argparse.Namespace, output: Output) -> int:
@@ -306,7 +314,7 @@ def cmd_notes(args: argparse.Namespace, output: Output) -> int:
             text = _notes_text(memory)
             output.emit({"notes": text}, text or "(no notes yet)")
             return 0
-        write = _needs(memory, "write_notes", verb="editable notes")
+        write = _needs(memory, "replace_notes", verb="editable notes")
         before = _notes_text(memory)
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
         with tempfile.TemporaryDirectory(prefix="ovos-memory-notes-") as tmp:
@@ -355,11 +363,14 @@ def cmd_export(args: argparse.Namespace, output: Output) -> int:
             return 0
         target = Path(args.file)
         tmp = target.with_name(target.name + ".part")
-        with tmp.open("w", encoding="utf-8") as fp:
-            n = export_jsonl(memory, fp)
-            fp.flush()
-            os.fsync(fp.fileno())
-        tmp.replace(target)
+        try:
+            with tmp.open("w", encoding="utf-8") as fp:
+                n = export_jsonl(memory, fp)
+                fp.flush()
+                os.fsync(fp.fileno())
+            tmp.replace(target)
+        finally:
+            tmp.unlink(missing_ok=True)
     output.emit({"exported": n, "file": str(target)}, f"exported {n} document(s) to {target}")
     return 0
 

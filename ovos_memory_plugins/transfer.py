@@ -121,22 +121,31 @@ def read_export(lines: Iterable[str], name: str = "<input>") -> Iterator[Exporte
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise TranscriptError(f"{name}:{number}: not JSON ({exc.msg})") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("text"), str) or not isinstance(data.get("id"), str):
-            raise TranscriptError(f"{name}:{number}: expected an object with string 'id' and 'text'")
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            raise TranscriptError(f"{name}:{number}: expected an object with a string 'text'")
+        if not isinstance(data.get("id", ""), str):
+            raise TranscriptError(f"{name}:{number}: 'id' must be a string when given")
         metadata = data.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise TranscriptError(f"{name}:{number}: 'metadata' must be an object")
-        yield ExportedDocument(data["id"], data["text"], str(data.get("session_id") or "default"), metadata)
+        yield ExportedDocument(data.get("id") or "", data["text"], str(data.get("session_id") or "default"), metadata)
 
 
 def import_jsonl(memory: BaseRetrievalMemory, lines: Iterable[str], name: str = "<input>") -> int:
-    """Store every exported document under its own id; return how many."""
+    """Store every exported document under its own id; return how many.
+
+    A line without an ``id`` (hand-made, or converted from another tool) gets the id ``store``
+    would give it, derived from its session and text.
+    """
     n = 0
     for doc in read_export(lines, name):
         if not doc.text.strip():
             continue
-        # the exported id is kept, so exchange ids (chained, not content-derived) survive
-        memory._store(doc.id, doc.text, doc.session_id, dict(doc.metadata))
+        if doc.id:
+            # the exported id is kept, so exchange ids (chained, not content-derived) survive
+            memory._store(doc.id, doc.text, doc.session_id, dict(doc.metadata))
+        else:
+            memory.store(doc.text, doc.session_id, dict(doc.metadata))
         n += 1
     return n
 

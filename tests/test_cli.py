@@ -103,7 +103,7 @@ def _ours() -> list[str]:
 OURS = _ours()
 #: config some backends need to run offline (a hashing embedder, a member list)
 OFFLINE: dict[str, dict[str, Any]] = {
-    "ovos-memory-plugin-vector": {"embedder": {"module": "hashing"}},
+    "ovos-memory-plugin-vector": {"embedder": "hash"},
     "ovos-memory-plugin-composite": {"members": [{"module": "ovos-memory-plugin-lexical"}]},
 }
 
@@ -259,7 +259,10 @@ def test_export_then_import_into_an_empty_root_gives_the_same_results(
     _fill(tmp_path / "a", capsys, module)
     a, b = target(tmp_path / "a", module), target(tmp_path / "b", module)
     dump = tmp_path / "dump.jsonl"
-    code, out, _ = run(capsys, "export", *a, str(dump))
+    code, out, err = run(capsys, "export", *a, str(dump))
+    if code == 1 and "cannot list its documents" in err:
+        assert not dump.exists() and not dump.with_name("dump.jsonl.part").exists()
+        pytest.xfail(f"{module} has no iter_documents() listing hook yet, so it cannot be exported")
     assert code == 0 and "exported 4 document(s)" in out
     lines = [json.loads(x) for x in dump.read_text(encoding="utf-8").splitlines()]
     assert {d["session_id"] for d in lines} == {"kitchen", "hallway"}
@@ -276,7 +279,7 @@ def test_export_then_import_into_an_empty_root_gives_the_same_results(
 
 def test_import_reports_the_bad_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dump = tmp_path / "dump.jsonl"
-    dump.write_text('{"id": "d-1", "text": "fine"}\n{"text": "no id"}\n')
+    dump.write_text('{"text": "no id is fine"}\n{"id": "d-1", "txt": "no text"}\n')
     code, _, err = run(capsys, "import", *target(tmp_path / "m"), str(dump))
     assert code == 1 and "dump.jsonl:2" in err
 

@@ -65,17 +65,19 @@ PLUGINS = _our_memory_plugins()
 
 #: Extra config some backends need to run offline in a test (merged under the plugin's block).
 OFFLINE_CONFIG: dict[str, dict[str, Any]] = {
-    "ovos-memory-plugin-vector": {"embedder": {"module": "hashing"}},
+    "ovos-memory-plugin-vector": {"embedder": "hash"},
     "ovos-memory-plugin-composite": {
         "members": [{"module": "ovos-memory-plugin-lexical"}],
     },
 }
 
-TELL = "my cat Bartholomew is orange and sleeps in the laundry basket"
+#: Facts are told as explicit asks ("remember that …") so every backend keeps them, the
+#: sticky-note one (which stores only explicit asks) included.
+TELL = "remember that my cat Bartholomew is orange and sleeps in the laundry basket"
 REPLIES = {
     TELL: "Bartholomew sounds lovely.",
     "where does my cat sleep?": "In the laundry basket, I believe.",
-    "my bank PIN is 7731": "I will keep that to myself.",
+    "remember that my bank PIN is 7731": "I will keep that to myself.",
     "the wifi password is platypus-42": "Noted.",
 }
 
@@ -177,7 +179,7 @@ def test_remembers_across_a_restart(persona_host: Host, module: str) -> None:
     assert "ada" in persona_host.service.personas
     assert type(persona_host.service.personas["ada"].memory).__module__.startswith("ovos_memory_plugins")
     first = persona_host.say("ada", TELL, "kitchen")
-    assert first[0] == {"role": "system", "content": "You are Ada."}
+    assert first[0]["role"] == "system" and first[0]["content"].startswith("You are Ada.")
     assert first[-1] == {"role": "user", "content": TELL}
     persona_host.say("ada", "the wifi password is platypus-42", "kitchen")
 
@@ -197,7 +199,7 @@ def test_namespaces_keep_personas_apart(persona_host: Host, module: str) -> None
     persona_host.add_persona("ada", module, {"namespace": "ada"})
     persona_host.add_persona("bob", module, {"namespace": "bob"})
     persona_host.start()
-    persona_host.say("ada", "my bank PIN is 7731")
+    persona_host.say("ada", "remember that my bank PIN is 7731")
     persona_host.say("ada", TELL)
     persona_host.start()
     to_bob = persona_host.say("bob", "what is my bank PIN?")
@@ -211,7 +213,7 @@ def test_namespaces_keep_personas_apart(persona_host: Host, module: str) -> None
 def test_session_scope_keeps_sessions_apart(persona_host: Host, module: str) -> None:
     persona_host.add_persona("ada", module, {"namespace": "ada", "scope": "session"})
     persona_host.start()
-    persona_host.say("ada", "my bank PIN is 7731", "alice")
+    persona_host.say("ada", "remember that my bank PIN is 7731", "alice")
     persona_host.say("ada", TELL, "alice")
     persona_host.start()
     assert "7731" not in _earlier(persona_host.say("ada", "what is my bank PIN?", "bob"))
