@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
@@ -258,25 +259,69 @@ def cmd_remember(args: argparse.Namespace, output: Output) -> int:
     with open_memory(args, output) as memory:
         remember = getattr(memory, "remember", None)
         if callable(remember) and not args.document:
-            result = remember(text, session_id=args.session)
-            data = {"remembered": text, "session_id": args.session, "result": result}
-            output.emit(data, f"remembered: {text}")
+            meta = _parse_meta(args.meta)
+            result = remember(text, session_id=args.session, **({"metadata": meta} if meta else {}))
+            data = {"remembered": text, "session_id": args.session, "result": _plain(result)}
+            output.emit(data, f"remembered: {text}" + (f" ({result})" if isinstance(result, str) else ""))
             return 0
         doc_id = memory.store(text, args.session, _parse_meta(args.meta))
     output.emit({"id": doc_id, "text": text, "session_id": args.session}, f"stored {doc_id}: {text}")
     return 0
 
 
+def _plain(value: Any) -> Any:
+    """``value`` made JSON-friendly (dataclasses become dicts)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _note_text(note: Any) -> str:
+    if isinstance(note, str):
+        return note
+    if isinstance(note, dict):
+        return str(note.get("text") or note.get("fact") or note)
+    return str(getattr(note, "text", None) or getattr(note, "fact", None) or note)
+
+
+def _forget_match(memory: Any, args: argparse.Namespace, output: Output) -> int:
+    """``forget --match``: the backend's own ``forget(description)`` (notes, sticky notes)."""
+    forget = _needs(memory, "forget", verb="note removal (--match)")
+    result = forget(args.match, args.session or "default")
+    data = _plain(result)
+    status = getattr(result, "status", None) or (result.get("status") if isinstance(result, dict) else None)
+    if status is None:
+        status = "deleted" if result else "none"
+    if status == "deleted":
+        deleted = getattr(result, "deleted", None) or (result.get("deleted") if isinstance(result, dict) else None)
+        output.emit(data, f"forgot: {_note_text(deleted)}" if deleted else f"forgot notes matching {args.match!r}")
+        return 0
+    if status == "ambiguous":
+        candidates = getattr(result, "candidates", None) or (
+            result.get("candidates") if isinstance(result, dict) else []
+        )
+        lines = [f"{args.match!r} matches several notes about equally; nothing was deleted. Be more specific:"]
+        lines += [f"  - {_note_text(c)}" for c in candidates or []]
+        output.emit(data, "\n".join(lines))
+        return 1
+    output.emit(data, f"no note matches {args.match!r}; nothing was deleted")
+    return 1
+
+
 def cmd_forget(args: argparse.Namespace, output: Output) -> int:
-    chosen = sum(bool(x) for x in (args.ids, args.session, args.all, args.match))
+    if args.match:
+        if args.ids or args.all:
+            raise CommandError("--match cannot be combined with ids or --all")
+        with open_memory(args, output) as memory:
+            return _forget_match(memory, args, output)
+    chosen = sum(bool(x) for x in (args.ids, args.session, args.all))
     if chosen != 1:
         raise CommandError("say what to forget: document ids, or --session ID, or --all, or --match TEXT")
     with open_memory(args, output) as memory:
-        if args.match:
-            forget = _needs(memory, "forget", "forget_note", verb="note removal (--match)")
-            result = forget(args.match)
-            output.emit({"match": args.match, "result": result}, f"forgot notes matching {args.match!r}: {result}")
-            return 0 if result else 1
         if args.all:
             if not args.yes:
                 raise CommandError("--all deletes every memory and all history; add --yes to confirm")
@@ -301,11 +346,7 @@ def _notes_text(memory: Any) -> str:
     value = read()
     if isinstance(value, str):
         return value
-    lines = []
-    for item in value or []:
-        text = item if isinstance(item, str) else getattr(item, "text", None) or getattr(item, "fact", None)
-        lines.append(f"- {text if text is not None else item}")
-    return "\n".join(lines)
+    return "\n".join(f"- {_note_text(item)}" for item in value or [])
 
 
 def cmd_notes(args: argparse.Namespace, output: Output) -> int:
@@ -555,7 +596,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("forget", "delete documents by id, a session, every memory, or notes matching a text", cmd_forget)
     _target(p)
     p.add_argument("ids", nargs="*", metavar="ID", help="document ids (as search and export show them)")
-    p.add_argument("--session", metavar="ID", help="a whole session: its documents and its history")
+    p.add_argument(
+        "--session", metavar="ID", help="a whole session: its documents and history (with --match: the session asking)"
+    )
     p.add_argument("--all", action="store_true", help="everything (needs --yes)")
     p.add_argument("--yes", action="store_true", help="confirm --all")
     p.add_argument("--match", metavar="TEXT", help="notes matching TEXT (notes and sticky backends)")

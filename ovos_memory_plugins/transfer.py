@@ -37,8 +37,9 @@ __all__ = [
     "split_paragraphs",
 ]
 
-#: Names of listing methods the export looks for, first found wins.
-LISTING_METHODS = ("iter_documents", "documents", "list_documents", "all_documents")
+#: Names of listing methods the export looks for, first found wins. ``notes`` is the sticky
+#: backend's list of notes (objects with ``id``, ``text``, ``session_id``, ``metadata``).
+LISTING_METHODS = ("iter_documents", "documents", "list_documents", "all_documents", "notes")
 
 #: File suffixes ``ingest`` reads from a folder.
 TEXT_SUFFIXES = (".txt", ".md", ".jsonl", ".json")
@@ -99,7 +100,12 @@ def iter_documents(memory: Any) -> Iterator[ExportedDocument]:
             f"{type(memory).__name__} cannot list its documents (it has none of the methods "
             f"{', '.join(LISTING_METHODS)}), so it cannot be exported"
         )
-    for item in listing():
+    items = listing()
+    if isinstance(items, (str, bytes, dict)):
+        raise BackendError(
+            f"{type(memory).__name__}.{getattr(listing, '__name__', 'listing')}() does not list documents"
+        )
+    for item in items:
         yield _coerce(item)
 
 
