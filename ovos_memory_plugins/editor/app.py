@@ -57,6 +57,13 @@ class Versioned(BaseModel):
     version: str | None = None
 
 
+class StickyEdit(BaseModel):
+    """The new text of a sticky note and the text the page showed (to detect a change meanwhile)."""
+
+    text: str = Field(min_length=1)
+    old_text: str | None = None
+
+
 class Confirm(BaseModel):
     """Confirmation for deleting everything: ``confirm`` must be ``"everything"``."""
 
@@ -142,6 +149,16 @@ class EditorApp:
         if callable(getattr(notes, "notes", None)):
             out["items"] = [_note(n) for n in self._list_notes(notes)]
         return out
+
+    def sticky_state(self, q: str | None = None) -> dict[str, Any]:
+        """The sticky notes, oldest first; with ``q``, the ones matching it, best first."""
+        sticky = self._sticky()
+        items = [_note(n) for n in sticky.notes()]
+        if q and q.strip():
+            order = [h.source for h in sticky.search(q, top_k=max(len(items), 1))]
+            by_id = {n["id"]: n for n in items}
+            items = [by_id[i] for i in order if i in by_id]
+        return {"items": items}
 
     @staticmethod
     def _list_notes(notes: Any) -> list[Any]:
@@ -315,22 +332,38 @@ class EditorApp:
         # -- sticky notes --------------------------------------------------------------------
 
         @api.get("/api/sticky", tags=["sticky"])
-        def get_sticky() -> dict[str, Any]:
-            """The sticky notes."""
-            return {"items": [_note(n) for n in self._sticky().notes()]}
+        def get_sticky(q: str | None = Query(None, max_length=4000)) -> dict[str, Any]:
+            """The sticky notes, oldest first; with ``q``, the ones matching it, best first."""
+            return self.sticky_state(q)
 
         @api.post("/api/sticky", tags=["sticky"])
         def add_sticky(note: NoteText) -> dict[str, Any]:
-            """Add a sticky note."""
+            """Add a sticky note (``remember``)."""
             self._sticky().remember(note.text)
-            return get_sticky()
+            return self.sticky_state()
+
+        @api.put("/api/sticky/{note_id}", tags=["sticky"], responses={409: {"description": "changed meanwhile"}})
+        def edit_sticky(note_id: str, note: StickyEdit) -> dict[str, Any]:
+            """Change a sticky note's text (kept in its session); 409 when it changed since the page loaded it."""
+            sticky = self._sticky()
+            with self._lock:
+                current = next((n for n in sticky.notes() if str(getattr(n, "id", "")) == note_id), None)
+                if current is None:
+                    raise HTTPException(409, "this sticky note is gone (deleted meanwhile); reload")
+                if note.old_text is not None and current.text != note.old_text:
+                    raise HTTPException(409, "this sticky note changed since the page loaded it; reload")
+                session = str(getattr(current, "session_id", "default"))
+                new_id = sticky.remember(note.text, session_id=session)
+                if new_id != note_id:
+                    sticky.delete([note_id])
+            return self.sticky_state()
 
         @api.delete("/api/sticky/{note_id}", tags=["sticky"])
         def forget_sticky(note_id: str) -> dict[str, Any]:
-            """Delete a sticky note."""
-            if self._sticky().forget(note_id) in (False, 0):
+            """Delete a sticky note by id (``delete``)."""
+            if not self._sticky().delete([note_id]):
                 raise HTTPException(404, f"no sticky note {note_id!r}")
-            return get_sticky()
+            return self.sticky_state()
 
         # -- the archive ---------------------------------------------------------------------
 

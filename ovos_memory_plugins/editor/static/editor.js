@@ -102,6 +102,18 @@
     list.hidden = false;
     if (items.length === 0) list.append(textNode("li", "No notes yet.", "empty"));
     for (const note of items) list.append(noteItem(note));
+    filterNotes();
+  }
+
+  // Hides the notes that do not contain every word typed in the filter box.
+  function filterNotes() {
+    const words = $("notes-q").value.toLowerCase().split(/\s+/).filter(Boolean);
+    for (const li of $("notes-list").querySelectorAll("li.note")) {
+      const node = li.querySelector(".text");
+      if (!node) continue;
+      const text = node.textContent.toLowerCase();
+      li.hidden = !words.every((w) => text.includes(w));
+    }
   }
 
   function noteItem(note) {
@@ -156,12 +168,37 @@
     if (data.items.length === 0) list.append(textNode("li", "No sticky notes.", "empty"));
     for (const note of data.items) {
       const li = el("li", { class: "note", "data-id": note.id }, textNode("span", note.text, "text"));
-      li.append(el("span", { class: "tools" }, el("button", {
-        type: "button", className: "delete danger-button",
-        onclick: () => act(async () => renderSticky(await api("DELETE", `/api/sticky/${encodeURIComponent(note.id)}`))),
-      }, "Delete")));
+      if (note.session_id) li.append(textNode("span", note.session_id, "badge"));
+      li.append(el("span", { class: "tools" },
+        el("button", { type: "button", className: "edit", onclick: () => editSticky(li, note) }, "Edit"),
+        el("button", {
+          type: "button", className: "delete danger-button",
+          onclick: () => act(async () => {
+            await api("DELETE", `/api/sticky/${encodeURIComponent(note.id)}`);
+            await loadSticky();
+          }),
+        }, "Delete")));
       list.append(li);
     }
+  }
+
+  function editSticky(li, note) {
+    const input = el("input", { type: "text", className: "edit-text", value: note.text });
+    const save = el("button", {
+      type: "button", className: "save",
+      onclick: () => act(async () => {
+        await api("PUT", `/api/sticky/${encodeURIComponent(note.id)}`, { text: input.value, old_text: note.text });
+        await loadSticky();
+      }),
+    }, "Save");
+    const cancel = el("button", { type: "button", className: "cancel", onclick: () => act(loadSticky) }, "Cancel");
+    li.replaceChildren(input, el("span", { class: "tools" }, save, cancel));
+    input.focus();
+  }
+
+  async function loadSticky() {
+    const q = $("sticky-q").value.trim();
+    renderSticky(await api("GET", q ? `/api/sticky?${new URLSearchParams({ q })}` : "/api/sticky"));
   }
 
   // -- archive -------------------------------------------------------------------------------
@@ -244,7 +281,7 @@
       $(`tab-${name}`).classList.toggle("active", name === view);
     }
     if (view === "notes") loadNotes();
-    if (view === "sticky") act(async () => renderSticky(await api("GET", "/api/sticky")));
+    if (view === "sticky") act(loadSticky);
     if (view === "archive") act(loadSessions);
   }
 
@@ -302,6 +339,11 @@
         $("sticky-new").value = "";
       });
     });
+    $("sticky-search-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      act(loadSticky);
+    });
+    $("notes-q").addEventListener("input", filterNotes);
     $("search-form").addEventListener("submit", (e) => {
       e.preventDefault();
       const q = $("search-q").value.trim();
