@@ -80,7 +80,7 @@ SEMANTIC_MODULES = frozenset({"ovos-memory-plugin-vector"})
 ASSIST_TIMEOUT = 5.0
 #: Writes queued for one member beyond which new ones are dropped (a member that hangs on writes).
 MAX_PENDING_WRITES = 256
-_MEMBER_KEYS = ("module", "config", "weight", "name", "semantic")
+_MEMBER_KEYS = ("module", "config", "weight", "name", "recall", "semantic")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 EXPAND_PROMPT = (
@@ -104,9 +104,10 @@ class CompositeOptions:
     members: list[dict[str, Any]] = option(
         default_factory=list,
         doc='The member memories, in order: `[{"module": "<entry-point name>", "config": {...}, '
-        '"weight": 1.0, "name": "<folder and label>", "semantic": null}, ...]`. `name` defaults '
-        "to the module name without `ovos-memory-plugin-`; `semantic` overrides the guess used "
-        "by `expand_query: auto`.",
+        '"weight": 1.0, "name": "<folder and label>", "recall": null, "semantic": null}, ...]`. '
+        "`name` defaults to the module name without `ovos-memory-plugin-`; `recall` says whether "
+        "the member's search hits are fused (default: yes, unless it contributes context blocks, "
+        "like notes and sticky notes); `semantic` overrides the guess used by `expand_query: auto`.",
     )
     fusion: Fusion = option(
         "rrf",
@@ -153,6 +154,7 @@ class MemberSpec:
     module: str
     config: dict[str, Any] = field(default_factory=dict)
     weight: float = 1.0
+    recall: bool | None = None
     semantic: bool | None = None
 
 
@@ -193,10 +195,13 @@ def parse_members(raw: Sequence[Any]) -> tuple[list[MemberSpec], list[str]]:
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
             problems.append(f"key '{where}.weight': {weight!r} is not accepted; expected a number >= 0")
             weight = 1.0
-        semantic = block.get("semantic")
-        if semantic is not None and not isinstance(semantic, bool):
-            problems.append(f"key '{where}.semantic': {semantic!r} is not accepted; expected true, false or null")
-            semantic = None
+        flags: dict[str, bool | None] = {}
+        for key in ("recall", "semantic"):
+            value = block.get(key)
+            if value is not None and not isinstance(value, bool):
+                problems.append(f"key '{where}.{key}': {value!r} is not accepted; expected true, false or null")
+                value = None
+            flags[key] = value
         name = block.get("name")
         if name is not None and not (isinstance(name, str) and _NAME_RE.match(name)):
             problems.append(
@@ -213,7 +218,9 @@ def parse_members(raw: Sequence[Any]) -> tuple[list[MemberSpec], list[str]]:
             while name in taken:
                 name, n = f"{base}-{n}", n + 1
         taken.add(name)
-        specs.append(MemberSpec(i, name, module.strip(), dict(config), float(weight), semantic))
+        specs.append(
+            MemberSpec(i, name, module.strip(), dict(config), float(weight), flags["recall"], flags["semantic"])
+        )
     return specs, problems
 
 
@@ -301,6 +308,10 @@ class _Member:
         self.name = spec.name
         self.instance = instance
         self.caps = caps
+        # whether its search hits are fused: a member that speaks through context blocks every
+        # turn (notes, sticky notes) already shows what it holds, unless the config says otherwise
+        wanted = spec.recall if spec.recall is not None else not caps.contributor
+        self.recalls = caps.retriever and wanted
         self.semantic = semantic
         self.writer = _DaemonPool(f"composite-{spec.name}-write", 1)
         self.lock = threading.Lock()
@@ -374,7 +385,7 @@ class CompositeMemory(BaseRetrievalMemory):
             if llm is None:
                 LOG.warning("CompositeMemory: expand_query/summarize_recall need a usable 'llm' block; they are off")
         self._llm = llm
-        semantic = any(m.semantic for m in self._members if m.caps.retriever)
+        semantic = any(m.semantic for m in self._members if m.recalls)
         self._expand = opts.expand_query is True or (opts.expand_query == "auto" and not semantic)
 
     # -- loading -----------------------------------------------------------------------------
@@ -537,7 +548,7 @@ class CompositeMemory(BaseRetrievalMemory):
     # -- recall --------------------------------------------------------------------------------
 
     def _fused_search(self, query: str, session_for: Callable[[_Member], str | None], depth: int) -> list[MemoryHit]:
-        retrievers = [m for m in self._members if m.caps.retriever]
+        retrievers = [m for m in self._members if m.recalls]
 
         def search(m: _Member) -> Callable[[Any], list[MemoryHit]]:
             sid = session_for(m)
@@ -709,8 +720,8 @@ class CompositeMemory(BaseRetrievalMemory):
     # -- documents -----------------------------------------------------------------------------
 
     def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
-        """Store the text in every retriever member that can store; raise if none could."""
-        targets = [m for m in self._members if m.caps.retriever and callable(getattr(m.instance, "store", None))]
+        """Store the text in every member whose hits are fused (``recall``); raise if none could."""
+        targets = [m for m in self._members if m.recalls and callable(getattr(m.instance, "store", None))]
         if not targets:
             raise BackendError("CompositeMemory: no member can store documents")
         errors = []

@@ -129,6 +129,28 @@ class TestCompositeContract(MemoryContract):
         return CompositeMemory({**config, "members": [member(), member(name="second")]})
 
 
+def _installed(*modules: str) -> bool:
+    from ovos_plugin_manager.agents import find_memory_plugins
+
+    return set(modules) <= set(find_memory_plugins())
+
+
+REAL = ("ovos-memory-plugin-lexical", "ovos-memory-plugin-vector", "ovos-memory-plugin-sticky")
+
+
+@pytest.mark.skipif(not _installed(*REAL), reason="needs the lexical, vector and sticky backends")
+class TestCompositeOfRealBackendsContract(MemoryContract):
+    survives_restart = True  # lexical and vector keep documents on disk
+
+    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
+        members = [
+            member("ovos-memory-plugin-lexical"),
+            member("ovos-memory-plugin-vector", config={"embedder": "hash"}),
+            member("ovos-memory-plugin-sticky"),
+        ]
+        return CompositeMemory({**config, "members": members})
+
+
 def test_loads_by_name_through_opm() -> None:
     from ovos_plugin_manager.agents import load_memory_plugin
 
@@ -325,6 +347,16 @@ def test_context_blocks_go_after_the_system_prompt_and_before_recall(tmp_path: P
         assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.SYSTEM, MessageRole.USER]
         assert msgs[0].content == "You are Ada.\n\nSticky: the user drinks tea."
         assert "kettle is broken" in msgs[1].content
+
+
+def test_context_members_are_not_searched_unless_asked(tmp_path: Path) -> None:
+    with composite(tmp_path, member(name="words"), member(CONTEXT, name="sticky", config={"blocks": ["b"]})) as mem:
+        mem.store("the kettle is broken", "s")
+        assert mem.members["sticky"].docs == {}  # store() reaches only the members that recall
+        assert [h.metadata["member"] for h in mem.search("kettle broken")] == ["words"]
+    with composite(tmp_path, member(CONTEXT, name="sticky", recall=True, config={"blocks": ["b"]})) as mem:
+        mem.store("the kettle is broken", "s")
+        assert [h.metadata["member"] for h in mem.search("kettle broken")] == ["sticky"]
 
 
 # -- strict validation -----------------------------------------------------------------------------
