@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -69,7 +70,8 @@ def browser() -> Iterator[WebDriver]:
 
 def wait(driver: WebDriver, condition: Callable[[WebDriver], Any], timeout: float = 10) -> Any:
     """Poll ``condition`` until it is truthy (selenium's wait)."""
-    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(condition)
+    waiter = WebDriverWait(driver, timeout, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException])
+    return waiter.until(condition)
 
 
 def open_page(driver: WebDriver, server: EditorServer) -> None:
@@ -142,3 +144,44 @@ def test_archive_search_view_delete_and_script_as_text(browser: WebDriver, tmp_p
             browser.find_element(By.ID, "forget-all").click()
             wait(browser, lambda d: texts(d, "#sessions > li") == ["No recorded conversations."])
             assert memory.stats()["history_messages"] == 0
+
+
+def context_text(memory: Any, utterance: str = "what do you know about me", session: str = "kitchen") -> str:
+    """The system part of the persona's next context, as one text."""
+    return "\n".join(m.content for m in memory.build_conversation_context(utterance, session)[:-1])
+
+
+def test_sticky_add_edit_search_delete_reach_the_next_context(browser: WebDriver, tmp_path: Path) -> None:
+    from ovos_memory_plugins.sticky import StickyMemory
+
+    with StickyMemory({"root": str(tmp_path / "sticky")}) as memory:
+        memory.remember("the spare key is under the blue flower pot", session_id="kitchen")
+        with EditorServer(memory) as server:
+            open_page(browser, server)
+            assert browser.find_element(By.ID, "view-sticky").is_displayed()
+            item(browser, "sticky-list", "blue flower pot")
+
+            browser.find_element(By.ID, "sticky-new").send_keys("my locker code is 4471")
+            browser.find_element(By.ID, "sticky-add").click()
+            item(browser, "sticky-list", "locker code is 4471")
+            assert "locker code is 4471" in context_text(memory)
+
+            li = item(browser, "sticky-list", "locker code is 4471")
+            li.find_element(By.CSS_SELECTOR, "button.edit").click()
+            field = li.find_element(By.CSS_SELECTOR, "input.edit-text")
+            field.clear()
+            field.send_keys("my locker code is 5582")
+            li.find_element(By.CSS_SELECTOR, "button.save").click()
+            item(browser, "sticky-list", "locker code is 5582")
+            context = context_text(memory)
+            assert "5582" in context and "4471" not in context
+
+            browser.find_element(By.ID, "sticky-q").send_keys("locker")
+            browser.find_element(By.ID, "sticky-search").click()
+            wait(browser, lambda d: texts(d, "#sticky-list .text") == ["my locker code is 5582"])
+            shot(browser, "sticky")
+
+            item(browser, "sticky-list", "5582").find_element(By.CSS_SELECTOR, "button.delete").click()
+            wait(browser, lambda d: texts(d, "#sticky-list > li") == ["No sticky notes."])
+            assert "locker" not in context_text(memory)
+            assert [n.text for n in memory.notes()] == ["the spare key is under the blue flower pot"]
