@@ -556,6 +556,15 @@ class StickyMemory(BaseRetrievalMemory):
         self._terms: dict[str, tuple[str, list[str]]] = {}
         self._ask_lock = threading.Lock()
 
+    @staticmethod
+    def validate_options(parsed: Any) -> list[str]:
+        """Strict checks beyond types (``validate_config``): every language has a phrase list and
+        every phrase file can be read."""
+        opts = parsed.options
+        if not isinstance(opts, StickyOptions):
+            return []
+        return load_phrasebooks(opts.languages, opts.phrases, opts.phrase_files)[1]
+
     # -- detection ---------------------------------------------------------------------------
 
     def detect(self, utterance: str) -> Ask | None:

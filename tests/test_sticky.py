@@ -432,6 +432,10 @@ def test_bad_config_never_raises(tmp_path: Path) -> None:
     bad = {"phrases": {"en": {"remmber": ["x"]}}, "max_notes_in_context": -1, "phrase_files": [str(tmp_path / "nope")]}
     with pytest.raises(ConfigError):
         validate_config(bad, plugin="ovos-memory-plugin-sticky")
+    with pytest.raises(ConfigError, match="nope"):
+        validate_config({"phrase_files": [str(tmp_path / "nope")]}, plugin="ovos-memory-plugin-sticky")
+    with pytest.raises(ConfigError, match="'xx'"):
+        validate_config({"languages": ["en", "xx"]}, plugin=StickyMemory)
     with make(tmp_path, languages=["xx"], **bad) as mem:
         problems = " ".join(mem.config_problems)
         assert "phrases" in problems and "max_notes_in_context" in problems
@@ -525,3 +529,17 @@ class TestStickyContract(MemoryContract):
 
     def test_single_message_style(self, tmp_path: Path) -> None:
         pytest.skip(_NOT_NOTES)
+
+
+def test_the_docs_page_persona_json_is_valid_and_lists_every_key() -> None:
+    import re
+
+    from ovos_memory_plugins.config import describe
+    from ovos_memory_plugins.sticky import PHRASE_KINDS, StickyOptions
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "sticky.md").read_text(encoding="utf-8")
+    persona = json.loads(re.findall(r"```json\n(.*?)```", page, re.S)[0])
+    assert persona["memory_module"] == "ovos-memory-plugin-sticky"
+    validate_config(persona["ovos-memory-plugin-sticky"], plugin="ovos-memory-plugin-sticky")
+    for key in [k.key for k in describe(StickyOptions)] + list(PHRASE_KINDS):
+        assert f"| `{key}` |" in page, key
