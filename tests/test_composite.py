@@ -10,6 +10,7 @@ classes of this module (already imported by pytest, so importing it again is a l
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -444,3 +445,24 @@ def test_summarize_recall(tmp_path: Path) -> None:
             time.sleep(0.01)
             msgs = mem.build_conversation_context("what colour is Bartholomew", "new")  # server fails
             assert "Q: my cat Bartholomew is orange" in msgs[-2].content
+
+
+# -- the protocols -----------------------------------------------------------------------------------
+
+
+def test_protocol_checks_name_the_culprit() -> None:
+    from ovos_memory_plugins.errors import BackendError
+    from ovos_memory_plugins.protocols import ContextContributor, Retriever, capabilities, check_retriever
+
+    with InMemoryMemory() as mem:
+        assert isinstance(mem, Retriever) and isinstance(mem, ContextContributor)
+        caps = capabilities(mem)
+        assert (caps.retriever, caps.contributor, caps.history) == (True, False, True)  # base blocks: always empty
+    with pytest.raises(BackendError, match=re.escape(f"member 'x' ({__name__}.BrokenMember): search()")):
+        check_retriever(BrokenMember(), "x")
+
+    class Nothing:
+        pass
+
+    with pytest.raises(BackendError, match=r"Nothing.*has none of search"):
+        capabilities(Nothing())
