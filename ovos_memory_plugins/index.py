@@ -251,13 +251,20 @@ class VectorIndex(IndexBase):
         embedder: the active embedder; its ``id`` names the vector space searched.
         min_similarity: hits below this cosine similarity are dropped.
         batch_size: texts per embedding call when re-embedding.
+        background: start the background re-embedding thread after a failed ``add``.
     """
 
     name = "vector"
 
     def __init__(
-        self, store: VectorStore, embedder: Embedder, min_similarity: float = 0.0, batch_size: int = 64
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        min_similarity: float = 0.0,
+        batch_size: int = 64,
+        background: bool = True,
     ) -> None:
+        self.background = background
         self.store = store
         self.embedder = embedder
         self.space = embedder.id
@@ -277,7 +284,8 @@ class VectorIndex(IndexBase):
         except Exception as exc:  # any embedder failure: keep the documents, retry later
             self.last_error = str(exc)
             LOG.warning("vector index: embedding %d document(s) failed (%s); queued for retry", len(docs), exc)
-            self.start_background()
+            if self.background:
+                self.start_background(first_delay=5.0)
             return
         self.store.put_vectors(self.space, [(d.doc_id, vectors[i]) for i, d in enumerate(docs)])
 

@@ -143,7 +143,13 @@ class VectorMemory(BaseRetrievalMemory):
         if floor is None:
             floor = next((f for prefix, f in _DEFAULT_FLOORS if self.embedder.id.startswith(prefix)), 0.0)
         self.vector_store = VectorStore(self._db, opts.vector_search, self._extension)
-        self.vectors = VectorIndex(self.vector_store, self.embedder, min_similarity=floor, batch_size=opts.batch_size)
+        self.vectors = VectorIndex(
+            self.vector_store,
+            self.embedder,
+            min_similarity=floor,
+            batch_size=opts.batch_size,
+            background=opts.background_reembed,
+        )
         self.keyword: Any = None
         self.index: HybridIndex | None = None
         if opts.hybrid:
