@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import inspect
 import json
 import os
 import shlex
@@ -233,7 +234,7 @@ def cmd_search(args: argparse.Namespace, output: Output) -> int:
         lines = []
         for i, hit in enumerate(hits, start=1):
             session = f" session {hit.metadata['session_id']}" if hit.metadata.get("session_id") else ""
-            lines.append(f"{i}. {hit.source}  score {hit.score:.3f}{session}")
+            lines.append(f"{i}. {hit.source}  score {hit.score:.4g}{session}")
             lines.append(_indent(hit.content))
         return "\n".join(lines)
 
@@ -260,9 +261,16 @@ def cmd_remember(args: argparse.Namespace, output: Output) -> int:
         remember = getattr(memory, "remember", None)
         if callable(remember) and not args.document:
             meta = _parse_meta(args.meta)
+            if meta and not _accepts_keyword(remember, "metadata"):
+                raise CommandError(f"{type(memory).__name__}.remember takes no metadata; drop --meta or add --document")
             result = remember(text, session_id=args.session, **({"metadata": meta} if meta else {}))
+            if _field(result, "status") in ("ambiguous", "not_found"):
+                output.emit(_plain(result), f"not remembered ({_field(result, 'status')})")
+                return 1
             data = {"remembered": text, "session_id": args.session, "result": _plain(result)}
-            output.emit(data, f"remembered: {text}" + (f" ({result})" if isinstance(result, str) else ""))
+            status = _field(result, "status")
+            suffix = f" ({result})" if isinstance(result, str) else f" ({status})" if status else ""
+            output.emit(data, f"remembered: {text}{suffix}")
             return 0
         doc_id = memory.store(text, args.session, _parse_meta(args.meta))
     output.emit({"id": doc_id, "text": text, "session_id": args.session}, f"stored {doc_id}: {text}")
@@ -288,24 +296,39 @@ def _note_text(note: Any) -> str:
     return str(getattr(note, "text", None) or getattr(note, "fact", None) or note)
 
 
+def _accepts_keyword(func: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _field(result: Any, name: str) -> Any:
+    return result.get(name) if isinstance(result, dict) else getattr(result, name, None)
+
+
+#: what the backends' ``forget`` reports (sticky: deleted/ambiguous/none; notes:
+#: forgotten/ambiguous/not_found)
+_FORGOTTEN = ("deleted", "forgotten")
+
+
 def _forget_match(memory: Any, args: argparse.Namespace, output: Output) -> int:
     """``forget --match``: the backend's own ``forget(description)`` (notes, sticky notes)."""
     forget = _needs(memory, "forget", verb="note removal (--match)")
-    result = forget(args.match, args.session or "default")
+    if _accepts_keyword(forget, "session_id"):
+        result = forget(args.match, session_id=args.session or "default")
+    else:
+        result = forget(args.match)
     data = _plain(result)
-    status = getattr(result, "status", None) or (result.get("status") if isinstance(result, dict) else None)
-    if status is None:
-        status = "deleted" if result else "none"
-    if status == "deleted":
-        deleted = getattr(result, "deleted", None) or (result.get("deleted") if isinstance(result, dict) else None)
-        output.emit(data, f"forgot: {_note_text(deleted)}" if deleted else f"forgot notes matching {args.match!r}")
+    status = _field(result, "status") or ("deleted" if result else "none")
+    if status in _FORGOTTEN:
+        gone = _field(result, "deleted") or _field(result, "note")
+        output.emit(data, f"forgot: {_note_text(gone)}" if gone else f"forgot notes matching {args.match!r}")
         return 0
     if status == "ambiguous":
-        candidates = getattr(result, "candidates", None) or (
-            result.get("candidates") if isinstance(result, dict) else []
-        )
         lines = [f"{args.match!r} matches several notes about equally; nothing was deleted. Be more specific:"]
-        lines += [f"  - {_note_text(c)}" for c in candidates or []]
+        lines += [f"  - {_note_text(c)}" for c in _field(result, "candidates") or []]
         output.emit(data, "\n".join(lines))
         return 1
     output.emit(data, f"no note matches {args.match!r}; nothing was deleted")
@@ -380,11 +403,22 @@ def cmd_dream(args: argparse.Namespace, output: Output) -> int:
     with open_memory(args, output) as memory:
         dream = _needs(memory, "dream", verb="dreaming (consolidation)")
         result = dream()
-    if result is None or result is False:
-        output.emit({"dreamed": False}, "nothing changed (no model answered, or nothing to consolidate)")
-        return 1 if result is False else 0
-    output.emit({"dreamed": True, "result": result}, f"dreamed: {result}")
-    return 0
+    status = _field(result, "status") or ("rewritten" if result else "failed")
+    reason = _field(result, "reason") or ""
+    human = {
+        "rewritten": "the notes were consolidated",
+        "unchanged": "the model found nothing to change",
+        "rejected": "the model's rewrite was rejected (unusable, or it lost or invented a fact); notes untouched",
+        "failed": "no model answered; notes untouched",
+        "skipped": "skipped: no language model (key llm), or no notes",
+    }.get(str(status), f"dream: {status}")
+    before, after = _field(result, "before"), _field(result, "after")
+    if before is not None and status == "rewritten":
+        human += f" ({before} -> {after} notes)"
+    if reason:
+        human = f"dream {status}: {reason}"
+    output.emit(_plain(result) if not isinstance(result, bool) else {"status": status}, human)
+    return 0 if status in ("rewritten", "unchanged") else 1
 
 
 def cmd_stats(args: argparse.Namespace, output: Output) -> int:
@@ -395,9 +429,16 @@ def cmd_stats(args: argparse.Namespace, output: Output) -> int:
 
 
 def cmd_export(args: argparse.Namespace, output: Output) -> int:
-    from ovos_memory_plugins.transfer import export_jsonl
+    from ovos_memory_plugins.transfer import export_jsonl, is_curated_notes
 
     with open_memory(args, output) as memory:
+        if is_curated_notes(memory):
+            archived = (memory.stats().get("archive") or {}).get("documents")
+            if archived:
+                output.note(
+                    f"warning: only the notes are exported, not the {archived} document(s) of the archive"
+                    " (export the archive itself with --root <root>/archive --module its-module)"
+                )
         if args.file in (None, "-"):
             n = export_jsonl(memory, output.out)
             output.note(f"exported {n} document(s)")
@@ -421,14 +462,19 @@ def cmd_import(args: argparse.Namespace, output: Output) -> int:
 
     with open_memory(args, output) as memory:
         if args.file == "-":
-            n = import_jsonl(memory, sys.stdin, "<stdin>")
+            report = import_jsonl(memory, sys.stdin, "<stdin>")
         else:
             try:
                 with open(args.file, encoding="utf-8") as fp:
-                    n = import_jsonl(memory, fp, args.file)
+                    report = import_jsonl(memory, fp, args.file)
             except OSError as exc:
                 raise CommandError(f"cannot read {args.file}: {exc.strerror or exc}") from exc
-    output.emit({"imported": n}, f"imported {n} document(s)")
+    for reason in report.reasons:
+        output.note(f"warning: {reason}")
+    output.emit(
+        {"imported": report.imported, "skipped": report.skipped, "reasons": report.reasons},
+        f"imported {report.imported} document(s)" + (f", skipped {report.skipped}" if report.skipped else ""),
+    )
     return 0
 
 
@@ -638,7 +684,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     output = Output(args.json)
     try:
-        return int(args.func(args, output))
+        # Plugins and the libraries they import may print log lines on stdout (OVOS's logger
+        # does); stdout belongs to the command's output, so they go to stderr meanwhile.
+        with contextlib.redirect_stdout(output.err):
+            return int(args.func(args, output))
     except (CommandError, OvosMemoryPluginError, ValueError, OSError) as exc:
         output.note(f"ovos-memory {args.command}: error: {exc}")
         return 1

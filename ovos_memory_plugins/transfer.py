@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -27,11 +27,14 @@ from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.errors import BackendError, OvosMemoryPluginError
 
 __all__ = [
+    "DOCUMENT_LISTINGS",
     "ExportedDocument",
+    "ImportReport",
     "TranscriptError",
     "export_jsonl",
     "import_jsonl",
     "ingest_paths",
+    "is_curated_notes",
     "iter_documents",
     "read_transcript",
     "split_paragraphs",
@@ -40,6 +43,8 @@ __all__ = [
 #: Names of listing methods the export looks for, first found wins. ``notes`` is the sticky
 #: backend's list of notes (objects with ``id``, ``text``, ``session_id``, ``metadata``).
 LISTING_METHODS = ("iter_documents", "documents", "list_documents", "all_documents", "notes")
+#: The listing methods of document archives (``notes`` lists notes, not documents).
+DOCUMENT_LISTINGS = LISTING_METHODS[:-1]
 
 #: File suffixes ``ingest`` reads from a folder.
 TEXT_SUFFIXES = (".txt", ".md", ".jsonl", ".json")
@@ -84,17 +89,41 @@ def _coerce(item: Any) -> ExportedDocument:
     return ExportedDocument(str(doc_id), text, str(session or "default"), dict(metadata))
 
 
-def _listing(memory: Any) -> Callable[[], Iterable[Any]] | None:
-    for name in LISTING_METHODS:
+def _listing(memory: Any, names: Sequence[str] = LISTING_METHODS) -> Callable[[], Iterable[Any]] | None:
+    for name in names:
         method = getattr(memory, name, None)
         if callable(method):
             return method  # type: ignore[no-any-return]
     return None
 
 
+def is_curated_notes(memory: Any) -> bool:
+    """Whether ``memory`` keeps curated notes (``notes_body``/``replace_notes``, the notes backend)."""
+    return all(callable(getattr(memory, name, None)) for name in ("notes", "notes_body", "replace_notes"))
+
+
+def _curated_notes(memory: Any) -> Iterator[ExportedDocument]:
+    """The notes backend's notes (active, then retired) as id-less ``kind: note`` lines."""
+    for note in memory.notes():
+        yield ExportedDocument("", note.text, "default", {"kind": "note", "date": getattr(note, "date", "")})
+    retired = getattr(memory, "retired_notes", None)
+    for note in retired() if callable(retired) else []:
+        meta = {"kind": "note", "date": getattr(note, "date", ""), "retired_on": getattr(note, "retired_on", None)}
+        yield ExportedDocument("", note.text, "default", meta)
+
+
 def iter_documents(memory: Any) -> Iterator[ExportedDocument]:
-    """Every document of ``memory``; raises :class:`BackendError` when it cannot list them."""
-    listing = _listing(memory)
+    """Every document of ``memory``; raises :class:`BackendError` when it cannot list them.
+
+    Document archives list through ``iter_documents()`` (or another name of
+    ``DOCUMENT_LISTINGS``); the notes backend exports its notes (active and retired) as id-less
+    lines with ``{"kind": "note", "date": ...}``; the sticky backend its ``notes()``.
+    """
+    listing = _listing(memory, DOCUMENT_LISTINGS)
+    if listing is None and is_curated_notes(memory):
+        yield from _curated_notes(memory)
+        return
+    listing = listing or _listing(memory)
     if listing is None:
         raise BackendError(
             f"{type(memory).__name__} cannot list its documents (it has none of the methods "
@@ -137,23 +166,48 @@ def read_export(lines: Iterable[str], name: str = "<input>") -> Iterator[Exporte
         yield ExportedDocument(data.get("id") or "", data["text"], str(data.get("session_id") or "default"), metadata)
 
 
-def import_jsonl(memory: BaseRetrievalMemory, lines: Iterable[str], name: str = "<input>") -> int:
-    """Store every exported document under its own id; return how many.
+@dataclass
+class ImportReport:
+    """What ``import_jsonl`` did: documents (and notes) stored, and lines it could not store."""
+
+    imported: int = 0
+    skipped: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+
+def import_jsonl(memory: BaseRetrievalMemory, lines: Iterable[str], name: str = "<input>") -> ImportReport:
+    """Store every exported document under its own id.
 
     A line without an ``id`` (hand-made, or converted from another tool) gets the id ``store``
-    would give it, derived from its session and text.
+    would give it, derived from its session and text. Into the notes backend, ``kind: note``
+    lines become notes (merged with the notes there, with their dates); retired notes are
+    skipped and counted, as that backend has no public way to add a retired note.
     """
-    n = 0
+    report = ImportReport()
+    curated = is_curated_notes(memory)
+    bullets: list[str] = []
     for doc in read_export(lines, name):
         if not doc.text.strip():
             continue
-        if doc.id:
+        if curated and doc.metadata.get("kind") == "note":
+            if doc.metadata.get("retired_on"):
+                report.skipped += 1
+                continue
+            date = doc.metadata.get("date") or ""
+            text = " ".join(doc.text.split())
+            bullets.append(f"- [{date}] {text}" if date else f"- {text}")
+        elif doc.id:
             # the exported id is kept, so exchange ids (chained, not content-derived) survive
             memory._store(doc.id, doc.text, doc.session_id, dict(doc.metadata))
         else:
             memory.store(doc.text, doc.session_id, dict(doc.metadata))
-        n += 1
-    return n
+        report.imported += 1
+    if bullets:
+        notes: Any = memory  # duck-typed: the notes backend's own verbs
+        notes.replace_notes(notes.notes_body().rstrip("\n") + "\n" + "\n".join(bullets) + "\n")
+    if report.skipped:
+        report.reasons.append(f"{report.skipped} retired note(s) skipped: the notes backend cannot add retired notes")
+    return report
 
 
 # -- ingest -------------------------------------------------------------------------------------
