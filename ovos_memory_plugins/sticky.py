@@ -299,6 +299,22 @@ def detect_ask(utterance: str, books: Sequence[PhraseBook], max_chars: int = 300
     return _validate(utterance, folded, index, head_end, book, kind, phrase, polite, max_chars)
 
 
+_SENTENCE_END = re.compile(r"[.!?](?=[\s\"'»”)]|$)|[。！？\n]")
+#: Words that a full stop after them does not end a sentence ("Dr. Silva").
+_ABBREVIATIONS = frozenset({"dr", "dra", "mr", "mrs", "ms", "st", "jr", "sr", "sra", "prof", "hr", "fr", "nr", "no"})
+
+
+def _sentence_end(folded: str, start: int) -> tuple[int, str]:
+    """Where the sentence starting at ``start`` ends (exclusive) and the mark ending it ("" at the end)."""
+    for m in _SENTENCE_END.finditer(folded, start):
+        if m.group() == ".":
+            before = folded[start : m.start()].rsplit(None, 1)
+            if before and before[-1] in _ABBREVIATIONS:
+                continue
+        return m.start(), m.group()
+    return len(folded), ""
+
+
 def _validate(
     utterance: str,
     folded: str,
@@ -313,9 +329,10 @@ def _validate(
     lists = book.lists
     skip = _SKIP.match(folded, start)
     start = skip.end() if skip else start
-    end = len(folded)
-    tail = folded.rstrip(" \t\r\n\"'»”)。.!！")
-    is_question = any(tail.endswith(q) for q in lists["question_endings"])
+    # the ask is the first sentence after the phrase; what follows it is another request
+    end, terminator = _sentence_end(folded, start)
+    sentence = folded[start:end].rstrip(_END_JUNK)
+    is_question = terminator in ("?", "？") or any(sentence.endswith(q) for q in lists["question_endings"])
     # drop trailing punctuation and courtesy words ("please", "thanks"), repeatedly
     trailing = lists["trailing"] + (lists["topic_trailing"] if kind == "list" else [])
     changed = True
@@ -475,7 +492,7 @@ class StickyOptions:
     show_dates: bool = option(True, doc="Show each note's date (UTC) after it.")
     header: str = option(DEFAULT_STICKY_HEADER, doc="Text placed before the notes.")
     forget_min_score: float = option(
-        0.5,
+        0.6,
         doc="How much of a 'forget …' description a note must cover to match (0 to 1; 1 = every content word).",
         minimum=0,
     )
@@ -795,8 +812,8 @@ class StickyMemory(BaseRetrievalMemory):
                     f"{options}. Nothing was deleted. Ask the user which one to forget."
                 ]
             return [
-                f"The user asked you to forget {_quote(ask.text)}, but no saved note matches it. "
-                "Nothing was deleted; tell the user."
+                f"The user may have asked you to forget a saved note about {_quote(ask.text)}, but no saved "
+                "note matches it, so nothing was deleted. If that is what the user meant, say so."
             ]
         return []
 
