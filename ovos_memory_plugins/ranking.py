@@ -86,13 +86,14 @@ class BM25Ranker:
 
         Ties keep corpus order. Documents without any query term are left out.
         """
-        if top_k <= 0:
-            return []
-        terms = query_terms(query, self.lang, extra_stopwords=self.extra_stopwords)
-        if self._empty or not terms:
+        return self.rank_terms(query_terms(query, self.lang, extra_stopwords=self.extra_stopwords), top_k)
+
+    def rank_terms(self, terms: Sequence[str], top_k: int = 10) -> list[tuple[int, float]]:
+        """Like :meth:`rank` for terms already chosen (a term listed twice weighs twice)."""
+        if top_k <= 0 or self._empty or not terms:
             return []
         wanted = set(terms)
-        scores = self._bm25.get_scores(terms)
+        scores = self._bm25.get_scores(list(terms))
         matching = [i for i, freqs in enumerate(self._bm25.doc_freqs) if not wanted.isdisjoint(freqs)]
         matching.sort(key=lambda i: (-scores[i], i))
         return [(i, float(scores[i])) for i in matching[:top_k]]

@@ -156,8 +156,12 @@ def _prepare(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def _analyze(text: str, stops: frozenset[str] | None) -> list[str]:
-    """The terms of ``text`` in order; stop words (in folded form) dropped when ``stops`` is given."""
+def _analyze(text: str, stops: frozenset[str] | None, unigrams: bool = False) -> list[str]:
+    """The terms of ``text`` in order; stop words (in folded form) dropped when ``stops`` is given.
+
+    With ``unigrams``, each character of a spaceless run of two or more is a term too (after
+    the run's bigrams).
+    """
     out: list[str] = []
     for m in _TOKEN.finditer(_prepare(text)):
         run = m.group("run")
@@ -169,9 +173,13 @@ def _analyze(text: str, stops: frozenset[str] | None) -> list[str]:
                 continue
             if stops is None:
                 out.extend(a + b for a, b in pairwise(units))
+                if unigrams:
+                    out.extend(units)
                 continue
             covered = _stop_cover(units, stops)
             out.extend(units[i] + units[i + 1] for i in range(len(units) - 1) if not covered[i] or not covered[i + 1])
+            if unigrams:
+                out.extend(u for u in units if u not in stops)
             continue
         folded = fold_word(m.group("word"))
         if not folded or (stops is not None and folded in stops):
@@ -180,17 +188,22 @@ def _analyze(text: str, stops: frozenset[str] | None) -> list[str]:
     return out
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, *, unigrams: bool = False) -> list[str]:
     """The index terms of ``text``, in order (stop words kept).
 
     Lower-cased, diacritics folded, English words stemmed, Han/Kana/Hangul/Thai runs as
     overlapping character bigrams (a one-character run as that character); ``Q:``/``A:``
     labels and markers such as ``<BOD>`` dropped. Never raises on any ``str``.
+
+    ``unigrams=True`` also adds each character of a longer run (after its bigrams): recall
+    finds words the bigrams split differently, and ranking still prefers whole bigrams.
     """
-    return _analyze(text, None)
+    return _analyze(text, None, unigrams)
 
 
-def query_terms(text: str, lang: str | None = None, *, extra_stopwords: Iterable[str] = ()) -> list[str]:
+def query_terms(
+    text: str, lang: str | None = None, *, extra_stopwords: Iterable[str] = (), unigrams: bool = False
+) -> list[str]:
     """The terms of ``text`` that may drive a match: :func:`tokenize` minus stop words.
 
     Args:
@@ -199,13 +212,14 @@ def query_terms(text: str, lang: str | None = None, *, extra_stopwords: Iterable
             (see :func:`stop_words`); None means English.
         extra_stopwords: more words to ignore, compared after folding (case and accents).
 
-    Repeated terms are kept: a term said twice weighs twice in a query.
+    Repeated terms are kept: a term said twice weighs twice in a query. ``unigrams`` as in
+    :func:`tokenize` (single characters that are stop words are left out).
     """
     stops = stop_words(lang)
     extra = tuple(extra_stopwords)
     if extra:
         stops = stops | _fold_list(extra)
-    return _analyze(text, stops)
+    return _analyze(text, stops, unigrams)
 
 
 # -- stop words ------------------------------------------------------------------------------
