@@ -7,6 +7,7 @@ a folder (``docs/img``) to save screenshots of the main views while the tests ru
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -185,3 +186,130 @@ def test_sticky_add_edit_search_delete_reach_the_next_context(browser: WebDriver
             wait(browser, lambda d: texts(d, "#sticky-list > li") == ["No sticky notes."])
             assert "locker" not in context_text(memory)
             assert [n.text for n in memory.notes()] == ["the spare key is under the blue flower pot"]
+
+
+def notes_config(root: Path, store: str) -> dict[str, Any]:
+    return {"root": str(root), "store": store, "archive": None, "auto_curate": False}
+
+
+def test_notes_add_edit_search_retire_restore_delete_reach_the_next_context(browser: WebDriver, tmp_path: Path) -> None:
+    from ovos_memory_plugins.notes import NotesMemory
+
+    root = tmp_path / "notes"
+    with NotesMemory(notes_config(root, "sqlite")) as memory, EditorServer(memory) as server:
+        memory.remember("[2026-10] User's daughter is called Mia")
+        memory.remember("[2026-10] User drinks green tea every morning")
+        persona = NotesMemory(notes_config(root, "sqlite"))  # the running persona's own instance
+        try:
+            open_page(browser, server)
+            assert browser.find_element(By.ID, "view-notes").is_displayed()
+            item(browser, "notes-list", "daughter is called Mia")
+
+            browser.find_element(By.ID, "note-new").send_keys("User's bike is a red Gazelle")
+            browser.find_element(By.ID, "note-add").click()
+            item(browser, "notes-list", "red Gazelle")
+            assert "red Gazelle" in context_text(persona)
+
+            li = item(browser, "notes-list", "red Gazelle")
+            li.find_element(By.CSS_SELECTOR, "button.edit").click()
+            field = li.find_element(By.CSS_SELECTOR, "input.edit-text")
+            field.clear()
+            field.send_keys("User's bike is a blue Gazelle")
+            li.find_element(By.CSS_SELECTOR, "button.save").click()
+            item(browser, "notes-list", "blue Gazelle")
+            assert "blue Gazelle" in context_text(persona) and "red Gazelle" not in context_text(persona)
+
+            browser.find_element(By.ID, "note-new").send_keys(SCRIPT_NOTE)
+            browser.find_element(By.ID, "note-add").click()
+            script_li = item(browser, "notes-list", "likes")
+            assert "<script>window.__pwned = 1</script>" in script_li.text
+            assert browser.find_elements(By.CSS_SELECTOR, "#notes-list script, #notes-list img, #notes-list b") == []
+            assert browser.execute_script("return window.__pwned === undefined")
+            shot(browser, "notes")
+
+            browser.find_element(By.ID, "notes-q").send_keys("gazelle")
+            wait(
+                browser,
+                lambda d: (
+                    [t for t in texts(d, "#notes-list > li:not([hidden]) .text")]
+                    == [
+                        "User's bike is a blue Gazelle",
+                        "User's bike is a red Gazelle",
+                    ]
+                ),
+            )
+            browser.find_element(By.ID, "notes-q").clear()
+            browser.find_element(By.ID, "notes-q").send_keys(" ")
+
+            item(browser, "notes-list", "green tea").find_element(By.CSS_SELECTOR, "button.retire").click()
+            wait(browser, lambda d: "retired" in item(d, "notes-list", "green tea").get_attribute("class"))
+            assert "green tea" not in context_text(persona)
+            item(browser, "notes-list", "green tea").find_element(By.CSS_SELECTOR, "button.restore").click()
+            wait(browser, lambda d: "retired" not in item(d, "notes-list", "green tea").get_attribute("class"))
+            assert "green tea" in context_text(persona)
+
+            item(browser, "notes-list", "daughter is called Mia").find_element(By.CSS_SELECTOR, "button.delete").click()
+            wait(browser, lambda d: not any("Mia" in t for t in texts(d, "#notes-list > li")))
+            assert "Mia" not in context_text(persona)
+            assert [n.text for n in memory.notes()] == [
+                "User's bike is a blue Gazelle",
+                SCRIPT_NOTE,
+                "User drinks green tea every morning",  # a restored note goes to the end
+            ]
+        finally:
+            persona.close()
+
+
+def test_notes_file_changed_by_the_persona_asks_to_reload_and_dream_undo(browser: WebDriver, tmp_path: Path) -> None:
+    from ovos_memory_plugins.fakes import ScriptedLLM
+    from ovos_memory_plugins.notes import NotesMemory
+
+    root = tmp_path / "notes"
+    llm = ScriptedLLM()
+    with NotesMemory(notes_config(root, "file"), llm=llm) as memory, EditorServer(memory) as server:
+        memory.remember("[2026-10] User's daughter is called Mia")
+        memory.remember("[2026-10] User's daughter Mia is seven")
+        open_page(browser, server)
+        item(browser, "notes-list", "Mia is seven")
+
+        persona = NotesMemory(notes_config(root, "file"))
+        try:
+            persona.remember("User's sister lives in Porto")  # the persona writes MEMORY.md meanwhile
+        finally:
+            persona.close()
+        browser.find_element(By.CSS_SELECTOR, "#notes-raw summary").click()
+        box = browser.find_element(By.ID, "notes-body")
+        box.send_keys("- User plays the cello\n")
+        browser.find_element(By.ID, "notes-save").click()
+        wait(browser, lambda d: d.find_element(By.ID, "banner").is_displayed())
+        assert "changed since this page loaded" in browser.find_element(By.ID, "banner-text").text
+        shot(browser, "conflict")
+        assert "Porto" in (root / "MEMORY.md").read_text(encoding="utf-8")
+        assert "cello" not in (root / "MEMORY.md").read_text(encoding="utf-8")
+        browser.find_element(By.ID, "banner-reload").click()
+        item(browser, "notes-list", "sister lives in Porto")
+        assert "cello" not in browser.find_element(By.ID, "notes-body").get_attribute("value")
+        browser.find_element(By.CSS_SELECTOR, "#notes-raw summary").click()
+
+        llm.queue(
+            json.dumps(
+                {"notes": ["[2026-10] User's daughter is called Mia; Mia is seven", "User's sister lives in Porto"]}
+            )
+        )
+        browser.find_element(By.ID, "dream").click()
+        wait(browser, lambda d: d.find_element(By.ID, "dream-result").is_displayed())
+        assert "User's daughter Mia is seven" in browser.find_element(By.ID, "dream-before").text
+        assert "User's daughter Mia is seven" not in browser.find_element(By.ID, "dream-after").text
+        browser.execute_script("document.getElementById('dream-box').scrollIntoView()")
+        shot(browser, "dream")
+        assert [n.text for n in memory.notes()] == [
+            "User's daughter is called Mia; Mia is seven",
+            "User's sister lives in Porto",
+        ]
+        browser.find_element(By.ID, "dream-undo").click()
+        wait(browser, lambda d: not d.find_element(By.ID, "dream-result").is_displayed())
+        assert [n.text for n in memory.notes()] == [
+            "User's daughter is called Mia",
+            "User's daughter Mia is seven",
+            "User's sister lives in Porto",
+        ]

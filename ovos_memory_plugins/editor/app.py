@@ -11,10 +11,14 @@ persona wrote to the same file), the change is refused with 409 and the page ask
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
 import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
@@ -22,7 +26,7 @@ from fastapi import FastAPI, HTTPException, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from ovos_memory_plugins.editor.parts import Parts, find_parts, version_of
+from ovos_memory_plugins.editor.parts import Parts, find_parts, members_of, version_of
 from ovos_memory_plugins.editor.security import GuardMiddleware, new_token
 from ovos_memory_plugins.errors import OvosMemoryPluginError
 from ovos_memory_plugins.transfer import ExportedDocument, iter_documents
@@ -45,15 +49,24 @@ class NotesBody(BaseModel):
 
 
 class NoteText(BaseModel):
-    """A note to add, or the new text of one note."""
+    """A note to add."""
 
+    text: str = Field(min_length=1)
+
+
+class NoteEdit(BaseModel):
+    """A change to one note: its ``id`` (from ``GET /api/notes``), the new ``text`` and the
+    ``version`` of the notes the page showed."""
+
+    id: str = Field(min_length=1)
     text: str = Field(min_length=1)
     version: str | None = Field(default=None, description="the notes `version` the edit was made on")
 
 
-class Versioned(BaseModel):
-    """A change made on a given version of the notes."""
+class NoteRef(BaseModel):
+    """One note (its ``id`` from ``GET /api/notes``) and the ``version`` of the notes the page showed."""
 
+    id: str = Field(min_length=1)
     version: str | None = None
 
 
@@ -83,6 +96,15 @@ def _hit(hit: Any) -> dict[str, Any]:
     return {"content": hit.content, "source": hit.source, "score": hit.score, "metadata": dict(hit.metadata)}
 
 
+def _jsonable(value: Any) -> Any:
+    """A verb's result as JSON: dataclasses as dicts, other objects as text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json.loads(json.dumps(dataclasses.asdict(value), default=str))
+    if isinstance(value, (str, int, float, bool, type(None), list, dict)):
+        return value
+    return str(value)
+
+
 def _doc(doc: ExportedDocument) -> dict[str, Any]:
     return {"id": doc.id, "text": doc.text, "session_id": doc.session_id, "metadata": doc.metadata}
 
@@ -100,7 +122,8 @@ def _note(note: Any) -> dict[str, Any]:
     text = data.get("text", data.get("content", ""))
     data["text"] = text
     data["id"] = str(data.get("id", data.get("note_id", text)))
-    data.setdefault("status", "retired" if data.get("retired") else "active")
+    retired = bool(data.get("retired")) or data.get("retired_on") is not None
+    data.setdefault("status", "retired" if retired else "active")
     return {k: v if isinstance(v, (str, int, float, bool, type(None), list, dict)) else str(v) for k, v in data.items()}
 
 
@@ -142,12 +165,16 @@ class EditorApp:
         return self.parts.archive
 
     def notes_state(self) -> dict[str, Any]:
-        """The notes as the page shows them: text, version and (where the store lists them) items."""
+        """The notes as the page shows them: ``body`` (the text), its ``version``, and ``items``
+        (active notes, then retired ones) where the backend lists them."""
         notes = self._notes()
         body = str(notes.notes_body())
         out: dict[str, Any] = {"body": body, "version": version_of(body), "items": None}
         if callable(getattr(notes, "notes", None)):
-            out["items"] = [_note(n) for n in self._list_notes(notes)]
+            items = [_note(n) for n in notes.notes()]
+            if callable(getattr(notes, "retired_notes", None)):
+                items += [_note(n) for n in notes.retired_notes()]
+            out["items"] = items
         return out
 
     def sticky_state(self, q: str | None = None) -> dict[str, Any]:
@@ -160,12 +187,26 @@ class EditorApp:
             items = [by_id[i] for i in order if i in by_id]
         return {"items": items}
 
-    @staticmethod
-    def _list_notes(notes: Any) -> list[Any]:
-        try:
-            return list(notes.notes(include_retired=True))
-        except TypeError:
-            return list(notes.notes())
+    @contextlib.contextmanager
+    def notes_guard(self) -> Iterator[None]:
+        """Hold the notes still across a check and a write.
+
+        Takes the editor's lock and, where the notes memory has them, its own mutex and its
+        store's transaction (an advisory lock on ``MEMORY.md``, ``BEGIN IMMEDIATE`` on SQLite),
+        in the order the memory's own verbs take them, so a persona in another process cannot
+        write between the version check and the edit.
+        """
+        notes = self._notes()
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self._lock)
+            mutex = getattr(notes, "_mutex", None)
+            if mutex is not None and hasattr(mutex, "__enter__"):
+                stack.enter_context(mutex)
+            store = getattr(notes, "_notes_store", None)
+            transaction = getattr(store, "transaction", None)
+            if callable(transaction):
+                stack.enter_context(transaction())
+            yield
 
     def _check_version(self, version: str | None) -> None:
         """409 when the notes changed since the page loaded ``version``."""
@@ -176,6 +217,29 @@ class EditorApp:
             raise HTTPException(
                 409, "the notes changed since this page loaded them (the persona wrote to them); reload and redo"
             )
+
+    @staticmethod
+    def _changed(change: Any, what: str) -> None:
+        """Turn a verb's result into an HTTP answer: 404 not found, 409 ambiguous, else pass."""
+        status = getattr(change, "status", None)
+        if change is False or change == 0 or status == "not_found":
+            raise HTTPException(404, f"no {what} matches")
+        if status == "ambiguous":
+            raise HTTPException(409, f"several {what}s match; nothing changed")
+
+    def _retire(self, notes: Any, note_id: str) -> None:
+        """Retire one active note: the backend's ``retire`` verb, else its store's ``retire``."""
+        retire = getattr(notes, "retire", None)
+        if callable(retire):
+            self._changed(retire(note_id), "note")
+            return
+        store = getattr(notes, "_notes_store", None)
+        if store is None or not callable(getattr(store, "retire", None)):
+            raise HTTPException(405, "this notes store cannot retire notes")
+        active = [n for n in notes.notes() if getattr(n, "text", None) == note_id]
+        if not active:
+            raise HTTPException(404, "no note matches")
+        store.retire(active, time.strftime("%Y-%m-%d"))
 
     # -- the application ---------------------------------------------------------------------
 
@@ -227,16 +291,18 @@ class EditorApp:
 
         # -- notes ---------------------------------------------------------------------------
 
+        conflict: dict[int | str, dict[str, Any]] = {409: {"description": "the notes changed meanwhile"}}
+
         @api.get("/api/notes", tags=["notes"])
         def get_notes() -> dict[str, Any]:
-            """The notes: ``body`` (the text the persona sees), ``version``, and ``items`` where listed."""
+            """The notes: ``body`` (the text), ``version``, and ``items`` (active, then retired)."""
             return self.notes_state()
 
-        @api.put("/api/notes", tags=["notes"], responses={409: {"description": "the notes changed meanwhile"}})
+        @api.put("/api/notes", tags=["notes"], responses=conflict)
         def put_notes(edit: NotesBody) -> dict[str, Any]:
-            """Replace the notes text; refused with 409 when they changed since ``version``."""
+            """Replace the whole notes text (``replace_notes``); 409 when they changed since ``version``."""
             notes = self._notes()
-            with self._lock:
+            with self.notes_guard():
                 self._check_version(edit.version)
                 notes.replace_notes(edit.body)
             return self.notes_state()
@@ -250,51 +316,49 @@ class EditorApp:
             notes.remember(note.text)
             return self.notes_state()
 
-        @api.put("/api/notes/items/{note_id}", tags=["notes"], responses={409: {"description": "changed meanwhile"}})
-        def update_note(note_id: str, note: NoteText) -> dict[str, Any]:
-            """Change one note's text (``update``); 409 when the notes changed since ``version``."""
+        @api.put("/api/notes/items", tags=["notes"], responses=conflict)
+        def update_note(edit: NoteEdit) -> dict[str, Any]:
+            """Change one note's text (``update``: the old text is retired); 409 when the notes changed."""
             notes = self._notes()
             if not callable(getattr(notes, "update", None)):
                 raise HTTPException(405, "this notes store cannot edit single notes")
-            with self._lock:
-                self._check_version(note.version)
-                if notes.update(note_id, note.text) is False:
-                    raise HTTPException(404, f"no note {note_id!r}")
+            with self.notes_guard():
+                self._check_version(edit.version)
+                self._changed(notes.update(edit.id, edit.text), "note")
             return self.notes_state()
 
-        @api.delete("/api/notes/items/{note_id}", tags=["notes"])
-        def forget_note(note_id: str, version: str | None = None) -> dict[str, Any]:
-            """Delete one note (``forget``); 409 when the notes changed since ``version``."""
+        @api.delete("/api/notes/items", tags=["notes"], responses=conflict)
+        def forget_note(id: str = Query(min_length=1), version: str | None = None) -> dict[str, Any]:
+            """Delete one active note (``forget``); 409 when the notes changed since ``version``."""
             notes = self._notes()
-            with self._lock:
+            with self.notes_guard():
                 self._check_version(version)
-                if notes.forget(note_id) in (False, 0):
-                    raise HTTPException(404, f"no note {note_id!r}")
+                self._changed(notes.forget(id), "note")
             return self.notes_state()
 
-        @api.post("/api/notes/items/{note_id}/retire", tags=["notes"])
-        def retire_note(note_id: str) -> dict[str, Any]:
-            """Retire one note: kept, but no longer shown to the persona (SQLite store)."""
+        @api.post("/api/notes/retire", tags=["notes"], responses=conflict)
+        def retire_note(ref: NoteRef) -> dict[str, Any]:
+            """Retire one note: kept, marked as no longer true, out of the prompt."""
             notes = self._notes()
-            if not callable(getattr(notes, "retire", None)):
-                raise HTTPException(405, "this notes store cannot retire notes")
-            if notes.retire(note_id) is False:
-                raise HTTPException(404, f"no note {note_id!r}")
+            with self.notes_guard():
+                self._check_version(ref.version)
+                self._retire(notes, ref.id)
             return self.notes_state()
 
-        @api.post("/api/notes/items/{note_id}/restore", tags=["notes"])
-        def restore_note(note_id: str) -> dict[str, Any]:
-            """Bring a retired note back (SQLite store)."""
+        @api.post("/api/notes/restore", tags=["notes"], responses=conflict)
+        def restore_note(ref: NoteRef) -> dict[str, Any]:
+            """Make a retired note active again (``restore``)."""
             notes = self._notes()
             if not callable(getattr(notes, "restore", None)):
                 raise HTTPException(405, "this notes store cannot restore notes")
-            if notes.restore(note_id) is False:
-                raise HTTPException(404, f"no note {note_id!r}")
+            with self.notes_guard():
+                self._check_version(ref.version)
+                self._changed(notes.restore(ref.id), "retired note")
             return self.notes_state()
 
         @api.post("/api/notes/dream", tags=["notes"])
         def dream() -> dict[str, Any]:
-            """Consolidate the notes now; returns ``before``, ``after`` and an ``undo`` id."""
+            """Consolidate the notes now (``dream``): ``before``, ``after``, ``result`` and an ``undo`` id."""
             notes = self._notes()
             if not callable(getattr(notes, "dream", None)):
                 raise HTTPException(405, "this memory cannot dream")
@@ -303,26 +367,25 @@ class EditorApp:
                 result = notes.dream()
                 after = str(notes.notes_body())
                 undo_id = uuid.uuid4().hex
-                self._dreams[undo_id] = (before, version_of(after))
+                if before != after:
+                    self._dreams[undo_id] = (before, version_of(after))
             return {
                 "before": before,
                 "after": after,
                 "changed": before != after,
-                "undo": undo_id,
-                "result": result
-                if isinstance(result, (str, int, float, bool, dict, list, type(None)))
-                else str(result),
+                "undo": undo_id if before != after else None,
+                "result": _jsonable(result),
                 "notes": self.notes_state(),
             }
 
-        @api.post("/api/notes/dream/undo", tags=["notes"], responses={409: {"description": "changed meanwhile"}})
+        @api.post("/api/notes/dream/undo", tags=["notes"], responses=conflict)
         def undo_dream(undo: Undo) -> dict[str, Any]:
             """Put back the notes as they were before a dream; 409 when they changed since."""
             notes = self._notes()
-            with self._lock:
+            with self.notes_guard():
                 record = self._dreams.get(undo.id)
                 if record is None:
-                    raise HTTPException(404, "unknown dream")
+                    raise HTTPException(404, "unknown dream (already undone, or from another run)")
                 before, after_version = record
                 self._check_version(after_version)
                 notes.replace_notes(before)
@@ -433,9 +496,17 @@ class EditorApp:
     # -- archive helpers ---------------------------------------------------------------------
 
     def _history_store(self) -> Any:
-        # The base keeps history in a HistoryStore with no public listing on the memory yet;
-        # prefer public methods when a backend has them.
-        return getattr(self._archive(), "_history", None)
+        """The history store holding the recorded conversations.
+
+        The base keeps history in a ``HistoryStore`` the memory has no public listing for yet;
+        a composite keeps it in its primary member, so the first store with messages wins.
+        """
+        found = [getattr(part, "_history", None) for part in members_of(self._archive())]
+        stores: list[Any] = [s for s in found if callable(getattr(s, "sessions", None))]
+        for store in stores:
+            if store.message_count():
+                return store
+        return stores[0] if stores else None
 
     def _sessions(self) -> list[str]:
         archive = self._archive()

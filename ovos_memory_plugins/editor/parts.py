@@ -18,9 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ovos_memory_plugins.transfer import LISTING_METHODS
+#: Methods that list archived documents (``transfer.iter_documents`` reads them). ``notes`` is
+#: left out: a notes list is not an archive of documents.
+DOCUMENT_LISTINGS = ("iter_documents", "documents", "list_documents", "all_documents")
 
-__all__ = ["Parts", "find_parts", "version_of"]
+__all__ = ["DOCUMENT_LISTINGS", "Parts", "find_parts", "members_of", "version_of"]
 
 
 def version_of(text: str) -> str:
@@ -32,7 +34,7 @@ def _has(obj: Any, *names: str) -> bool:
     return all(callable(getattr(obj, name, None)) for name in names)
 
 
-def _members(memory: Any) -> Iterator[Any]:
+def members_of(memory: Any) -> Iterator[Any]:
     """The memory and, for a composite, its members (depth first)."""
     yield memory
     members = getattr(memory, "members", None)
@@ -41,7 +43,7 @@ def _members(memory: Any) -> Iterator[Any]:
     if isinstance(members, (list, tuple)):
         for member in members:
             member = getattr(member, "memory", member)
-            yield from _members(member)
+            yield from members_of(member)
 
 
 @dataclass
@@ -59,16 +61,22 @@ class Parts:
         return {
             "archive": archive is not None,
             "archive_delete": archive is not None and _can_delete(archive),
-            "archive_list": archive is not None and any(_has(archive, name) for name in LISTING_METHODS),
+            "archive_list": archive is not None and any(_has(archive, name) for name in DOCUMENT_LISTINGS),
             "notes": notes is not None,
             "notes_items": notes is not None and _has(notes, "notes"),
             "notes_remember": notes is not None and _has(notes, "remember"),
             "notes_update": notes is not None and _has(notes, "update"),
             "notes_forget": notes is not None and _has(notes, "forget"),
-            "notes_retire": notes is not None and _has(notes, "retire", "restore"),
+            "notes_retire": notes is not None and _can_retire(notes),
+            "notes_restore": notes is not None and _has(notes, "restore"),
             "dream": notes is not None and _has(notes, "dream"),
             "sticky": sticky is not None,
         }
+
+
+def _can_retire(notes: Any) -> bool:
+    """A ``retire`` verb, or (until the notes backend has one) a store that can retire."""
+    return _has(notes, "retire") or _has(getattr(notes, "_notes_store", None), "retire")
 
 
 def _can_delete(memory: Any) -> bool:
@@ -77,15 +85,17 @@ def _can_delete(memory: Any) -> bool:
 
 
 def find_parts(memory: Any) -> Parts:
-    """Find the archive, notes and sticky parts of ``memory`` (or of a composite's members)."""
-    archive = notes = sticky = None
-    for part in _members(memory):
+    """Find the archive, notes and sticky parts of ``memory`` (or of a composite's members).
+
+    The archive is the memory itself (a composite fans searches and deletes out to its
+    members; the notes backend to its archive), unless it is a sticky-notes memory, whose
+    search only covers its notes.
+    """
+    notes = sticky = None
+    for part in members_of(memory):
         if notes is None and _has(part, "notes_body", "replace_notes"):
             notes = part
         elif sticky is None and _has(part, "remember", "forget", "notes") and not _has(part, "notes_body"):
             sticky = part
-        if archive is None and part is not notes and part is not sticky and _has(part, "search", "stats"):
-            archive = part
-    if archive is None and _has(memory, "search", "stats") and notes is None and sticky is None:
-        archive = memory
+    archive = memory if _has(memory, "search", "stats") and memory is not sticky else None
     return Parts(memory=memory, archive=archive, notes=notes, sticky=sticky)

@@ -119,25 +119,31 @@
   function noteItem(note) {
     const retired = note.status === "retired";
     const li = el("li", { class: retired ? "note retired" : "note", "data-id": note.id });
-    const text = textNode("span", note.text, "text");
-    li.append(text);
-    if (retired) li.append(textNode("span", "retired", "badge"));
+    li.append(textNode("span", note.text, "text"));
+    if (note.date) li.append(textNode("span", note.date, "badge"));
+    if (retired) li.append(textNode("span", note.retired_on ? `retired ${note.retired_on}` : "retired", "badge"));
     const tools = el("span", { class: "tools" });
-    if (state.caps.notes_update && !retired) {
+    const change = (method, path, body) => act(async () => renderNotes(await api(method, path, body)));
+    if (!retired && state.caps.notes_update) {
       tools.append(el("button", { type: "button", className: "edit", onclick: () => editNote(li, note) }, "Edit"));
     }
-    if (state.caps.notes_retire) {
-      const verb = retired ? "restore" : "retire";
+    if (!retired && state.caps.notes_retire) {
       tools.append(el("button", {
-        type: "button", className: verb,
-        onclick: () => act(async () => renderNotes(await api("POST", `/api/notes/items/${encodeURIComponent(note.id)}/${verb}`))),
-      }, retired ? "Restore" : "Retire"));
+        type: "button", className: "retire",
+        onclick: () => change("POST", "/api/notes/retire", { id: note.id, version: state.notesVersion }),
+      }, "Retire"));
     }
-    if (state.caps.notes_forget) {
+    if (retired && state.caps.notes_restore) {
+      tools.append(el("button", {
+        type: "button", className: "restore",
+        onclick: () => change("POST", "/api/notes/restore", { id: note.id, version: state.notesVersion }),
+      }, "Restore"));
+    }
+    if (!retired && state.caps.notes_forget) {
+      const query = new URLSearchParams({ id: note.id, version: state.notesVersion });
       tools.append(el("button", {
         type: "button", className: "delete danger-button",
-        onclick: () => act(async () => renderNotes(await api(
-          "DELETE", `/api/notes/items/${encodeURIComponent(note.id)}?version=${encodeURIComponent(state.notesVersion)}`))),
+        onclick: () => change("DELETE", `/api/notes/items?${query}`),
       }, "Delete"));
     }
     li.append(tools);
@@ -148,8 +154,8 @@
     const input = el("input", { type: "text", className: "edit-text", value: note.text });
     const save = el("button", {
       type: "button", className: "save",
-      onclick: () => act(async () => renderNotes(await api("PUT", `/api/notes/items/${encodeURIComponent(note.id)}`,
-        { text: input.value, version: state.notesVersion }))),
+      onclick: () => act(async () => renderNotes(await api("PUT", "/api/notes/items",
+        { id: note.id, text: input.value, version: state.notesVersion }))),
     }, "Save");
     const cancel = el("button", { type: "button", className: "cancel", onclick: () => loadNotes() }, "Cancel");
     li.replaceChildren(input, el("span", { class: "tools" }, save, cancel));
@@ -319,7 +325,13 @@
         const data = await api("POST", "/api/notes/dream");
         $("dream-before").textContent = data.before;
         $("dream-after").textContent = data.after;
+        const result = data.result || {};
+        const why = result.reason ? ` (${result.reason})` : "";
+        $("dream-status").textContent = data.changed
+          ? "The notes were rewritten. Compare, and undo if you prefer the old ones."
+          : `Nothing changed: ${result.status || "no result"}${why}.`;
         $("dream-result").hidden = false;
+        $("dream-undo").hidden = !data.undo;
         state.undo = data.undo;
         renderNotes(data.notes);
       } finally {
