@@ -340,6 +340,7 @@ class _Turn:
     utterance: str
     session_id: str
     blocks: list[tuple[_Member, Future[list[str]]]]
+    search: list[tuple[_Member, Future[list[MemoryHit]]]] | None  # None: recall starts its own
     deadline: float
 
 
@@ -547,24 +548,33 @@ class CompositeMemory(BaseRetrievalMemory):
 
     # -- recall --------------------------------------------------------------------------------
 
-    def _fused_search(self, query: str, session_for: Callable[[_Member], str | None], depth: int) -> list[MemoryHit]:
-        retrievers = [m for m in self._members if m.recalls]
+    def _start_search(
+        self, query: str, session_for: Callable[[_Member], str | None], depth: int
+    ) -> list[tuple[_Member, Future[list[MemoryHit]]]]:
+        """Submit ``search`` to every member that recalls, each with its own session filter."""
 
         def search(m: _Member) -> Callable[[Any], list[MemoryHit]]:
             sid = session_for(m)
             return lambda instance: list(instance.search(query, session_id=sid, top_k=depth))
 
-        started = [pair for m in retrievers for pair in self._start([m], search(m), "search")]
-        answers = self._collect(started, self._deadline(), "search")
+        return [pair for m in self._members if m.recalls for pair in self._start([m], search(m), "search")]
+
+    def _fuse_answers(
+        self, started: Sequence[tuple[_Member, Future[list[MemoryHit]]]], deadline: float
+    ) -> list[MemoryHit]:
+        """The members' answers by ``deadline``, fused (with ``fusion``) and cut (``retrieval``)."""
         lists: list[list[MemoryHit]] = []
         weights: list[float] = []
-        for m, hits in answers:
+        for m, hits in self._collect(started, deadline, "search"):
             lists.append([_tagged(h, m.name) for h in hits if isinstance(h, MemoryHit)])
             weights.append(m.spec.weight)
         if not lists:
             return []
         o = self.options
         return self._cut(fuse(o.fusion, lists, weights=weights, rrf_k=o.rrf_k))
+
+    def _fused_search(self, query: str, session_for: Callable[[_Member], str | None], depth: int) -> list[MemoryHit]:
+        return self._fuse_answers(self._start_search(query, session_for, depth), self._deadline())
 
     def search(self, query: str, session_id: str | None = None, top_k: int | None = None) -> list[MemoryHit]:
         """Every retriever member searched at once (``session_id`` passed to each), fused.
@@ -580,26 +590,40 @@ class CompositeMemory(BaseRetrievalMemory):
             return []
         return self._fused_search(query, lambda _m: session_id, 2 * k)[:k]
 
-    def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
-        """The turn's fused hits: each member searched with its own ``scope``, the query
-        expanded and the result summarised when configured, minus what the history window shows."""
-        query = clip_query(self.recall_query(utterance, history))
-        if not query.strip():
-            return []
-        query = self._expanded(query)
-        k = self.settings.retrieval.max_num_results
-        in_window = set()
-        for prev, cur in pairwise(history):
-            if prev.role == MessageRole.USER and cur.role == MessageRole.ASSISTANT:
-                in_window.add(normalize_content(exchange_text(prev.content, cur.content)))
+    def _session_for(self, session_id: str) -> Callable[[_Member], str | None]:
+        """Each member's session filter for a turn: its own ``scope``, else the composite's."""
         own_scope = self.settings.scope
 
         def session_for(m: _Member) -> str | None:
             return session_id if (m.scope or own_scope) == "session" else None
 
-        hits = self._fused_search(query, session_for, 2 * k + len(in_window))
-        hits = [h for h in hits if normalize_content(h.content) not in in_window][:k]
-        return self._summarized(utterance, hits)
+        return session_for
+
+    def _recall_depth(self, window_exchanges: int) -> int:
+        return 2 * self.settings.retrieval.max_num_results + window_exchanges
+
+    def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
+        """The turn's fused hits: each member searched with its own ``scope``, the query
+        expanded and the result summarised when configured, minus what the history window shows."""
+        in_window = set()
+        for prev, cur in pairwise(history):
+            if prev.role == MessageRole.USER and cur.role == MessageRole.ASSISTANT:
+                in_window.add(normalize_content(exchange_text(prev.content, cur.content)))
+        turn: _Turn | None = getattr(self._turn, "current", None)
+        if (
+            turn is not None
+            and turn.search is not None
+            and (turn.utterance, turn.session_id) == (utterance, session_id)
+        ):
+            hits = self._fuse_answers(turn.search, turn.deadline)  # started with the turn (_build)
+        else:
+            query = clip_query(self.recall_query(utterance, history))
+            if not query.strip():
+                return []
+            query = self._expanded(query)
+            hits = self._fused_search(query, self._session_for(session_id), self._recall_depth(len(in_window)))
+        hits = [h for h in hits if normalize_content(h.content) not in in_window]
+        return self._summarized(utterance, hits[: self.settings.retrieval.max_num_results])
 
     # -- LLM assists -------------------------------------------------------------------------
 
@@ -633,10 +657,21 @@ class CompositeMemory(BaseRetrievalMemory):
     # -- the conversation ----------------------------------------------------------------------
 
     def _build(self, utterance: str, session_id: str) -> list[AgentMessage]:
-        """Start the context members first so they run alongside history and recall."""
+        """Start the context members, and the searches when the query is the utterance alone,
+        before the history is fetched: the three steps then run side by side."""
         contributors = [m for m in self._members if m.caps.contributor]
-        started = self._start(contributors, lambda inst: list(inst.context_blocks(utterance, session_id)), "context")
-        self._turn.current = _Turn(utterance, session_id, started, self._deadline())
+        blocks = self._start(contributors, lambda inst: list(inst.context_blocks(utterance, session_id)), "context")
+        search = None
+        r = self.settings.retrieval
+        if r.max_num_results > 0 and (r.query_mode == "utterance" or r.query_history_turns <= 0):
+            query = clip_query(utterance)
+            if query.strip():
+                query = self._expanded(query)
+                depth = self._recall_depth(self.settings.max_history // 2)  # the largest window possible
+                search = self._start_search(query, self._session_for(session_id), depth)
+            else:
+                search = []
+        self._turn.current = _Turn(utterance, session_id, blocks, search, self._deadline())
         try:
             return super()._build(utterance, session_id)
         finally:

@@ -248,11 +248,15 @@ def test_member_that_raises_is_skipped_for_the_turn(tmp_path: Path, caplog: pyte
         assert any("'bad' raised RuntimeError" in line for line in records(caplog))
 
 
-def test_member_that_hangs_costs_only_the_timeout(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("slow_is_primary", [False, True])
+def test_member_that_hangs_costs_only_the_timeout(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, slow_is_primary: bool
+) -> None:
+    slow = member(name="slow", config={"delay_s": 0.8})
+    good = member(name="good")
     with composite(
         tmp_path,
-        member(name="good"),
-        member(name="slow", config={"delay_s": 1.0}),
+        *([slow, good] if slow_is_primary else [good, slow]),
         member(CONTEXT, name="sticky", config={"blocks": ["The user's name is Ada."]}),
         member_timeout_ms=300,
     ) as mem:
@@ -262,8 +266,8 @@ def test_member_that_hangs_costs_only_the_timeout(tmp_path: Path, caplog: pytest
             msgs = mem.build_conversation_context("where is the passport", "s")
             elapsed = time.monotonic() - start
             assert elapsed < 0.3 + 0.25
-            assert "blue drawer" in msgs[1].content and "Ada" in msgs[0].content
-        assert sum("'slow' took longer than 300 ms" in line for line in records(caplog)) == 1
+            assert "blue drawer" in msgs[-2].content and "Ada" in msgs[0].content
+        assert sum("'slow' took longer than 300 ms" in line for line in records(caplog)) >= 1
 
 
 def test_members_are_queried_concurrently(tmp_path: Path) -> None:
