@@ -38,7 +38,6 @@ import functools
 import json
 import logging
 import re
-import threading
 import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -569,9 +568,7 @@ class StickyMemory(BaseRetrievalMemory):
                 LOG.error("StickyMemory: cannot open %s (%s); notes are kept in RAM only", path, exc)
                 database = Database(":memory:")
         self.store_db = StickyStore(database)
-        self._last_ask: dict[str, tuple[str, float, list[str]]] = {}
         self._terms: dict[str, tuple[str, list[str]]] = {}
-        self._ask_lock = threading.Lock()
 
     @staticmethod
     def validate_options(parsed: Any) -> list[str]:
@@ -776,14 +773,14 @@ class StickyMemory(BaseRetrievalMemory):
 
     def _act_once(self, ask: Ask, utterance: str, session_id: str) -> list[str]:
         key = " ".join(_fold(clean_text(utterance))[0].split())
-        now = time.monotonic()
-        last = self._last_ask.get(session_id)
-        if last is not None and last[0] == key and now - last[1] <= self.options.replay_seconds:
+        now = time.time()
+        last = self.store_db.last_ask(session_id)
+        if last is not None and last[0] == key and 0 <= now - last[1] <= self.options.replay_seconds:
+            if ask.kind == "remember":  # idempotent: the note is kept (again, if deleted meanwhile)
+                self._remember(ask.text, session_id, ask.lang, {"kind": "sticky", "source": "utterance"})
             return last[2]
         lines = self._act(ask, session_id)
-        if len(self._last_ask) > 1000:
-            self._last_ask.pop(next(iter(self._last_ask)))
-        self._last_ask[session_id] = (key, now, lines)
+        self.store_db.set_last_ask(session_id, key, lines, now)
         return lines
 
     def _act(self, ask: Ask, session_id: str) -> list[str]:

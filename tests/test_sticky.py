@@ -572,3 +572,19 @@ def test_the_docs_page_persona_json_is_valid_and_lists_every_key() -> None:
     validate_config(persona["ovos-memory-plugin-sticky"], plugin="ovos-memory-plugin-sticky")
     for key in [k.key for k in describe(StickyOptions)] + list(PHRASE_KINDS):
         assert f"| `{key}` |" in page, key
+
+
+def test_replay_guard_survives_a_restart_and_a_deleted_note_comes_back(tmp_path: Path) -> None:
+    with make(tmp_path) as mem:
+        mem.remember("the boiler code is 4471", "s")
+        mem.remember("the boiler code is 9999 since March", "s")
+        mem.build_conversation_context("forget that the boiler code is 4471", "s")
+    with make(tmp_path) as mem:
+        context = system_text(mem.build_conversation_context("forget that the boiler code is 4471", "s"))
+        assert "you deleted the note" in context  # the first answer, not a second deletion
+        assert [n.text for n in mem.notes()] == ["the boiler code is 9999 since March"]
+        mem.build_conversation_context("remember that the gate code is 1234", "s")
+        [gate] = [n for n in mem.notes() if "gate" in n.text]
+        mem.delete([gate.id])  # e.g. from the editor, meanwhile
+        mem.build_conversation_context("remember that the gate code is 1234", "s")
+        assert any("gate" in n.text for n in mem.notes())

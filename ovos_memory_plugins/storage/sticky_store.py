@@ -5,8 +5,11 @@ Schema (store name ``sticky`` in ``_migrations``)::
     notes(id TEXT PRIMARY KEY, session_id TEXT, text TEXT, norm TEXT, lang TEXT,
           created REAL, updated REAL, metadata TEXT)
 
+    last_asks(session_id TEXT PRIMARY KEY, utterance_key TEXT, at REAL, reply TEXT)
+
 ``norm`` is the note's text normalised for dedup (:func:`note_key`): the same fact said twice
-is one note.
+is one note. ``last_asks`` keeps each session's last ask and what was answered, so a replayed
+ask is not acted on twice, even across a restart.
 """
 
 from __future__ import annotations
@@ -34,7 +37,14 @@ def _v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX notes_norm ON notes (norm)")
 
 
-MIGRATIONS = [Migration("0001_notes", _v1)]
+def _v2(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE last_asks ("
+        " session_id TEXT PRIMARY KEY, utterance_key TEXT NOT NULL, at REAL NOT NULL, reply TEXT NOT NULL)"
+    )
+
+
+MIGRATIONS = [Migration("0001_notes", _v1), Migration("0002_last_asks", _v2)]
 
 _TRAILING = " \t\r\n.。!！?？;；,，…"
 
@@ -154,9 +164,32 @@ class StickyStore:
         return n
 
     def delete_all(self) -> int:
-        """Delete every note; return how many there were."""
+        """Delete every note (and the replay records); return how many notes there were."""
         with self.db.atomic() as conn:
+            conn.execute("DELETE FROM last_asks")
             return int(conn.execute("DELETE FROM notes").rowcount)
+
+    def last_ask(self, session_id: str) -> tuple[str, float, list[str]] | None:
+        """The session's last ask: its utterance key, when (Unix time), and the lines answered."""
+        rows = self.db.query("SELECT utterance_key, at, reply FROM last_asks WHERE session_id = ?", (session_id,))
+        if not rows:
+            return None
+        try:
+            reply = json.loads(rows[0]["reply"])
+        except (TypeError, ValueError):
+            return None
+        lines = [str(x) for x in reply] if isinstance(reply, list) else []
+        return str(rows[0]["utterance_key"]), float(rows[0]["at"]), lines
+
+    def set_last_ask(self, session_id: str, utterance_key: str, lines: Sequence[str], now: float | None = None) -> None:
+        """Record the session's last ask and the lines answered to it."""
+        stamp = time.time() if now is None else now
+        self.db.execute(
+            "INSERT INTO last_asks (session_id, utterance_key, at, reply) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (session_id) DO UPDATE SET utterance_key = excluded.utterance_key,"
+            " at = excluded.at, reply = excluded.reply",
+            (session_id, utterance_key, stamp, json.dumps(list(lines), ensure_ascii=False)),
+        )
 
     def count(self) -> int:
         """How many notes there are."""
