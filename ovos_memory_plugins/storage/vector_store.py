@@ -61,7 +61,7 @@ def _v1(conn: sqlite3.Connection) -> None:
         "CREATE TABLE vec_vectors ("
         " embedder_id TEXT NOT NULL REFERENCES vec_spaces (embedder_id) ON DELETE CASCADE,"
         " doc_id TEXT NOT NULL REFERENCES vec_documents (doc_id) ON DELETE CASCADE,"
-        " vector BLOB NOT NULL, PRIMARY KEY (embedder_id, doc_id)) WITHOUT ROWID"
+        " vector BLOB NOT NULL, UNIQUE (embedder_id, doc_id))"
     )
     conn.execute("CREATE INDEX vec_vectors_doc ON vec_vectors (doc_id)")
 
