@@ -97,6 +97,9 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         f"[opm.agents.chat]\n{CHAT} = scripted_chat_engine_for_tests:ScriptedChatEngine\n"
     )
     monkeypatch.syspath_prepend(str(site))
+    # Training the service's own summon/list intents takes ~1 s per start and plays no part in
+    # memory; every path a turn takes (persona files, Persona, memory, handlers) stays real.
+    monkeypatch.setattr(ovos_persona.PersonaService, "load_intent_files", lambda self: None)
     return tmp_path
 
 
