@@ -76,6 +76,8 @@ Fusion = Literal["rrf", "weighted", "merge", "priority", "interleave"]
 
 #: Entry points whose retrieval is semantic (embeddings), for ``expand_query: "auto"``.
 SEMANTIC_MODULES = frozenset({"ovos-memory-plugin-vector"})
+#: Entry points whose ``search`` only finds what their context block already shows every turn.
+BLOCK_ONLY_MODULES = frozenset({"ovos-memory-plugin-sticky"})
 #: Seconds an LLM assist may take when the ``llm`` block sets no ``timeout`` (it runs per turn).
 ASSIST_TIMEOUT = 5.0
 #: Writes queued for one member beyond which new ones are dropped (a member that hangs on writes).
@@ -106,8 +108,9 @@ class CompositeOptions:
         doc='The member memories, in order: `[{"module": "<entry-point name>", "config": {...}, '
         '"weight": 1.0, "name": "<folder and label>", "recall": null, "semantic": null}, ...]`. '
         "`name` defaults to the module name without `ovos-memory-plugin-`; `recall` says whether "
-        "the member's search hits are fused (default: yes, unless it contributes context blocks, "
-        "like notes and sticky notes); `semantic` overrides the guess used by `expand_query: auto`.",
+        "the member's search hits are fused (default: yes, except for sticky notes, whose search "
+        "finds what their block shows anyway); `semantic` overrides the guess used by "
+        "`expand_query: auto`.",
     )
     fusion: Fusion = option(
         "rrf",
@@ -303,15 +306,12 @@ class _DaemonPool:
 class _Member:
     """A loaded member: its spec, instance, capabilities and its ordered writer."""
 
-    def __init__(self, spec: MemberSpec, instance: Any, caps: Capabilities, semantic: bool) -> None:
+    def __init__(self, spec: MemberSpec, instance: Any, caps: Capabilities, semantic: bool, recall: bool) -> None:
         self.spec = spec
         self.name = spec.name
         self.instance = instance
         self.caps = caps
-        # whether its search hits are fused: a member that speaks through context blocks every
-        # turn (notes, sticky notes) already shows what it holds, unless the config says otherwise
-        wanted = spec.recall if spec.recall is not None else not caps.contributor
-        self.recalls = caps.retriever and wanted
+        self.recalls = caps.retriever and recall  # whether its search hits are fused
         self.semantic = semantic
         self.writer = _DaemonPool(f"composite-{spec.name}-write", 1)
         self.lock = threading.Lock()
@@ -432,11 +432,9 @@ class CompositeMemory(BaseRetrievalMemory):
         except BackendError as exc:
             _close_quietly(instance)
             return self._skip(spec, f"{label} is skipped: {exc}")
-        semantic = spec.semantic
-        if semantic is None:
-            declared = getattr(instance, "semantic_search", None)
-            semantic = declared if isinstance(declared, bool) else spec.module in SEMANTIC_MODULES
-        return _Member(spec, instance, caps, semantic)
+        semantic = _flag(spec.semantic, instance, "semantic_search", spec.module in SEMANTIC_MODULES)
+        recall = _flag(spec.recall, instance, "composite_recall", spec.module not in BLOCK_ONLY_MODULES)
+        return _Member(spec, instance, caps, semantic, recall)
 
     def _skip(self, spec: MemberSpec, reason: str) -> _Member | None:
         LOG.error("CompositeMemory: %s", reason)
@@ -832,6 +830,14 @@ class CompositeMemory(BaseRetrievalMemory):
             m.writer.shutdown(cancel_pending=False, join_timeout=max(0.0, end - time.monotonic()))
             _close_quietly(m.instance)
         close_llm(self._llm)
+
+
+def _flag(configured: bool | None, instance: Any, attribute: str, guess: bool) -> bool:
+    """The member block's value, else the member's own boolean ``attribute``, else ``guess``."""
+    if configured is not None:
+        return configured
+    declared = getattr(instance, attribute, None)
+    return declared if isinstance(declared, bool) else guess
 
 
 def _settle_late(m: _Member, _future: Future[Any]) -> None:

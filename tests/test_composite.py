@@ -354,14 +354,23 @@ def test_context_blocks_go_after_the_system_prompt_and_before_recall(tmp_path: P
         assert "kettle is broken" in msgs[1].content
 
 
-def test_context_members_are_not_searched_unless_asked(tmp_path: Path) -> None:
-    with composite(tmp_path, member(name="words"), member(CONTEXT, name="sticky", config={"blocks": ["b"]})) as mem:
+def test_recall_flag_decides_whose_hits_are_fused(tmp_path: Path) -> None:
+    blocks = {"blocks": ["b"]}
+    with composite(tmp_path, member(name="words"), member(CONTEXT, name="ctx", recall=False, config=blocks)) as mem:
         mem.store("the kettle is broken", "s")
-        assert mem.members["sticky"].docs == {}  # store() reaches only the members that recall
+        assert mem.members["ctx"].docs == {}  # store() reaches only the members that recall
         assert [h.metadata["member"] for h in mem.search("kettle broken")] == ["words"]
-    with composite(tmp_path, member(CONTEXT, name="sticky", recall=True, config={"blocks": ["b"]})) as mem:
+    with composite(tmp_path, member(CONTEXT, name="ctx", config=blocks)) as mem:  # default: fused
         mem.store("the kettle is broken", "s")
-        assert [h.metadata["member"] for h in mem.search("kettle broken")] == ["sticky"]
+        assert [h.metadata["member"] for h in mem.search("kettle broken")] == ["ctx"]
+
+
+@pytest.mark.skipif(not _installed("ovos-memory-plugin-sticky"), reason="needs the sticky backend")
+def test_sticky_notes_are_shown_once(tmp_path: Path) -> None:
+    with composite(tmp_path, member(name="words"), member("ovos-memory-plugin-sticky")) as mem:
+        mem.build_conversation_context("remember that my bike is the red one", "s")
+        msgs = mem.build_conversation_context("which bike is mine", "s")
+        assert sum("my bike is the red one" in m.content for m in msgs) == 1
 
 
 # -- strict validation -----------------------------------------------------------------------------
