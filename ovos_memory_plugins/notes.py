@@ -304,6 +304,8 @@ class NotesMemory(BaseRetrievalMemory):
         self._cache: list[Note] = []
         self._cache_version: Any = object()
         self._ranker: BM25Ranker | None = None
+        self._chars: int | None = None
+        self._retired_cache: tuple[Any, list[Note], BM25Ranker | None] | None = None
         self._reported_version: Any = None
         self._notes_store: NotesStore = self._open_store()
         self._llm: ChatLLM | None = llm if llm is not None else make_llm(self.options.llm)
@@ -429,12 +431,13 @@ class NotesMemory(BaseRetrievalMemory):
                 LOG.error("NotesMemory: %s; using the notes last read, and not writing until it is fixed", exc)
             return self._cache
         with self._cache_lock:
-            self._cache, self._cache_version, self._ranker = notes, version, None
+            self._cache, self._cache_version, self._ranker, self._chars = notes, version, None, None
         return notes
 
     def _saved(self, notes: list[Note]) -> None:
         with self._cache_lock:
-            self._cache, self._cache_version, self._ranker = list(notes), self._notes_store.version(), None
+            self._cache, self._cache_version = list(notes), self._notes_store.version()
+            self._ranker, self._chars = None, None
 
     def notes(self) -> list[Note]:
         """The active notes, in order."""
@@ -492,16 +495,26 @@ class NotesMemory(BaseRetrievalMemory):
         if not notes:
             return []
         chosen = self.select_notes(utterance, notes)
-        total = sum(len(format_note(n)) + 1 for n in notes)
+        total = self._total_chars(notes)
         shown = f"; showing {len(chosen)} of {len(notes)} notes" if len(chosen) < len(notes) else ""
         meter = f"[notes: {total:,} of {self.options.notes_budget:,} characters used{shown}]"
         lines = "\n".join(format_note(n) for n in chosen)
         header = self.options.notes_header
         return [f"{header}\n{meter}\n{lines}" if header else f"{meter}\n{lines}"]
 
+    def _total_chars(self, notes: list[Note]) -> int:
+        with self._cache_lock:
+            if notes is self._cache and self._chars is not None:
+                return self._chars
+        total = sum(len(format_note(n)) + 1 for n in notes)
+        with self._cache_lock:
+            if notes is self._cache:
+                self._chars = total
+        return total
+
     def notes_chars(self) -> int:
         """Characters the whole notes list takes in the prompt."""
-        return sum(len(format_note(n)) + 1 for n in self._refresh())
+        return self._total_chars(self._refresh())
 
     # -- verbs ---------------------------------------------------------------------------------
 
@@ -739,13 +752,24 @@ class NotesMemory(BaseRetrievalMemory):
             hits = list(self._archive.search(query, session_id=session_id, top_k=top_k))
         if self.options.recall_retired:
             floor = min((h.score for h in hits), default=1.0)
-            for note in self._notes_store.search(query_terms(query), 2):
-                if note.retired_on is None:
-                    continue
+            for note in self._retired_matches(query, 2):
                 since = f" since {note.retired_on}" if note.retired_on else ""
                 content = f"(no longer true{since}) {format_note(Note(note.text, note.date))[2:]}"
                 hits.append(MemoryHit(content=content, source="retired-note", score=floor, metadata={"kind": "note"}))
         return hits
+
+    def _retired_matches(self, query: str, top_k: int) -> list[Note]:
+        """Retired notes matching ``query`` (BM25 over a cache renewed when the store changes)."""
+        version = self._notes_store.version()
+        cached = self._retired_cache
+        if cached is None or cached[0] != version:
+            retired = self._notes_store.retired()
+            cached = (version, retired, BM25Ranker([n.text for n in retired]) if retired else None)
+            self._retired_cache = cached
+        _, retired, ranker = cached
+        if ranker is None:
+            return []
+        return [retired[i] for i, _ in ranker.rank(query, top_k)]
 
     def _delete_documents(self, doc_ids: Sequence[str]) -> int:
         if self._archive is None:
@@ -1176,7 +1200,7 @@ class NotesMemory(BaseRetrievalMemory):
             "store": type(self._notes_store).__name__,
             "notes": len(notes),
             "retired_notes": len(self._notes_store.retired()),
-            "notes_chars": sum(len(format_note(n)) + 1 for n in notes),
+            "notes_chars": self._total_chars(notes),
             "notes_budget": self.options.notes_budget,
             "auto_curate": self.auto_curate,
             "pending_exchanges": self.pending_exchanges(),
