@@ -588,3 +588,30 @@ def test_replay_guard_survives_a_restart_and_a_deleted_note_comes_back(tmp_path:
         mem.delete([gate.id])  # e.g. from the editor, meanwhile
         mem.build_conversation_context("remember that the gate code is 1234", "s")
         assert any("gate" in n.text for n in mem.notes())
+
+
+def test_as_a_context_member_of_the_composite(tmp_path: Path) -> None:
+    from ovos_plugin_manager.agents import find_memory_plugins
+
+    if "ovos-memory-plugin-lexical" not in find_memory_plugins():
+        pytest.skip("needs the lexical backend")
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    config = {
+        "root": str(tmp_path / "composite"),
+        "system_prompt": "You are Ada.",
+        "members": [{"module": "ovos-memory-plugin-lexical"}, {"module": "ovos-memory-plugin-sticky"}],
+    }
+    with CompositeMemory(config) as mem:
+        msgs = mem.build_conversation_context("Remember that my bike is red.", "s1")
+        mem.update_history(exchange("Remember that my bike is red.", "Noted: your bike is red."), "s1")
+        assert '"my bike is red"' in msgs[0].content and "You just saved this note" in msgs[0].content
+        msgs = mem.build_conversation_context("Remember that my bike is red.", "s1")  # a replay
+        assert "You just saved this note" in msgs[0].content
+        msgs = mem.build_conversation_context("what colour is my bike?", "s2")
+        assert msgs[0].role == MessageRole.SYSTEM and '"my bike is red"' in msgs[0].content
+        assert msgs[-1].content == "what colour is my bike?"
+    with CompositeMemory(config) as mem:  # a restart
+        msgs = mem.build_conversation_context("Forget about my bike", "s3")
+        assert "you deleted the note" in msgs[0].content
+        assert "Sticky notes:" not in system_text(mem.build_conversation_context("hello", "s3"))
