@@ -4,9 +4,11 @@ the configuration reference, and every ``ovos-memory`` command is in the CLI pag
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from importlib.metadata import EntryPoint, distribution
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +84,28 @@ def test_the_topic_pages_exist_and_are_linked() -> None:
         assert _read(page).strip()
         assert f"({page})" in index, f"docs/index.md does not link {page}"
     assert '"allow_system_prompts": true' in _read("ovos-openai.md")
+
+
+MY_PAGES = ("choosing.md", "migration.md", "ovos-openai.md", "cli.md")
+
+
+def _persona_examples() -> list[Any]:
+    out = []
+    for page in MY_PAGES:
+        blocks = re.findall(r"```json\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), re.S)
+        for n, block in enumerate(blocks, start=1):
+            try:
+                data = json.loads(block)
+            except json.JSONDecodeError:
+                continue  # a fragment, not a whole persona
+            if isinstance(data, dict) and data.get("memory_module"):
+                out.append(pytest.param(page, data, id=f"{page}#{n}"))
+    return out
+
+
+@pytest.mark.parametrize(("page", "persona"), _persona_examples())
+def test_persona_examples_in_the_docs_are_valid(page: str, persona: dict[str, object]) -> None:
+    from ovos_memory_plugins.config import validate_config
+
+    module = str(persona["memory_module"])
+    validate_config(persona.get(module) or {}, plugin=module)  # type: ignore[arg-type]
