@@ -7,7 +7,7 @@ busy timeout, so a running persona and the command can share them). Pick the mem
 (``lexical``) as well as entry-point names. Output is for people; ``--json`` prints JSON for
 scripts. Exit codes: 0 success, 1 failure (the message says why), 2 bad usage.
 
-Commands: ``demo``, ``search``, ``remember``, ``forget``, ``notes``, ``dream``, ``stats``,
+Commands: ``demo``, ``search``, ``remember``, ``forget``, ``notes``, ``dream``, ``stats``, ``serve``,
 ``export``, ``import``, ``ingest``, ``check``. ``ovos-memory COMMAND --help`` explains each.
 """
 
@@ -421,6 +421,20 @@ def cmd_dream(args: argparse.Namespace, output: Output) -> int:
     return 0 if status in ("rewritten", "unchanged") else 1
 
 
+def cmd_serve(args: argparse.Namespace, output: Output) -> int:
+    try:
+        from ovos_memory_plugins.editor import EditorServer
+    except ImportError as exc:
+        raise CommandError(str(exc)) from exc
+    with open_memory(args, output) as memory:
+        server = EditorServer(memory, args.host, args.port, allow_remote=args.allow_remote)
+        output.out.write(f"memory editor for {type(memory).__name__}: {server.url}  (Ctrl-C to stop)\n")
+        output.out.flush()
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server is stopped
+            server.run()
+    return 0
+
+
 def cmd_stats(args: argparse.Namespace, output: Output) -> int:
     with open_memory(args, output) as memory:
         stats = memory.stats()
@@ -658,6 +672,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("stats", "figures about the memory: documents, history, sessions, files", cmd_stats)
     _target(p)
+
+    p = command("serve", "the memory editor: a local web page to see, search, correct and wipe memories", cmd_serve)
+    _target(p)
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --allow-remote)"
+    )
+    p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    p.add_argument(
+        "--allow-remote", action="store_true", help="allow a non-loopback --host (anyone with the URL can edit)"
+    )
 
     p = command("export", "write every document as JSON Lines (to FILE or stdout)", cmd_export)
     _target(p)

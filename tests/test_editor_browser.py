@@ -288,7 +288,8 @@ def test_notes_file_changed_by_the_persona_asks_to_reload_and_dream_undo(browser
         assert "cello" not in (root / "MEMORY.md").read_text(encoding="utf-8")
         browser.find_element(By.ID, "banner-reload").click()
         item(browser, "notes-list", "sister lives in Porto")
-        assert "cello" not in browser.find_element(By.ID, "notes-body").get_attribute("value")
+        assert "cello" not in (browser.find_element(By.ID, "notes-body").get_attribute("value") or "")
+        assert "- User plays the cello" in browser.find_element(By.ID, "notes-draft-text").text
         browser.find_element(By.CSS_SELECTOR, "#notes-raw summary").click()
 
         llm.queue(

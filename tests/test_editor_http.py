@@ -192,3 +192,39 @@ def test_archive_search_view_delete_export(server: EditorServer, memory: InMemor
 def test_notes_routes_answer_404_without_notes(server: EditorServer) -> None:
     status, body = request(server, "GET", "/api/notes")
     assert status == 404 and "no notes" in body["detail"]
+
+
+def test_cli_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    root = tmp_path / "sticky"
+    cmd = [sys.executable, "-m", "ovos_memory_plugins.cli", "serve", "--module", "sticky", "--root", str(root)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "memory editor for StickyMemory: http://127.0.0.1:" in line, line + proc.stderr.read()
+        url = line.split(": ", 1)[1].split()[0]
+        base, token = url.split("/#token=")
+        req = urllib.request.Request(base + "/api/info", headers={"X-Editor-Token": token})
+        with urllib.request.urlopen(req, timeout=10) as response:
+            assert json.load(response)["backend"] == "StickyMemory"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_cli_serve_refuses_a_public_address(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ovos_memory_plugins.cli import main
+
+    assert main(["serve", "--module", "sticky", "--root", str(tmp_path / "s"), "--host", "0.0.0.0"]) == 1
+    assert "allow_remote" in capsys.readouterr().err

@@ -274,9 +274,10 @@
   async function loadInfo() {
     const info = await api("GET", "/api/info");
     state.caps = info.capabilities;
-    const figures = Object.entries(info.stats || {})
-      .filter(([k, v]) => k !== "backend" && (typeof v === "number" || typeof v === "string"))
-      .map(([k, v]) => `${k.replace(/_/g, " ")}: ${v}`);
+    const shown = ["notes", "retired_notes", "documents", "history_sessions", "history_messages", "root"];
+    const stats = info.stats || {};
+    const figures = shown.filter((k) => typeof stats[k] === "number" || typeof stats[k] === "string")
+      .map((k) => `${k.replace(/_/g, " ")}: ${stats[k]}`);
     $("summary").textContent = `${info.backend}${figures.length ? " — " + figures.join(" · ") : ""}`;
     return info;
   }
@@ -317,7 +318,18 @@
       });
     });
     $("notes-save").addEventListener("click", () => act(async () => {
-      renderNotes(await api("PUT", "/api/notes", { body: $("notes-body").value, version: state.notesVersion }));
+      const draft = $("notes-body").value;
+      try {
+        renderNotes(await api("PUT", "/api/notes", { body: draft, version: state.notesVersion }));
+        $("notes-draft").hidden = true;
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 409) {
+          // keep what was typed where the user can copy it after reloading
+          $("notes-draft-text").textContent = draft;
+          $("notes-draft").hidden = false;
+        }
+        throw err;
+      }
     }));
     $("dream").addEventListener("click", () => act(async () => {
       $("dream").disabled = true;
