@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -403,3 +404,65 @@ def test_notes_remember_edit_forget_dream_export(
     code, out, _ = run(capsys, "import", *other, str(dump))
     assert code == 0 and "imported 2 document(s)" in out
     assert run(capsys, "--json", "notes", *other)[1] == run(capsys, "--json", "notes", *t)[1]
+
+
+# -- the migration recipes of docs/migration.md, run as written ---------------------------------
+
+MIGRATION = Path(__file__).resolve().parent.parent / "docs" / "migration.md"
+
+
+def _recipe(n: int, path: str, replacement: Path) -> str:
+    scripts = re.findall(r"python3 - > \S+ <<'EOF'\n(.*?)\nEOF\n", MIGRATION.read_text(encoding="utf-8"), re.S)
+    script = scripts[n]
+    assert path in script
+    return script.replace(path, str(replacement))
+
+
+def _run_recipe(script: str, out: Path) -> None:
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    out.write_text(done.stdout, encoding="utf-8")
+
+
+@pytest.mark.skipif("ovos-memory-plugin-lexical" not in OURS, reason="the lexical backend is not written yet")
+def test_the_keyword_migration_recipe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    old = tmp_path / "lexical_memory.db"  # the 1.x schema, with its counter ids
+    con = sqlite3.connect(old)
+    con.execute("CREATE VIRTUAL TABLE lexical_memory USING fts5(doc_id UNINDEXED, session_id UNINDEXED, content)")
+    con.executemany(
+        "INSERT INTO lexical_memory (doc_id, session_id, content) VALUES (?, ?, ?)",
+        [
+            ("kitchen_0", "kitchen", "Q: my sister Ingrid lives in Tromsø\nA: noted"),
+            ("hall_0", "hall", "Q: the spare key is under the flowerpot\nA: ok"),
+        ],
+    )
+    con.commit()
+    con.close()
+    dump = tmp_path / "old-lexical.jsonl"
+    _run_recipe(_recipe(0, "~/.local/share/ovos/lexical_memory.db", old), dump)
+    t = target(tmp_path / "new", "ovos-memory-plugin-lexical")
+    code, out, _ = run(capsys, "import", *t, str(dump))
+    assert code == 0 and "imported 2 document(s)" in out
+    code, out, _ = run(capsys, "--json", "search", *t, "where is the spare key")
+    hit = json.loads(out)[0]
+    assert (
+        hit["content"] == "Q: the spare key is under the flowerpot\nA: ok" and hit["metadata"]["session_id"] == "hall"
+    )
+
+
+@pytest.mark.skipif("ovos-memory-plugin-notes" not in OURS, reason="the notes backend is not written yet")
+def test_the_entity_facts_migration_recipe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = tmp_path / "entity_memory.json"  # the 1.x format: session -> {"facts": [...]}
+    old.write_text(
+        json.dumps(
+            {"default": {"facts": ["User has a cat called Bartholomew"]}, "kitchen": {"facts": ["User is vegan"]}}
+        )
+    )
+    dump = tmp_path / "facts.jsonl"
+    _run_recipe(_recipe(1, "~/.local/share/ovos/entity_memory.json", old), dump)
+    t = target(tmp_path / "new", "ovos-memory-plugin-notes")
+    assert run(capsys, "import", *t, str(dump))[0] == 0
+    code, out, _ = run(capsys, "notes", *t)
+    assert code == 0 and "] User has a cat called Bartholomew" in out and "] User is vegan" in out
