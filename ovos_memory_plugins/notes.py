@@ -305,6 +305,7 @@ class NotesMemory(BaseRetrievalMemory):
         self._cache_version: Any = object()
         self._ranker: BM25Ranker | None = None
         self._chars: int | None = None
+        self._token_cache: dict[str, list[str]] = {}
         self._retired_cache: tuple[Any, list[Note], BM25Ranker | None] | None = None
         self._reported_version: Any = None
         self._notes_store: NotesStore = self._open_store()
@@ -459,11 +460,20 @@ class NotesMemory(BaseRetrievalMemory):
         with self._cache_lock:
             ranker = self._ranker if notes is self._cache else None
         if ranker is None:
-            ranker = BM25Ranker([n.text for n in notes])
+            ranker = BM25Ranker([n.text for n in notes], tokenized=[self._tokens_of(n.text) for n in notes])
             with self._cache_lock:
                 if notes is self._cache:
                     self._ranker = ranker
         return ranker.rank(query, top_k)
+
+    def _tokens_of(self, text: str) -> list[str]:
+        """A note's index terms, cached by text so a changed list re-tokenizes only new notes."""
+        terms = self._token_cache.get(text)
+        if terms is None:
+            if len(self._token_cache) > 4 * max(len(self._cache), 1000):
+                self._token_cache.clear()
+            terms = self._token_cache[text] = tokenize(text)
+        return terms
 
     def select_notes(self, utterance: str, notes: list[Note] | None = None) -> list[Note]:
         """The notes that travel with ``utterance``: all of them up to ``context_facts``, else
