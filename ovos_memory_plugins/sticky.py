@@ -357,6 +357,8 @@ def _validate(
             return None
         if not _WORDY.search(content):
             return None
+    if kind == "list" and content in lists["not_alone"]:
+        end = start  # "what do you remember about me": everything
     text = _tidy(utterance[index[start] : index[end]], max_chars) if end > start else ""
     if kind != "list" and not _WORDY.search(text):
         return None

@@ -13,7 +13,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.config import validate_config
 from ovos_memory_plugins.errors import ConfigError
-from ovos_memory_plugins.sticky import StickyMemory, bundled_languages
+from ovos_memory_plugins.sticky import PhraseBook, StickyMemory, bundled_languages, detect_ask, load_phrasebooks
 from ovos_memory_plugins.testing import HOSTILE_TEXTS, MemoryContract, exchange
 
 # Per language: two notes about the same thing (a bike), a "forget" that matches both about
@@ -615,3 +615,130 @@ def test_as_a_context_member_of_the_composite(tmp_path: Path) -> None:
         msgs = mem.build_conversation_context("Forget about my bike", "s3")
         assert "you deleted the note" in msgs[0].content
         assert "Sticky notes:" not in system_text(mem.build_conversation_context("hello", "s3"))
+
+
+# More asks, as people say them: (utterance, kind, saved text or topic).
+MORE_ASKS = [
+    ("Remember my wife's birthday is May 3rd", "remember", "my wife's birthday is May 3rd"),
+    ("Hey Ada, please remember that I'm allergic to peanuts", "remember", "I'm allergic to peanuts"),
+    ("I want you to remember that my car is parked on level 3", "remember", "my car is parked on level 3"),
+    ("Keep in mind that I work nights", "remember", "I work nights"),
+    ("Could you remember that my son's name is Leo", "remember", "my son's name is Leo"),
+    ("Make a note that the plumber comes on Friday", "remember", "the plumber comes on Friday"),
+    ("Don't forget I'm vegetarian", "remember", "I'm vegetarian"),
+    ("Forget what I said about the plumber", "forget", "the plumber"),
+    ("Please forget that I work nights", "forget", "I work nights"),
+    ("Delete the note about the plumber", "forget", "the plumber"),
+    ("What do you know about me?", "list", ""),
+    ("What did I ask you to remember?", "list", ""),
+    ("Lembra-te que eu sou alérgico a amendoins", "remember", "eu sou alérgico a amendoins"),
+    ("Não te esqueças que o meu carro está no piso 3", "remember", "o meu carro está no piso 3"),
+    ("Lembre-se de que eu trabalho à noite", "remember", "eu trabalho à noite"),
+    ("Por favor, lembra que o meu filho se chama Leo", "remember", "o meu filho se chama Leo"),
+    ("Esquece que eu trabalho à noite", "forget", "eu trabalho à noite"),
+    ("O que é que te lembras sobre mim?", "list", ""),
+    ("O que você sabe sobre mim?", "list", ""),
+    ("Anota que o canalizador vem sexta-feira", "remember", "o canalizador vem sexta-feira"),
+    ("Recuerda que soy alérgico a los cacahuetes", "remember", "soy alérgico a los cacahuetes"),
+    ("Acuérdate de que mi coche está en la planta 3", "remember", "mi coche está en la planta 3"),
+    ("No te olvides de que trabajo de noche", "remember", "trabajo de noche"),
+    ("Por favor, recuerda que mi hijo se llama Leo", "remember", "mi hijo se llama Leo"),
+    ("Olvida que trabajo de noche", "forget", "trabajo de noche"),
+    ("¿Qué sabes de mí?", "list", ""),
+    ("Apunta que el fontanero viene el viernes", "remember", "el fontanero viene el viernes"),
+    ("Souviens-toi que je suis allergique aux cacahuètes", "remember", "je suis allergique aux cacahuètes"),
+    ("Rappelle-toi que ma voiture est au niveau 3", "remember", "ma voiture est au niveau 3"),
+    ("N'oublie pas que je travaille de nuit", "remember", "je travaille de nuit"),
+    ("Retiens que mon fils s'appelle Léo", "remember", "mon fils s'appelle Léo"),
+    ("Oublie que je travaille de nuit", "forget", "je travaille de nuit"),
+    ("Qu'est-ce que tu sais sur moi ?", "list", ""),
+    ("Note que le plombier vient vendredi", "remember", "le plombier vient vendredi"),
+    ("Merk dir, dass ich allergisch gegen Erdnüsse bin", "remember", "ich allergisch gegen Erdnüsse bin"),
+    ("Denk daran, dass mein Auto auf Ebene 3 steht", "remember", "mein Auto auf Ebene 3 steht"),
+    ("Bitte merk dir: mein Sohn heißt Leo", "remember", "mein Sohn heißt Leo"),
+    ("Vergiss nicht, dass ich nachts arbeite", "remember", "ich nachts arbeite"),
+    ("Vergiss, dass ich nachts arbeite", "forget", "ich nachts arbeite"),
+    ("Was weißt du über mich?", "list", ""),
+    ("Notier dir, dass der Klempner am Freitag kommt", "remember", "der Klempner am Freitag kommt"),
+    ("Ricorda che sono allergico alle arachidi", "remember", "sono allergico alle arachidi"),
+    ("Ricordati che la mia macchina è al livello 3", "remember", "la mia macchina è al livello 3"),
+    ("Non dimenticare che lavoro di notte", "remember", "lavoro di notte"),
+    ("Per favore, ricorda che mio figlio si chiama Leo", "remember", "mio figlio si chiama Leo"),
+    ("Dimentica che lavoro di notte", "forget", "lavoro di notte"),
+    ("Cosa sai di me?", "list", ""),
+    ("Prendi nota che l'idraulico viene venerdì", "remember", "l'idraulico viene venerdì"),
+    ("Onthoud dat ik allergisch ben voor pinda's", "remember", "ik allergisch ben voor pinda's"),
+    ("Denk eraan dat mijn auto op niveau 3 staat", "remember", "mijn auto op niveau 3 staat"),
+    ("Vergeet niet dat ik 's nachts werk", "remember", "ik 's nachts werk"),
+    ("Onthoud alsjeblieft dat mijn zoon Leo heet", "remember", "mijn zoon Leo heet"),
+    ("Vergeet dat ik 's nachts werk", "forget", "ik 's nachts werk"),
+    ("Wat weet je over mij?", "list", ""),
+    ("Noteer dat de loodgieter vrijdag komt", "remember", "de loodgieter vrijdag komt"),
+    ("记住我对花生过敏", "remember", "我对花生过敏"),
+    ("请记住我的车停在三楼", "remember", "我的车停在三楼"),
+    ("别忘了我晚上上班", "remember", "我晚上上班"),
+    ("帮我记一下水管工星期五来", "remember", "水管工星期五来"),
+    ("忘掉我晚上上班这件事", "forget", "我晚上上班"),
+    ("你知道我什么？", "list", ""),
+    ("你都记得关于我的什么", "list", ""),
+    ("删除关于水管工的笔记", "forget", "水管工的笔记"),
+]
+
+# More utterances that are not asks.
+MORE_NOT_ASKS = [
+    "Remember when we used to play outside?",
+    "I remember that day very well",
+    "Do you remember my name?",
+    "Can you remember where I left my keys?",
+    "Forget about it",
+    "Forget it, let's talk about something else",
+    "forget that",
+    "Never mind, forget it",
+    "I keep forgetting to call my mom",
+    "What's the best way to remember things?",
+    "Remember the milk?",
+    "Remind me to call mom at five",
+    "Don't forget it",
+    "Note to self: buy eggs",
+    "Remember me?",
+    "You remember Paris, right?",
+    "Lembras-te do meu nome?",
+    "Não me esqueço disso",
+    "Esquece lá isso",
+    "¿Te acuerdas de mí?",
+    "No me olvido de eso",
+    "Olvídate de eso",
+    "Tu te souviens de moi ?",
+    "Je n'oublie jamais rien",
+    "Oublie tout ça",
+    "Erinnerst du dich an mich?",
+    "Vergiss es einfach",
+    "Das vergesse ich nie",
+    "Ti ricordi di me?",
+    "Non me lo dimentico",
+    "Dimentica tutto questo",
+    "Weet je nog wie ik ben?",
+    "Dat vergeet ik nooit",
+    "Vergeet het maar",
+    "你记得我是谁吗？",
+    "我永远不会忘记那天",
+    "忘了吧",
+    "别忘了吗",
+    "记住了",
+    "忘掉这个吧",
+]
+
+
+@pytest.fixture(scope="module")
+def books() -> list[PhraseBook]:
+    return load_phrasebooks()[0]
+
+
+@pytest.mark.parametrize(("utterance", "kind", "text"), MORE_ASKS)
+def test_more_asks(books: list[PhraseBook], utterance: str, kind: str, text: str) -> None:
+    ask = detect_ask(utterance, books)
+    assert ask is not None and (ask.kind, ask.text) == (kind, text)
+
+
+def test_more_not_asks(books: list[PhraseBook]) -> None:
+    assert [u for u in MORE_NOT_ASKS if detect_ask(u, books) is not None] == []
