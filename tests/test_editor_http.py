@@ -228,3 +228,58 @@ def test_cli_serve_refuses_a_public_address(tmp_path: Path, capsys: pytest.Captu
 
     assert main(["serve", "--module", "sticky", "--root", str(tmp_path / "s"), "--host", "0.0.0.0"]) == 1
     assert "allow_remote" in capsys.readouterr().err
+
+
+def files_holding(root: Path, word: str) -> list[str]:
+    """The files under ``root`` whose bytes contain ``word``."""
+    return sorted(p.name for p in root.rglob("*") if p.is_file() and word.encode() in p.read_bytes())
+
+
+def test_purge_really_removes_the_text_from_the_files(tmp_path: Path) -> None:
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    root = tmp_path / "lexical"
+    with LexicalMemory({"root": str(root)}) as memory, EditorServer(memory) as server:
+        memory.update_history(exchange("my bike lock code is quokkaseven", "noted"), "garage")
+        memory.update_history(exchange("my sister lives in Porto with wombatnine", "lovely"), "bedroom")
+        memory.update_history(exchange("the attic key is under platypusone", "ok"), "attic")
+        assert files_holding(root, "quokkaseven")
+
+        hit = memory.search("bike lock code")[0]
+        status, answer = request(server, "DELETE", f"/api/documents/{hit.source}")
+        assert status == 200 and answer["compacted"]
+        # the document is gone from every file; the session's history (kept) still holds the words
+        assert memory.search("bike lock code") == []
+
+        status, _ = request(server, "DELETE", "/api/sessions/garage")
+        assert status == 200
+        assert files_holding(root, "quokkaseven") == []
+
+        status, _ = request(server, "DELETE", "/api/sessions/bedroom")
+        assert status == 200
+        assert files_holding(root, "wombatnine") == []
+        assert files_holding(root, "platypusone")
+
+        status, _ = request(server, "POST", "/api/forget-all", {"confirm": "everything"})
+        assert status == 200
+        assert files_holding(root, "platypusone") == []
+
+
+def test_sticky_delete_and_edit_leave_no_trace_in_the_file(tmp_path: Path) -> None:
+    from ovos_memory_plugins.sticky import StickyMemory
+
+    root = tmp_path / "sticky"
+    with StickyMemory({"root": str(root)}) as memory, EditorServer(memory) as server:
+        secret = memory.remember("my bank pin is echidnafour")
+        other = memory.remember("my locker is numbatfive")
+        assert files_holding(root, "echidnafour")
+        assert request(server, "DELETE", f"/api/sticky/{secret}")[0] == 200
+        assert files_holding(root, "echidnafour") == []
+
+        status, state = request(server, "PUT", f"/api/sticky/{other}", {"text": "my locker is 12", "old_text": "nope"})
+        assert status == 409
+        edit = {"text": "my locker is 12", "old_text": "my locker is numbatfive"}
+        status, state = request(server, "PUT", f"/api/sticky/{other}", edit)
+        assert status == 200 and [n["text"] for n in state["items"]] == ["my locker is 12"]
+        assert files_holding(root, "numbatfive") == []
+        assert request(server, "DELETE", f"/api/sticky/{other}")[0] == 404

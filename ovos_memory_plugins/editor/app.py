@@ -26,7 +26,7 @@ from fastapi import FastAPI, HTTPException, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from ovos_memory_plugins.editor.parts import Parts, find_parts, members_of, version_of
+from ovos_memory_plugins.editor.parts import Parts, find_parts, members_of, scrub, version_of
 from ovos_memory_plugins.editor.security import GuardMiddleware, new_token
 from ovos_memory_plugins.errors import OvosMemoryPluginError
 from ovos_memory_plugins.transfer import ExportedDocument, iter_documents
@@ -334,6 +334,7 @@ class EditorApp:
             with self.notes_guard():
                 self._check_version(version)
                 self._changed(notes.forget(id), "note")
+            scrub(notes)
             return self.notes_state()
 
         @api.post("/api/notes/retire", tags=["notes"], responses=conflict)
@@ -419,6 +420,7 @@ class EditorApp:
                 new_id = sticky.remember(note.text, session_id=session)
                 if new_id != note_id:
                     sticky.delete([note_id])
+            scrub(sticky)
             return self.sticky_state()
 
         @api.delete("/api/sticky/{note_id}", tags=["sticky"])
@@ -426,6 +428,7 @@ class EditorApp:
             """Delete a sticky note by id (``delete``)."""
             if not self._sticky().delete([note_id]):
                 raise HTTPException(404, f"no sticky note {note_id!r}")
+            scrub(self._sticky())
             return self.sticky_state()
 
         # -- the archive ---------------------------------------------------------------------
@@ -457,7 +460,8 @@ class EditorApp:
         @api.delete("/api/sessions/{session_id}", tags=["archive"])
         def forget_session(session_id: str) -> dict[str, Any]:
             """Delete a session's documents and history (``forget_session``)."""
-            return {"deleted": self._archive().forget_session(session_id)}
+            n = self._archive().forget_session(session_id)
+            return {"deleted": n, "compacted": scrub(self.memory)}
 
         @api.delete("/api/documents/{doc_id}", tags=["archive"])
         def delete_document(doc_id: str) -> dict[str, Any]:
@@ -465,14 +469,15 @@ class EditorApp:
             n = self._archive().delete([doc_id])
             if not n:
                 raise HTTPException(404, f"no document {doc_id!r}")
-            return {"deleted": n}
+            return {"deleted": n, "compacted": scrub(self.memory)}
 
         @api.post("/api/forget-all", tags=["archive"])
         def forget_all(confirm: Confirm) -> dict[str, Any]:
             """Delete every document and all history (``forget_all``); ``confirm`` must be "everything"."""
             if confirm.confirm != "everything":
                 raise HTTPException(400, 'send {"confirm": "everything"} to delete everything')
-            return {"deleted": self._archive().forget_all()}
+            n = self._archive().forget_all()
+            return {"deleted": n, "compacted": scrub(self.memory)}
 
         @api.get("/api/export", tags=["memory"])
         def export() -> JSONResponse:

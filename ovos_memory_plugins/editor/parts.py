@@ -14,15 +14,21 @@ works with any backend of this package, a composite of them, or a third-party ba
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from ovos_memory_plugins.base import BaseRetrievalMemory
+from ovos_memory_plugins.storage.sqlite import Database
+
+LOG = logging.getLogger(__name__)
 
 #: Methods that list archived documents (``transfer.iter_documents`` reads them). ``notes`` is
 #: left out: a notes list is not an archive of documents.
 DOCUMENT_LISTINGS = ("iter_documents", "documents", "list_documents", "all_documents")
 
-__all__ = ["DOCUMENT_LISTINGS", "Parts", "find_parts", "members_of", "version_of"]
+__all__ = ["DOCUMENT_LISTINGS", "Parts", "databases_of", "find_parts", "members_of", "scrub", "version_of"]
 
 
 def version_of(text: str) -> str:
@@ -99,3 +105,49 @@ def find_parts(memory: Any) -> Parts:
             sticky = part
     archive = memory if _has(memory, "search", "stats") and memory is not sticky else None
     return Parts(memory=memory, archive=archive, notes=notes, sticky=sticky)
+
+
+def databases_of(memory: Any) -> list[Database]:
+    """The SQLite files a memory (its members, its archive) keeps data in.
+
+    Found by looking at the memory's attributes: a :class:`Database`, or an object holding one
+    as ``db`` (the history store, a notes or sticky store); other memories held as attributes
+    (the notes backend's archive) are searched too. In-RAM databases are left out.
+    """
+    found: list[Database] = []
+    seen: set[int] = set()
+
+    def visit(obj: Any, depth: int) -> None:
+        if id(obj) in seen or depth > 3:
+            return
+        seen.add(id(obj))
+        for value in list(vars(obj).values()) if hasattr(obj, "__dict__") else []:
+            db = value if isinstance(value, Database) else getattr(value, "db", None)
+            if isinstance(db, Database) and db.path != ":memory:" and all(db is not f for f in found):
+                found.append(db)
+            if isinstance(value, BaseRetrievalMemory):
+                visit(value, depth + 1)
+
+    for part in members_of(memory):
+        visit(part, 0)
+    return found
+
+
+def scrub(memory: Any) -> list[str]:
+    """Make deleted rows unrecoverable from the memory's SQLite files; return the files done.
+
+    A plain ``DELETE`` only marks pages free (and, in WAL mode, the old pages stay in the main
+    file until a checkpoint), so the text can still be read from the file. ``VACUUM`` rewrites
+    the file without the free pages and ``wal_checkpoint(TRUNCATE)`` empties the WAL. A file
+    that is busy (another process holds a long read) is skipped and logged; the next purge
+    retries it.
+    """
+    done: list[str] = []
+    for db in databases_of(memory):
+        try:
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            done.append(db.path)
+        except Exception as exc:  # a purge that cannot compact must not fail the delete itself
+            LOG.warning("memory editor: deleted, but could not compact %s yet (%s)", db.path, exc)
+    return done
