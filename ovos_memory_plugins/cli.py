@@ -423,15 +423,24 @@ def cmd_dream(args: argparse.Namespace, output: Output) -> int:
 
 def cmd_serve(args: argparse.Namespace, output: Output) -> int:
     try:
-        from ovos_memory_plugins.editor import EditorServer
+        from ovos_memory_plugins.editor import serve
     except ImportError as exc:
         raise CommandError(str(exc)) from exc
-    with open_memory(args, output) as memory:
-        server = EditorServer(memory, args.host, args.port, allow_remote=args.allow_remote)
-        output.out.write(f"memory editor for {type(memory).__name__}: {server.url}  (Ctrl-C to stop)\n")
+
+    def announce(line: str) -> None:
+        output.out.write(line + "\n")
         output.out.flush()
-        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server is stopped
-            server.run()
+
+    with open_memory(args, output) as memory:
+        serve(
+            memory,
+            args.host,
+            args.port,
+            allow_remote=args.allow_remote,
+            allowed_hosts=args.allowed_host,
+            open_browser=args.open,
+            announce=announce,
+        )
     return 0
 
 
@@ -682,6 +691,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-remote", action="store_true", help="allow a non-loopback --host (anyone with the URL can edit)"
     )
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME", help="another Host name to accept")
+    p.add_argument("--open", action="store_true", help="open the page in the default browser")
 
     p = command("export", "write every document as JSON Lines (to FILE or stdout)", cmd_export)
     _target(p)

@@ -12,6 +12,7 @@ on that address, can use the API (see :mod:`ovos_memory_plugins.editor.security`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -170,7 +171,7 @@ def serve(
     open_browser: bool = False,
     announce: Callable[[str], None] = print,
 ) -> None:
-    """Serve the editor until interrupted.
+    """Serve the editor until interrupted (Ctrl-C returns normally).
 
     Args:
         memory_or_config: a memory plugin instance, or a persona JSON / plugin config (see
@@ -187,4 +188,5 @@ def serve(
         import webbrowser
 
         webbrowser.open(server.url)
-    server.run()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the editor is stopped
+        server.run()
