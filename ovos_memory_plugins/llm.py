@@ -329,6 +329,16 @@ def make_llm(config: Mapping[str, Any] | None) -> ChatLLM | None:
     try:
         if config.get("module"):
             return OPMChatLLM(config)
+        base_url = (
+            config.get("base_url") or os.environ.get("OVOS_MEMORY_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        )
+        api_key = config.get("api_key") or os.environ.get("OVOS_MEMORY_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        if not base_url and not api_key:
+            LOG.error(
+                "llm: no 'base_url' or 'api_key' (nor OVOS_MEMORY_LLM_* / OPENAI_* in the environment); "
+                "continuing without a language model"
+            )
+            return None
         return OpenAIChatLLM(config)
     except Exception as exc:
         LOG.error("llm: cannot set up the language model (%s); continuing without one", exc)

@@ -146,6 +146,7 @@ def test_environment_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_make_llm_rejects_bad_blocks_without_raising() -> None:
     assert make_llm(None) is None
+    assert make_llm({}) is None  # nowhere to send calls: no base_url, no key, nothing in the environment
     assert make_llm({"base_url": 5}) is None
     assert make_llm({"timeout": -1}) is None
     assert make_llm({"modle": "x"}) is None
