@@ -78,6 +78,18 @@ def test_past_context_facts_only_relevant_and_newest_travel(tmp_path: Path) -> N
         assert "showing" in text and "of 43 notes" in text
 
 
+def test_relevance_selection_is_cjk_aware(tmp_path: Path) -> None:
+    with memory(tmp_path, archive=None, context_facts=8, newest_facts=1) as mem:
+        mem.replace_notes(
+            "- [2025-01] 我的猫叫咪咪\n"
+            + "\n".join(f"- [2025-01] 第{i}条关于天气的记录" for i in range(30))
+            + "\n- [2025-02] 最新的记录\n"
+        )
+        text = system_text(mem, "我的猫叫什么名字？")
+        assert "我的猫叫咪咪" in text and "最新的记录" in text
+        assert "showing" in text
+
+
 def test_budget_cuts_the_block(tmp_path: Path) -> None:
     with memory(tmp_path, archive=None, notes_budget=300) as mem:
         for i in range(20):
