@@ -69,17 +69,23 @@ class Output:
 
 
 class Progress:
-    """A one-line progress bar on stderr: ``[#####-----]  5/10 name``."""
+    """A progress bar on stderr: ``[#####-----] 5/10 name``, redrawn in place on a terminal;
+    elsewhere (a log file, a pipe) only the final state is written, once."""
 
     def __init__(self, err: IO[str], width: int = 24) -> None:
         self.err = err
         self.width = width
         self.drawn = False
+        isatty = getattr(err, "isatty", None)
+        self.live = bool(isatty()) if callable(isatty) else False
 
     def __call__(self, done: int, total: int, name: str) -> None:
+        if not self.live and done < total:
+            return
         filled = self.width * done // max(total, 1)
         label = name if len(name) <= 40 else "…" + name[-39:]
-        self.err.write(f"\r[{'#' * filled}{'-' * (self.width - filled)}] {done}/{total} {label}\x1b[K")
+        bar = f"[{'#' * filled}{'-' * (self.width - filled)}] {done}/{total} {label}"
+        self.err.write(f"\r{bar}\x1b[K" if self.live else bar)
         self.err.flush()
         self.drawn = True
 
@@ -444,10 +450,20 @@ def cmd_serve(args: argparse.Namespace, output: Output) -> int:
     return 0
 
 
+def _flatten(data: dict[str, Any], prefix: str = "") -> list[str]:
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            lines += _flatten(value, f"{prefix}{key}.")
+        else:
+            lines.append(f"{prefix}{key}: {value}")
+    return lines
+
+
 def cmd_stats(args: argparse.Namespace, output: Output) -> int:
     with open_memory(args, output) as memory:
         stats = memory.stats()
-    output.emit(stats, lambda: "\n".join(f"{k}: {v}" for k, v in stats.items()))
+    output.emit(stats, lambda: "\n".join(_flatten(stats)))
     return 0
 
 
@@ -520,23 +536,56 @@ def cmd_ingest(args: argparse.Namespace, output: Output) -> int:
     return 0
 
 
+#: Chat engines that drop SYSTEM messages unless their config sets ``allow_system_prompts``.
+SYSTEM_DROPPING_ENGINES = ("ovos-chat-openai-plugin",)
+
+
+def system_prompt_warnings(persona: dict[str, Any], module: str, config: dict[str, Any]) -> list[str]:
+    """Warnings for a persona whose chat engine would drop what the memory sends as SYSTEM text."""
+    handlers = persona.get("handlers") or persona.get("solvers") or []
+    warnings = []
+    for engine in handlers if isinstance(handlers, list) else []:
+        if engine not in SYSTEM_DROPPING_ENGINES:
+            continue
+        block = persona.get(engine) or {}
+        if isinstance(block, dict) and block.get("allow_system_prompts") is True:
+            continue
+        sends_system = (
+            config.get("inject_mode", "system") in ("system", "system_prompt", "tool")
+            or bool(config.get("system_prompt"))
+            or module.endswith(("-notes", "-sticky", "-composite"))
+        )
+        if sends_system:
+            warnings.append(
+                f'{engine} drops every SYSTEM message unless its block sets "allow_system_prompts": true;'
+                " the system prompt, recalled memories and notes this memory sends as SYSTEM text would"
+                " never reach the model (see docs/ovos-openai.md)"
+            )
+    return warnings
+
+
 def cmd_check(args: argparse.Namespace, output: Output) -> int:
     from ovos_memory_plugins.config import validate_config
 
     module, config = persona_memory(args.persona_file)
     name = plugin_name(module)
     cls = plugin_class(name)
+    warnings = system_prompt_warnings(read_persona(args.persona_file), name, config)
+    problems: list[str] = []
     try:
         validate_config(config, plugin=cls)
     except ConfigError as exc:
         problems = list(exc.problems)
-        human = f"{args.persona_file}: the {name} config has {len(problems)} problem(s):\n" + "\n".join(
-            f"  - {p}" for p in problems
-        )
-        output.emit({"ok": False, "module": name, "problems": problems}, human)
-        return 1
-    output.emit({"ok": True, "module": name, "problems": []}, f"{args.persona_file}: the {name} config is valid")
-    return 0
+    lines = []
+    if problems:
+        lines.append(f"{args.persona_file}: the {name} config has {len(problems)} problem(s):")
+        lines += [f"  - {p}" for p in problems]
+    else:
+        lines.append(f"{args.persona_file}: the {name} config is valid")
+    lines += [f"warning: {w}" for w in warnings]
+    data = {"ok": not problems, "module": name, "problems": problems, "warnings": warnings}
+    output.emit(data, "\n".join(lines))
+    return 1 if problems else 0
 
 
 # -- demo --------------------------------------------------------------------------------------

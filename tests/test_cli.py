@@ -466,3 +466,49 @@ def test_the_entity_facts_migration_recipe(tmp_path: Path, capsys: pytest.Captur
     assert run(capsys, "import", *t, str(dump))[0] == 0
     code, out, _ = run(capsys, "notes", *t)
     assert code == 0 and "] User has a cat called Bartholomew" in out and "] User is vegan" in out
+
+
+def test_check_warns_when_the_chat_engine_would_drop_system_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    persona = {
+        "name": "Ada",
+        "handlers": ["ovos-chat-openai-plugin"],
+        "ovos-chat-openai-plugin": {"model": "m"},
+        "memory_module": PLUGIN,
+        PLUGIN: {"system_prompt": "You are Ada."},
+    }
+    path = tmp_path / "ada.json"
+    path.write_text(json.dumps(persona))
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 0 and "is valid" in out and "warning: ovos-chat-openai-plugin drops every SYSTEM message" in out
+
+    persona["ovos-chat-openai-plugin"] = {"model": "m", "allow_system_prompts": True}
+    path.write_text(json.dumps(persona))
+    code, out, _ = run(capsys, "--json", "check", str(path))
+    assert code == 0 and json.loads(out)["warnings"] == []
+
+    persona["ovos-chat-openai-plugin"] = {"model": "m"}
+    persona[PLUGIN] = {"inject_mode": "developer"}
+    path.write_text(json.dumps(persona))
+    code, out, _ = run(capsys, "--json", "check", str(path))
+    assert code == 0 and json.loads(out)["warnings"] == []
+
+
+def test_progress_bar_redraws_on_a_terminal_and_writes_once_elsewhere() -> None:
+    import io
+
+    from ovos_memory_plugins.cli import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty, log = Tty(), io.StringIO()
+    for stream in (tty, log):
+        bar = Progress(stream, width=4)
+        for i in range(1, 4):
+            bar(i, 3, f"file{i}.txt")
+        bar.finish()
+    assert tty.getvalue().count("\r") == 3 and "[####] 3/3 file3.txt" in tty.getvalue()
+    assert log.getvalue() == "[####] 3/3 file3.txt\n"
