@@ -283,3 +283,33 @@ def test_sticky_delete_and_edit_leave_no_trace_in_the_file(tmp_path: Path) -> No
         assert status == 200 and [n["text"] for n in state["items"]] == ["my locker is 12"]
         assert files_holding(root, "numbatfive") == []
         assert request(server, "DELETE", f"/api/sticky/{other}")[0] == 404
+
+
+def test_composite_shows_every_member(tmp_path: Path) -> None:
+    import time
+
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    cfg = {
+        "root": str(tmp_path / "composite"),
+        "members": [
+            {"module": "ovos-memory-plugin-lexical"},
+            {"module": "ovos-memory-plugin-notes", "config": {"archive": None, "auto_curate": False}},
+            {"module": "ovos-memory-plugin-sticky"},
+        ],
+    }
+    with CompositeMemory(cfg) as memory, EditorServer(memory) as server:
+        memory.update_history(exchange("my bike is a red Gazelle", "a red Gazelle, noted"), "kitchen")
+        deadline = time.monotonic() + 10
+        while not memory.search("Gazelle bike") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        caps = request(server, "GET", "/api/info")[1]["capabilities"]
+        assert caps["archive"] and caps["notes"] and caps["sticky"], caps
+        found = request(server, "GET", "/api/search?q=Gazelle+bike")[1]
+        assert any("red Gazelle" in h["content"] for h in found["hits"])
+        assert "kitchen" in request(server, "GET", "/api/sessions")[1]["sessions"]
+
+        assert request(server, "POST", "/api/notes/items", {"text": "User's daughter is called Mia"})[0] == 200
+        assert request(server, "POST", "/api/sticky", {"text": "the spare key is under the blue pot"})[0] == 200
+        system = "\n".join(m.content for m in memory.build_conversation_context("hello", "kitchen")[:-1])
+        assert "daughter is called Mia" in system and "blue pot" in system
