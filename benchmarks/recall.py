@@ -36,6 +36,27 @@ KS = (5, 10)
 #: Named setups: name -> (entry-point name, config). Other helpers add theirs here.
 SETUPS: dict[str, tuple[str, dict[str, Any]]] = {
     "lexical": ("ovos-memory-plugin-lexical", {}),
+    # composite recipes (docs/composite.md): keyword + vector members fused with RRF
+    "composite-lexical+vector": (
+        "ovos-memory-plugin-composite",
+        {
+            "members": [
+                {"module": "ovos-memory-plugin-lexical"},
+                {"module": "ovos-memory-plugin-vector", "config": {"embedder": "local"}},
+            ],
+            "member_timeout_ms": 600_000,  # a benchmark waits for every member
+        },
+    ),
+    "composite-lexical+vector-e5": (
+        "ovos-memory-plugin-composite",
+        {
+            "members": [
+                {"module": "ovos-memory-plugin-lexical"},
+                {"module": "ovos-memory-plugin-vector", "config": {"embedder": "local-e5"}},
+            ],
+            "member_timeout_ms": 600_000,
+        },
+    ),
 }
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
