@@ -1,4 +1,8 @@
-"""The conformance kit over the notes backend (archive: the keyword backend, the default)."""
+"""The conformance kit over the notes backend.
+
+Twice: with the default archive (the keyword backend, on disk), and with the kit's RAM stub as
+the archive (passed through the ``archive=`` seam), so the notes side is checked on its own.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from typing import Any
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.notes import NotesMemory
-from ovos_memory_plugins.testing import MemoryContract
+from ovos_memory_plugins.testing import InMemoryMemory, MemoryContract
 
 
 class TestNotesContract(MemoryContract):
@@ -14,3 +18,10 @@ class TestNotesContract(MemoryContract):
 
     def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
         return NotesMemory(config)
+
+
+class TestNotesContractRamArchive(MemoryContract):
+    survives_restart = False
+
+    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
+        return NotesMemory(config, archive=InMemoryMemory({}))
