@@ -564,13 +564,41 @@ def system_prompt_warnings(persona: dict[str, Any], module: str, config: dict[st
     return warnings
 
 
+#: The entry-point groups ovos-persona takes utterance handlers from (``handlers``/``solvers``).
+HANDLER_GROUPS = (
+    "opm.solver.question",
+    "neon.plugin.solver",
+    "opm.solver.chat",
+    "opm.agents.chat",
+    "opm.agents.chat.multimodal",
+    "opm.agents.retrieval",
+    "opm.agents.retrieval.documents",
+    "opm.agents.retrieval.qa",
+)
+
+
+def handler_warnings(persona: dict[str, Any]) -> list[str]:
+    """Warnings for handlers no installed plugin provides (ovos-persona then refuses the persona)."""
+    handlers = persona.get("handlers") or persona.get("solvers") or []
+    if not isinstance(handlers, list) or not handlers:
+        return ["the persona names no handlers; ovos-persona refuses a persona without one"]
+    installed = {ep.name for group in HANDLER_GROUPS for ep in entry_points(group=group)}
+    return [
+        f"handler {h!r} is not installed (no entry point of that name for ovos-persona's handler groups);"
+        " ovos-persona would refuse to load this persona"
+        for h in handlers
+        if h not in installed
+    ]
+
+
 def cmd_check(args: argparse.Namespace, output: Output) -> int:
     from ovos_memory_plugins.config import validate_config
 
     module, config = persona_memory(args.persona_file)
     name = plugin_name(module)
     cls = plugin_class(name)
-    warnings = system_prompt_warnings(read_persona(args.persona_file), name, config)
+    persona = read_persona(args.persona_file)
+    warnings = handler_warnings(persona) + system_prompt_warnings(persona, name, config)
     problems: list[str] = []
     try:
         validate_config(config, plugin=cls)

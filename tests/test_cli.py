@@ -83,6 +83,7 @@ def test_plugin(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: jsonfile-memory-for-tests\nVersion: 0.0.0\n")
     (info / "entry_points.txt").write_text(
         f"[opm.agents.memory]\n{PLUGIN} = jsonfile_memory_for_tests:JsonFileMemory\n"
+        "[opm.agents.chat]\novos-memory-test-echo = jsonfile_memory_for_tests:JsonFileMemory\n"  # a name only
     )
     monkeypatch.syspath_prepend(str(site))
     sys.modules.pop("jsonfile_memory_for_tests", None)
@@ -123,7 +124,7 @@ def target(root: Path, module: str = PLUGIN) -> list[str]:
 
 
 def write_persona(path: Path, block: dict[str, Any], module: str = PLUGIN) -> Path:
-    persona = {"name": "Ada", "handlers": ["ovos-openai-plugin"], "memory_module": module, module: block}
+    persona = {"name": "Ada", "handlers": ["ovos-memory-test-echo"], "memory_module": module, module: block}
     path.write_text(json.dumps(persona))
     return path
 
@@ -512,3 +513,13 @@ def test_progress_bar_redraws_on_a_terminal_and_writes_once_elsewhere() -> None:
         bar.finish()
     assert tty.getvalue().count("\r") == 3 and "[####] 3/3 file3.txt" in tty.getvalue()
     assert log.getvalue() == "[####] 3/3 file3.txt\n"
+
+
+def test_check_warns_about_handlers_that_are_not_installed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_persona(tmp_path / "ada.json", {})
+    persona = json.loads(path.read_text())
+    persona["handlers"] = ["ovos-memory-test-echo", "ovos-no-such-solver"]
+    path.write_text(json.dumps(persona))
+    code, out, _ = run(capsys, "check", str(path))
+    assert code == 0 and "is valid" in out
+    assert "warning: handler 'ovos-no-such-solver' is not installed" in out and "ovos-memory-test-echo" not in out
