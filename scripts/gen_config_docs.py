@@ -26,7 +26,7 @@ same name is the plugin's config:
 ```json
 {
   "name": "Ada",
-  "handlers": ["ovos-openai-plugin"],
+  "handlers": ["ovos-chat-openai-plugin"],
   "memory_module": "ovos-memory-plugin-lexical",
   "ovos-memory-plugin-lexical": {"namespace": "ada", "system_prompt": "You are Ada."}
 }

@@ -86,26 +86,32 @@ def test_the_topic_pages_exist_and_are_linked() -> None:
     assert '"allow_system_prompts": true' in _read("ovos-openai.md")
 
 
-MY_PAGES = ("choosing.md", "migration.md", "ovos-openai.md", "cli.md")
+README = DOCS.parent / "README.md"
 
 
 def _persona_examples() -> list[Any]:
+    """Every JSON block of README.md and docs/*.md that is a whole persona (has memory_module)."""
     out = []
-    for page in MY_PAGES:
-        blocks = re.findall(r"```json\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), re.S)
+    for path in [README, *sorted(DOCS.glob("*.md"))]:
+        blocks = re.findall(r"```json\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
         for n, block in enumerate(blocks, start=1):
             try:
                 data = json.loads(block)
             except json.JSONDecodeError:
                 continue  # a fragment, not a whole persona
             if isinstance(data, dict) and data.get("memory_module"):
-                out.append(pytest.param(page, data, id=f"{page}#{n}"))
+                out.append(pytest.param(path.name, data, id=f"{path.name}#{n}"))
     return out
 
 
 @pytest.mark.parametrize(("page", "persona"), _persona_examples())
-def test_persona_examples_in_the_docs_are_valid(page: str, persona: dict[str, object]) -> None:
+def test_persona_examples_in_the_docs_are_valid(page: str, persona: dict[str, Any]) -> None:
+    """The memory block validates, and every handler is an installed plugin (a persona naming
+    one that is not is refused by ovos-persona; ovos-openai-plugin's chat engine, for one, is
+    ``ovos-chat-openai-plugin``)."""
+    from ovos_memory_plugins.cli import handler_warnings
     from ovos_memory_plugins.config import validate_config
 
     module = str(persona["memory_module"])
-    validate_config(persona.get(module) or {}, plugin=module)  # type: ignore[arg-type]
+    validate_config(persona.get(module) or {}, plugin=module)
+    assert not handler_warnings(persona), f"{page}: {handler_warnings(persona)}"
