@@ -345,6 +345,7 @@ class NotesMemory(BaseRetrievalMemory):
                     self._move_in(FileNotesStore(root), sql, [root / "MEMORY.md", root / "RETIRED.md"])
                 return sql
             store = FileNotesStore(root)
+            store.remove_stale_temp_files()
             if (root / "notes.db").exists():
                 old = SQLiteNotesStore(root / "notes.db")
                 try:

@@ -186,3 +186,5 @@ def test_sigkill_during_saves_leaves_old_or_new_never_torn(tmp_path: Path) -> No
                 proc.stdout.close()
         loaded = store.load()
         assert loaded in (expected["A"], expected["B"]), f"torn file after round {round_}"
+    store.remove_stale_temp_files(older_than_s=-1)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []

@@ -323,6 +323,19 @@ class FileNotesStore:
                         fcntl.flock(fd, fcntl.LOCK_UN)
                     os.close(fd)
 
+    def remove_stale_temp_files(self, older_than_s: float = 3600.0) -> int:
+        """Delete temporary files a killed writer left behind (only old ones: a live writer's
+        file is never touched); return how many went."""
+        removed = 0
+        cutoff = time.time() - older_than_s
+        for name in (self.path.name, self.retired_path.name):
+            for tmp in self.root.glob("." + name + ".*.tmp"):
+                with contextlib.suppress(OSError):
+                    if tmp.stat().st_mtime <= cutoff:
+                        tmp.unlink()
+                        removed += 1
+        return removed
+
     def close(self) -> None:
         """Nothing to release (files are opened per call)."""
 
