@@ -246,3 +246,28 @@ def test_the_scripted_engine_is_found_through_opm(host: Path) -> None:
     from ovos_plugin_manager.agents import find_chat_plugins
 
     assert CHAT in find_chat_plugins()
+
+
+@needs_plugins
+@pytest.mark.parametrize("module", PLUGINS)
+def test_the_command_works_on_the_files_of_a_running_persona(
+    persona_host: Host, module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ovos-memory remember``/``forget`` on the persona's own files while its service runs:
+    the persona's next turn sees the change, with no restart."""
+    from ovos_memory_plugins.cli import main
+
+    persona_host.add_persona("ada", module, {"namespace": "ada"})
+    persona_host.start()
+    persona_host.say("ada", TELL)
+    persona_file = str(persona_host.personas / "ada.json")
+
+    assert main(["remember", "--persona", persona_file, "the garage door code is 4471"]) == 0
+    assert "4471" in _earlier(persona_host.say("ada", "what is the garage door code?", "hallway"))
+
+    if main(["forget", "--persona", persona_file, "--match", "garage door code"]) != 0:
+        assert "has no note removal" in capsys.readouterr().err
+        main(["--json", "search", "--persona", persona_file, "garage door code 4471"])
+        ids = [h["id"] for h in json.loads(capsys.readouterr().out) if "4471" in h["content"]]
+        assert ids and main(["forget", "--persona", persona_file, *ids]) == 0
+    assert "4471" not in _earlier(persona_host.say("ada", "what is the garage door code?", "porch"))
