@@ -37,7 +37,7 @@ from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from ovos_memory_plugins.editor import EditorServer  # noqa: E402
-from ovos_memory_plugins.testing import InMemoryMemory, exchange  # noqa: E402
+from ovos_memory_plugins.testing import exchange  # noqa: E402
 
 SCRIPT_NOTE = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2"> likes <b>bold</b> tea'
 
@@ -69,7 +69,7 @@ def browser() -> Iterator[WebDriver]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def wait(driver: WebDriver, condition: Callable[[WebDriver], Any], timeout: float = 10) -> Any:
+def wait(driver: WebDriver, condition: Callable[[WebDriver], Any], timeout: float = 30) -> Any:
     """Poll ``condition`` until it is truthy (selenium's wait)."""
     waiter = WebDriverWait(driver, timeout, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException])
     return waiter.until(condition)
@@ -106,7 +106,9 @@ def item(driver: WebDriver, list_id: str, contains: str) -> WebElement:
 
 
 def test_archive_search_view_delete_and_script_as_text(browser: WebDriver, tmp_path: Path) -> None:
-    with InMemoryMemory({"root": str(tmp_path / "m")}) as memory:
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    with LexicalMemory({"root": str(tmp_path / "m")}) as memory:
         memory.update_history(exchange("my bike is a red Gazelle", "a red Gazelle, noted"), "kitchen")
         memory.update_history(exchange(f"remember: Ada {SCRIPT_NOTE}", "noted"), "kitchen")
         memory.update_history(exchange("my sister lives in Porto", "Porto is lovely"), "bedroom")

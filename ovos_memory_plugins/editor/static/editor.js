@@ -217,7 +217,7 @@
       const li = el("li", { class: "hit", "data-id": hit.source });
       li.append(textNode("pre", hit.content, "text"));
       const session = hit.metadata && hit.metadata.session_id ? ` · session ${hit.metadata.session_id}` : "";
-      const meta = textNode("span", `${hit.source} · score ${Number(hit.score).toFixed(3)}${session}`, "meta");
+      const meta = textNode("span", `${hit.source} · score ${Number(hit.score).toPrecision(3)}${session}`, "meta");
       if (state.caps.archive_delete) {
         li.append(el("span", { class: "tools" }, el("button", {
           type: "button", className: "delete danger-button",
