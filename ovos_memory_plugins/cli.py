@@ -378,25 +378,59 @@ def _notes_text(memory: Any) -> str:
     return "\n".join(f"- {_note_text(item)}" for item in value or [])
 
 
+STICKY_EDIT_HEADER = (
+    "# One note per line, starting with '- '. Delete a line to forget that note, add a line to\n"
+    "# remember a new one, change a line to replace it. Lines starting with '#' are ignored.\n\n"
+)
+
+
+def _edit_in_editor(text: str, name: str) -> str:
+    """``text`` after the user edited it in ``$VISUAL``/``$EDITOR`` (else ``vi``)."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.TemporaryDirectory(prefix="ovos-memory-notes-") as tmp:
+        path = Path(tmp) / name
+        path.write_text(text, encoding="utf-8")
+        try:
+            status = subprocess.call([*shlex.split(editor), str(path)])
+        except OSError as exc:
+            raise CommandError(f"cannot run the editor {editor!r}: {exc}") from exc
+        if status != 0:
+            raise CommandError(f"the editor {editor!r} exited with status {status}; notes unchanged")
+        return path.read_text(encoding="utf-8")
+
+
+def _edit_listed_notes(memory: Any, output: Output) -> int:
+    """Edit notes that have ids (sticky notes): removed lines are deleted, new lines remembered."""
+    remember = _needs(memory, "remember", verb="editable notes")
+    notes = list(memory.notes())
+    by_text: dict[str, list[str]] = {}
+    for note in notes:
+        by_text.setdefault(_note_text(note), []).append(str(note.id))
+    before = STICKY_EDIT_HEADER + "".join(f"- {text}\n" for text in by_text)
+    after = _edit_in_editor(before, "notes.md")
+    wanted = [line[2:].strip() for line in after.splitlines() if line.startswith("- ") and line[2:].strip()]
+    gone = [doc_id for text, ids in by_text.items() if text not in wanted for doc_id in ids]
+    added = [text for text in dict.fromkeys(wanted) if text not in by_text]
+    if gone:
+        memory.delete(gone)
+    for text in added:
+        remember(text)
+    data = {"changed": bool(gone or added), "forgotten": len(gone), "remembered": added}
+    output.emit(data, f"notes saved: {len(added)} added, {len(gone)} removed" if gone or added else "notes unchanged")
+    return 0
+
+
 def cmd_notes(args: argparse.Namespace, output: Output) -> int:
     with open_memory(args, output) as memory:
         if not args.edit:
             text = _notes_text(memory)
             output.emit({"notes": text}, text or "(no notes yet)")
             return 0
+        if not callable(getattr(memory, "replace_notes", None)) and callable(getattr(memory, "notes", None)):
+            return _edit_listed_notes(memory, output)
         write = _needs(memory, "replace_notes", verb="editable notes")
         before = _notes_text(memory)
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-        with tempfile.TemporaryDirectory(prefix="ovos-memory-notes-") as tmp:
-            path = Path(tmp) / "MEMORY.md"
-            path.write_text(before, encoding="utf-8")
-            try:
-                status = subprocess.call([*shlex.split(editor), str(path)])
-            except OSError as exc:
-                raise CommandError(f"cannot run the editor {editor!r}: {exc}") from exc
-            if status != 0:
-                raise CommandError(f"the editor {editor!r} exited with status {status}; notes unchanged")
-            after = path.read_text(encoding="utf-8")
+        after = _edit_in_editor(before, "MEMORY.md")
         if after == before:
             output.emit({"changed": False}, "notes unchanged")
             return 0

@@ -364,6 +364,28 @@ def test_sticky_remember_notes_forget(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "5521" not in out and "red one" in out and "blue" in out
 
 
+@pytest.mark.skipif("ovos-memory-plugin-sticky" not in OURS, reason="the sticky backend is not written yet")
+def test_sticky_notes_edit_in_the_editor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = target(tmp_path / "m", "ovos-memory-plugin-sticky")
+    run(capsys, "remember", *t, "my bike is the red one")
+    run(capsys, "remember", *t, "the bike lock code is 5521")
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import sys, pathlib\n"
+        "p = pathlib.Path(sys.argv[1])\n"
+        "text = p.read_text().replace('- the bike lock code is 5521\\n', '')\n"
+        "p.write_text(text + '- the spare helmet is in the shed\\n')\n"
+    )
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    monkeypatch.delenv("VISUAL", raising=False)
+    code, out, _ = run(capsys, "notes", "--edit", *t)
+    assert code == 0 and "notes saved: 1 added, 1 removed" in out
+    code, out, _ = run(capsys, "notes", *t)
+    assert "5521" not in out and "- my bike is the red one" in out and "- the spare helmet is in the shed" in out
+
+
 @pytest.mark.skipif("ovos-memory-plugin-notes" not in OURS, reason="the notes backend is not written yet")
 def test_notes_remember_edit_forget_dream_export(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
