@@ -545,3 +545,22 @@ def test_check_warns_about_handlers_that_are_not_installed(tmp_path: Path, capsy
     code, out, _ = run(capsys, "check", str(path))
     assert code == 0 and "is valid" in out
     assert "warning: handler 'ovos-no-such-solver' is not installed" in out and "ovos-memory-test-echo" not in out
+
+
+@pytest.mark.skipif("ovos-memory-plugin-notes" not in OURS, reason="the notes backend is not written yet")
+def test_notes_export_carries_retired_notes_and_import_says_it_skips_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ovos_memory_plugins.cli import plugin_class
+
+    root = tmp_path / "m"
+    with plugin_class("ovos-memory-plugin-notes")(config={"root": str(root)}) as mem:
+        mem.remember("my graphics card is a GTX 1070")
+        assert mem.update("graphics card", "my graphics card is an RX 7800")
+    dump = tmp_path / "notes.jsonl"
+    assert run(capsys, "export", *target(root, "ovos-memory-plugin-notes"), str(dump))[0] == 0
+    lines = [json.loads(x) for x in dump.read_text(encoding="utf-8").splitlines()]
+    assert [d["text"] for d in lines] == ["my graphics card is an RX 7800", "my graphics card is a GTX 1070"]
+    assert lines[1]["metadata"]["retired_on"]
+    code, out, err = run(capsys, "import", *target(tmp_path / "other", "ovos-memory-plugin-notes"), str(dump))
+    assert code == 0 and "imported 1 document(s), skipped 1" in out and "retired note(s) skipped" in err
