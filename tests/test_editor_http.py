@@ -313,3 +313,23 @@ def test_composite_shows_every_member(tmp_path: Path) -> None:
         assert request(server, "POST", "/api/sticky", {"text": "the spare key is under the blue pot"})[0] == 200
         system = "\n".join(m.content for m in memory.build_conversation_context("hello", "kitchen")[:-1])
         assert "daughter is called Mia" in system and "blue pot" in system
+
+
+class ListingMemory(InMemoryMemory):
+    """The stub storage plus the document listing export and the editor read."""
+
+    def iter_documents(self) -> list[tuple[str, str, str, dict[str, Any]]]:
+        return [(doc_id, text, sid, meta) for doc_id, (text, sid, meta) in self.docs.items()]
+
+
+def test_conversation_lists_documents_where_the_backend_can(tmp_path: Path) -> None:
+    with ListingMemory({"root": str(tmp_path / "m")}) as memory, EditorServer(memory) as server:
+        memory.update_history(exchange("my bike is a red Gazelle", "noted"), "kitchen")
+        memory.update_history(exchange("my sister lives in Porto", "lovely"), "bedroom")
+        status, convo = request(server, "GET", "/api/sessions/kitchen")
+        assert status == 200
+        assert [d["text"] for d in convo["documents"]] == ["Q: my bike is a red Gazelle\nA: noted"]
+        status, exported = request(server, "GET", "/api/export")
+        assert sorted(d["session_id"] for d in exported["documents"]) == ["bedroom", "kitchen"]
+        assert request(server, "DELETE", f"/api/documents/{convo['documents'][0]['id']}")[0] == 200
+        assert request(server, "GET", "/api/sessions/kitchen")[1]["documents"] == []

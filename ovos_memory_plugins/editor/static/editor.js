@@ -266,6 +266,24 @@
     for (const m of data.messages) {
       list.append(el("li", { class: `msg ${m.role}` }, textNode("span", m.role, "role"), textNode("pre", m.content, "text")));
     }
+    const docs = $("documents");
+    docs.replaceChildren();
+    $("documents-box").hidden = !data.documents;
+    for (const doc of data.documents || []) {
+      const li = el("li", { class: "doc", "data-id": doc.id }, textNode("pre", doc.text, "text"));
+      if (state.caps.archive_delete) {
+        li.append(el("span", { class: "tools" }, el("button", {
+          type: "button", className: "delete danger-button",
+          onclick: () => act(async () => {
+            await api("DELETE", `/api/documents/${encodeURIComponent(doc.id)}`);
+            await showSession(sid);
+            await loadInfo();
+          }),
+        }, "Delete")));
+      }
+      li.append(textNode("span", doc.id, "meta"));
+      docs.append(li);
+    }
     $("conversation").hidden = false;
   }
 
