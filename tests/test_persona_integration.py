@@ -271,3 +271,21 @@ def test_the_command_works_on_the_files_of_a_running_persona(
         ids = [h["id"] for h in json.loads(capsys.readouterr().out) if "4471" in h["content"]]
         assert ids and main(["forget", "--persona", persona_file, *ids]) == 0
     assert "4471" not in _earlier(persona_host.say("ada", "what is the garage door code?", "porch"))
+
+
+@needs_plugins
+@pytest.mark.parametrize("module", PLUGINS)
+def test_an_unusable_root_still_loads_the_persona(
+    persona_host: Host, module: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = persona_host.folder / "not-a-folder"
+    blocker.write_text("a file where the memory's folder should be")
+    persona_host.add_persona("ada", module, {"root": str(blocker / "memory")})
+    with caplog.at_level(logging.ERROR, logger="ovos_memory_plugins"):
+        persona_host.start()
+    assert "ada" in persona_host.service.personas
+    assert any("not-a-folder" in r.getMessage() for r in caplog.records if r.name.startswith("ovos_memory_plugins"))
+    persona_host.say("ada", TELL)
+    messages = persona_host.say("ada", "where does my cat sleep?")
+    assert messages[-1] == {"role": "user", "content": "where does my cat sleep?"}
+    assert "laundry basket" in _earlier(messages), "kept in RAM for the life of the process"
