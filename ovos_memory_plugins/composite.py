@@ -82,6 +82,8 @@ BLOCK_ONLY_MODULES = frozenset({"ovos-memory-plugin-sticky"})
 ASSIST_TIMEOUT = 5.0
 #: Writes queued for one member beyond which new ones are dropped (a member that hangs on writes).
 MAX_PENDING_WRITES = 256
+#: Seconds ``close()`` waits for the members' queued writes before closing them.
+CLOSE_WAIT_S = 30.0
 _MEMBER_KEYS = ("module", "config", "weight", "name", "recall", "semantic")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -280,12 +282,13 @@ class _DaemonPool:
             with self._lock:
                 self._idle += 1
 
-    def shutdown(self, *, cancel_pending: bool, join_timeout: float = 0.0) -> None:
+    def shutdown(self, *, cancel_pending: bool, join_timeout: float = 0.0) -> bool:
         """Stop taking tasks; cancel the queued ones or let them run first; wait up to
-        ``join_timeout`` seconds in all for the threads to end (a hung task is left behind)."""
+        ``join_timeout`` seconds in all for the threads to end (a hung task is left behind).
+        Return whether every thread ended."""
         with self._lock:
             if self._closed:
-                return
+                return not any(t.is_alive() for t in self._threads)
             self._closed = True
             threads = list(self._threads)
         if cancel_pending:
@@ -301,6 +304,7 @@ class _DaemonPool:
         end = time.monotonic() + join_timeout
         for worker in threads:
             worker.join(max(0.0, end - time.monotonic()))
+        return not any(t.is_alive() for t in threads)
 
 
 class _Member:
@@ -824,10 +828,13 @@ class CompositeMemory(BaseRetrievalMemory):
 
     def _close(self) -> None:
         self._pool.shutdown(cancel_pending=True)
-        end = time.monotonic() + self.options.write_timeout_ms / 1000.0
+        end = time.monotonic() + CLOSE_WAIT_S
         for m in self._members:
-            # recorded turns are written before the member closes (bounded: a hung writer is left)
-            m.writer.shutdown(cancel_pending=False, join_timeout=max(0.0, end - time.monotonic()))
+            # every recorded turn is written before its member closes; a writer still busy after
+            # CLOSE_WAIT_S (a member hung on writes) keeps its member open rather than break a write
+            if not m.writer.shutdown(cancel_pending=False, join_timeout=max(0.0, end - time.monotonic())):
+                LOG.error("CompositeMemory: member %r is still recording; it is left open", m.name)
+                continue
             _close_quietly(m.instance)
         close_llm(self._llm)
 

@@ -36,6 +36,7 @@ COMPOSITE = "ovos-memory-plugin-composite"
 class ScriptOptions:
     script: list[list[Any]] | None = option(None, doc="Fixed hits [[content, score], ...] for any query.")
     delay_s: float = option(0.0, doc="Sleep this long in every search and context call.")
+    write_delay_s: float = option(0.0, doc="Sleep this long in every update_history call.")
     fail: bool = option(False, doc="Raise in every search and context call.")
     explode: bool = option(False, doc="Raise in the constructor.")
     blocks: list[str] = option(default_factory=list, doc="The context blocks (ContextMember).")
@@ -57,6 +58,10 @@ class ScriptedMember(InMemoryMemory):
             time.sleep(self.options.delay_s)
         if self.options.fail:
             raise RuntimeError("scripted failure")
+
+    def update_history(self, new_messages: list[Any], session_id: str) -> None:
+        time.sleep(self.options.write_delay_s)
+        super().update_history(new_messages, session_id)
 
     def _rank(self, query: str, top_k: int, session_id: str | None) -> list[MemoryHit]:
         self._act()
@@ -128,28 +133,6 @@ class TestCompositeContract(MemoryContract):
 
     def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
         return CompositeMemory({**config, "members": [member(), member(name="second")]})
-
-
-def _installed(*modules: str) -> bool:
-    from ovos_plugin_manager.agents import find_memory_plugins
-
-    return set(modules) <= set(find_memory_plugins())
-
-
-REAL = ("ovos-memory-plugin-lexical", "ovos-memory-plugin-vector", "ovos-memory-plugin-sticky")
-
-
-@pytest.mark.skipif(not _installed(*REAL), reason="needs the lexical, vector and sticky backends")
-class TestCompositeOfRealBackendsContract(MemoryContract):
-    survives_restart = True  # lexical and vector keep documents on disk
-
-    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        members = [
-            member("ovos-memory-plugin-lexical"),
-            member("ovos-memory-plugin-vector", config={"embedder": "hash"}),
-            member("ovos-memory-plugin-sticky"),
-        ]
-        return CompositeMemory({**config, "members": members})
 
 
 def test_loads_by_name_through_opm() -> None:
@@ -328,6 +311,40 @@ def test_new_turns_reach_every_member(tmp_path: Path) -> None:
             assert m.search("wifi password platypus")
 
 
+def test_a_slow_writer_costs_only_the_write_timeout_and_keeps_order(tmp_path: Path) -> None:
+    with composite(
+        tmp_path, member(name="fast"), member(name="slow", config={"write_delay_s": 0.3}), write_timeout_ms=100
+    ) as mem:
+        start = time.monotonic()
+        mem.update_history(exchange("first question", "first answer"), "s")
+        mem.update_history(exchange("second question", "second answer"), "s")
+        assert time.monotonic() - start < 2 * 0.1 + 0.25
+    # close() let the queued writes finish, in order: a new instance on the member's folder sees them
+    with InMemoryMemory({"root": str(tmp_path / "composite" / "slow")}) as slow:
+        history = [m.content for m in slow.get_history("s")]
+    assert history == [
+        "first question",
+        "first answer",
+        "second question",
+        "second answer",
+    ]
+
+
+def test_documents_verbs_reach_every_member(tmp_path: Path) -> None:
+    with composite(tmp_path, member(name="a"), member(name="b")) as mem:
+        doc = mem.store("the spare key is under the frog statue", "s1")
+        mem.store("the bins go out on tuesday", "s2")
+        assert all(doc in m.docs for m in mem.members.values())
+        assert mem.delete([doc]) == 1
+        assert not any(doc in m.docs for m in mem.members.values())
+        assert mem.forget_session("s2") == 1
+        assert mem.search("bins tuesday") == []
+        stats = mem.stats()
+        assert stats["primary"] == "a" and set(stats["members"]) == {"a", "b"} and stats["skipped"] == {}
+        mem.store("one more", "s3")
+        assert mem.forget_all() == 1
+
+
 def test_history_comes_from_the_primary(tmp_path: Path) -> None:
     with composite(tmp_path, member(name="a", config={"max_history": 0}), member(name="b")) as mem:
         assert mem.primary == "b"  # the first member that keeps history
@@ -363,14 +380,6 @@ def test_recall_flag_decides_whose_hits_are_fused(tmp_path: Path) -> None:
     with composite(tmp_path, member(CONTEXT, name="ctx", config=blocks)) as mem:  # default: fused
         mem.store("the kettle is broken", "s")
         assert [h.metadata["member"] for h in mem.search("kettle broken")] == ["ctx"]
-
-
-@pytest.mark.skipif(not _installed("ovos-memory-plugin-sticky"), reason="needs the sticky backend")
-def test_sticky_notes_are_shown_once(tmp_path: Path) -> None:
-    with composite(tmp_path, member(name="words"), member("ovos-memory-plugin-sticky")) as mem:
-        mem.build_conversation_context("remember that my bike is the red one", "s")
-        msgs = mem.build_conversation_context("which bike is mine", "s")
-        assert sum("my bike is the red one" in m.content for m in msgs) == 1
 
 
 # -- strict validation -----------------------------------------------------------------------------

@@ -1,0 +1,37 @@
+"""The composite over the package's real backends (lexical, vector with the hashing embedder,
+sticky), loaded by entry-point name: the conformance kit, and sticky notes shown once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ovos_plugin_manager.agents import find_memory_plugins
+
+from ovos_memory_plugins.base import BaseRetrievalMemory
+from ovos_memory_plugins.composite import CompositeMemory
+from ovos_memory_plugins.testing import MemoryContract
+
+LEXICAL, VECTOR, STICKY = "ovos-memory-plugin-lexical", "ovos-memory-plugin-vector", "ovos-memory-plugin-sticky"
+INSTALLED = set(find_memory_plugins())
+pytestmark = pytest.mark.skipif(
+    not {LEXICAL, VECTOR, STICKY} <= INSTALLED, reason="needs the lexical, vector and sticky backends"
+)
+
+
+class TestCompositeOfRealBackendsContract(MemoryContract):
+    survives_restart = True  # lexical and vector keep documents on disk
+
+    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
+        members = [{"module": LEXICAL}, {"module": VECTOR, "config": {"embedder": "hash"}}, {"module": STICKY}]
+        return CompositeMemory({**config, "members": members})
+
+
+def test_sticky_notes_are_shown_once(tmp_path: Path) -> None:
+    members = [{"module": LEXICAL}, {"module": STICKY}]
+    with CompositeMemory({"root": str(tmp_path), "members": members}) as mem:
+        assert list(mem.members) == ["lexical", "sticky"]
+        mem.build_conversation_context("remember that my bike is the red one", "s")
+        msgs = mem.build_conversation_context("which bike is mine", "s")
+        assert sum("my bike is the red one" in m.content for m in msgs) == 1
