@@ -192,6 +192,11 @@ def open_memory(args: argparse.Namespace, output: Output) -> Iterator[Any]:
     """Build the selected memory; report its config problems on stderr; close it afterwards."""
     name, config = selected_config(args)
     cls = plugin_class(name)
+    if not _ours(cls):
+        raise CommandError(
+            f"{name} ({cls.__module__}.{cls.__name__}) is not built on ovos_memory_plugins.BaseRetrievalMemory;"
+            " this command works with the plugins of ovos-memory-plugins and backends built on its base"
+        )
     memory = cls(config=config)
     for problem in getattr(memory, "config_problems", []):
         output.note(f"warning: {problem} (using the default for that key)")
@@ -201,6 +206,12 @@ def open_memory(args: argparse.Namespace, output: Output) -> Iterator[Any]:
         close = getattr(memory, "close", None)
         if callable(close):
             close()
+
+
+def _ours(cls: Any) -> bool:
+    from ovos_memory_plugins.base import BaseRetrievalMemory
+
+    return isinstance(cls, type) and issubclass(cls, BaseRetrievalMemory)
 
 
 def _needs(memory: Any, *names: str, verb: str) -> Callable[..., Any]:
@@ -633,6 +644,12 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
     cls = plugin_class(name)
     persona = read_persona(args.persona_file)
     warnings = handler_warnings(persona) + system_prompt_warnings(persona, name, config)
+    if not _ours(cls):
+        lines = [f"{args.persona_file}: {name} is not a plugin of ovos-memory-plugins; its config was not checked"]
+        lines += [f"warning: {w}" for w in warnings]
+        data = {"ok": True, "checked": False, "module": name, "problems": [], "warnings": warnings}
+        output.emit(data, "\n".join(lines))
+        return 0
     problems: list[str] = []
     try:
         validate_config(config, plugin=cls)
@@ -645,7 +662,7 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
     else:
         lines.append(f"{args.persona_file}: the {name} config is valid")
     lines += [f"warning: {w}" for w in warnings]
-    data = {"ok": not problems, "module": name, "problems": problems, "warnings": warnings}
+    data = {"ok": not problems, "checked": True, "module": name, "problems": problems, "warnings": warnings}
     output.emit(data, "\n".join(lines))
     return 1 if problems else 0
 

@@ -564,3 +564,14 @@ def test_notes_export_carries_retired_notes_and_import_says_it_skips_them(
     assert lines[1]["metadata"]["retired_on"]
     code, out, err = run(capsys, "import", *target(tmp_path / "other", "ovos-memory-plugin-notes"), str(dump))
     assert code == 0 and "imported 1 document(s), skipped 1" in out and "retired note(s) skipped" in err
+
+
+def test_plugins_not_built_on_the_base_are_refused_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("ovos_openai_plugin", reason="uses ovos-openai-plugin's memory plugin as a foreign one")
+    foreign = "ovos-openai-rag-memory-plugin"
+    code, _, err = run(capsys, "search", "--module", foreign, "--root", str(tmp_path), "anything")
+    assert code == 1 and "is not built on ovos_memory_plugins.BaseRetrievalMemory" in err
+    path = write_persona(tmp_path / "p.json", {"bogus": 1}, module=foreign)
+    code, out, _ = run(capsys, "--json", "check", str(path))
+    data = json.loads(out)
+    assert code == 0 and data["checked"] is False and data["problems"] == []
