@@ -115,3 +115,16 @@ def test_persona_examples_in_the_docs_are_valid(page: str, persona: dict[str, An
     module = str(persona["memory_module"])
     validate_config(persona.get(module) or {}, plugin=module)
     assert not handler_warnings(persona), f"{page}: {handler_warnings(persona)}"
+
+
+def test_relative_links_resolve() -> None:
+    """Every relative link of README.md and docs/*.md points at a file that exists."""
+    dead = []
+    for path in [README, *sorted(DOCS.glob("*.md"))]:
+        text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            if not (path.parent / target.split("#", 1)[0]).exists():
+                dead.append(f"{path.name}: {target}")
+    assert not dead, f"dead links: {dead}"
