@@ -114,7 +114,8 @@ def test_persona_examples_in_the_docs_are_valid(page: str, persona: dict[str, An
 
     module = str(persona["memory_module"])
     validate_config(persona.get(module) or {}, plugin=module)
-    assert not handler_warnings(persona), f"{page}: {handler_warnings(persona)}"
+    if "handlers" in persona or "solvers" in persona:  # else an excerpt: only the memory part
+        assert not handler_warnings(persona), f"{page}: {handler_warnings(persona)}"
 
 
 def test_relative_links_resolve() -> None:
