@@ -67,7 +67,7 @@ PLUGINS = _our_memory_plugins()
 OFFLINE_CONFIG: dict[str, dict[str, Any]] = {
     "ovos-memory-plugin-vector": {"embedder": "hash"},
     "ovos-memory-plugin-composite": {
-        "members": [{"module": "ovos-memory-plugin-lexical"}],
+        "members": [{"module": "ovos-memory-plugin-lexical"}, {"module": "ovos-memory-plugin-sticky"}],
     },
 }
 
