@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ovos_memory_plugins.common import MemoryHit, fuse_rrf, normalize_content
+from ovos_memory_plugins.common import MemoryHit, fuse_rrf, fuse_weighted, normalize_content
 from ovos_memory_plugins.embedders import Embedder, embed_documents, embed_queries
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.storage.vector_store import VectorStore
@@ -134,7 +134,7 @@ def fuse_scores(lists: Sequence[Sequence[MemoryHit]], weights: Sequence[float], 
 
 
 #: Fusion methods a :class:`HybridIndex` accepts.
-FUSIONS = ("score", "rrf")
+FUSIONS = ("weighted", "score", "rrf")
 
 
 class HybridIndex(IndexBase):
@@ -144,8 +144,9 @@ class HybridIndex(IndexBase):
         arms: the indexes, each implementing :class:`Index`.
         weights: one per arm (default 1.0 each); an arm's ``weight(query)``, when it has one,
             multiplies its weight per query.
-        fusion: ``"score"`` (:func:`fuse_scores`, the default) or ``"rrf"`` (weighted
-            reciprocal rank fusion).
+        fusion: ``"weighted"`` (the default: each list's scores min-max normalised, weighted and
+            summed, :func:`~ovos_memory_plugins.common.fuse_weighted`), ``"score"``
+            (:func:`fuse_scores`) or ``"rrf"`` (weighted reciprocal rank fusion).
         rrf_k: the rank constant of both fusions.
         depth: how many hits each arm is asked for, at least (``k`` when larger).
     """
@@ -154,7 +155,7 @@ class HybridIndex(IndexBase):
         self,
         arms: Sequence[Any],
         weights: Sequence[float] | None = None,
-        fusion: str = "score",
+        fusion: str = "weighted",
         rrf_k: float = 60,
         depth: int = 50,
     ) -> None:
@@ -230,6 +231,8 @@ class HybridIndex(IndexBase):
             return []
         if self.fusion == "rrf":
             fused = fuse_rrf(lists, k=self.rrf_k, weights=weights)
+        elif self.fusion == "weighted":
+            fused = fuse_weighted(lists, weights=weights)
         else:
             fused = fuse_scores(lists, weights, rrf_k=self.rrf_k)
         return fused[:k]
@@ -319,11 +322,13 @@ class VectorIndex(IndexBase):
         return hits
 
     def weight(self, query: str) -> float:
-        """How far to trust this arm for ``query``: the embedder's ``coverage`` when it has one."""
+        """How far to trust this arm for ``query``, from the embedder's ``coverage(query)`` (the
+        share of the query it can read) when it has one: 0 at 50 % or less, 1 at 90 % or more,
+        linear between. Without ``coverage``: 1."""
         coverage = getattr(self.embedder, "coverage", None)
         if not callable(coverage):
             return 1.0
-        return max(0.0, min(1.0, float(coverage(query)))) ** 2
+        return max(0.0, min(1.0, (float(coverage(query)) - 0.5) / 0.4))
 
     # -- re-embedding --------------------------------------------------------------------------
 

@@ -87,10 +87,15 @@ class VectorOptions:
         "(0.15 hash, 0.2 MiniLM, 0.75 e5, 0 otherwise).",
     )
     keyword_weight: float = option(1.0, doc="Weight of the keyword arm in the hybrid fusion.", minimum=0)
-    vector_weight: float = option(1.0, doc="Weight of the vector arm in the hybrid fusion.", minimum=0)
+    vector_weight: float = option(
+        0.75,
+        doc="Weight of the vector arm in the hybrid fusion (times the embedder's coverage of the query).",
+        minimum=0,
+    )
     fusion: str = option(
-        "score",
-        doc="How the hybrid fuses: `score` (rank and score aware) or `rrf` (reciprocal rank fusion).",
+        "weighted",
+        doc="How the hybrid fuses: `weighted` (min-max normalised scores, weighted, summed), "
+        "`score` (half rank, half score relative to the list's best) or `rrf` (reciprocal rank fusion).",
         check=_check_fusion,
     )
     keyword: dict[str, Any] = option(
