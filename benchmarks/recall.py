@@ -36,6 +36,11 @@ KS = (5, 10)
 #: Named setups: name -> (entry-point name, config). Other helpers add theirs here.
 SETUPS: dict[str, tuple[str, dict[str, Any]]] = {
     "lexical": ("ovos-memory-plugin-lexical", {}),
+    # the vector backend (docs/vector.md): vectors alone, and its keyword | vector hybrid
+    "vector": ("ovos-memory-plugin-vector", {"embedder": "local"}),
+    "vector-e5": ("ovos-memory-plugin-vector", {"embedder": "local-e5"}),
+    "hybrid": ("ovos-memory-plugin-vector", {"embedder": "local", "hybrid": True}),
+    "hybrid-e5": ("ovos-memory-plugin-vector", {"embedder": "local-e5", "hybrid": True}),
     # composite recipes (docs/composite.md): keyword + vector members fused with RRF
     "composite-lexical+vector": (
         "ovos-memory-plugin-composite",

@@ -53,6 +53,14 @@ __all__ = ["LexicalMemory", "LexicalOptions", "split_head"]
 #: Bumped whenever tokenization changes; stored terms are rebuilt on open when it differs.
 TOKENIZER_VERSION = "1"
 
+#: Stored documents are indexed in batches of at most this many (and before every search).
+INDEX_BATCH = 256
+#: Memories with fewer documents search every query term.
+PRUNE_MIN_DOCUMENTS = 5_000
+#: On larger memories, query terms are searched rarest first until their documents add up to this.
+PRUNE_POSTINGS = 6_000
+#: Document frequencies remembered per open memory.
+DF_CACHE_SIZE = 50_000
 #: A query term repeated more than this many times counts this many times.
 MAX_TERM_REPEAT = 4
 
@@ -142,7 +150,6 @@ def _v1(conn: sqlite3.Connection) -> None:
         " ctx_rowid INTEGER)"
     )
     conn.execute("CREATE INDEX lexical_docs_session ON lexical_docs (session_id, rowid)")
-    conn.execute("CREATE INDEX lexical_docs_ctx ON lexical_docs (ctx_rowid) WHERE ctx_rowid IS NOT NULL")
     conn.execute("CREATE TABLE lexical_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
@@ -196,6 +203,10 @@ class LexicalMemory(BaseRetrievalMemory):
         self._db = db
         self._ranker: tuple[tuple[int, int, str | None], list[sqlite3.Row], BM25Ranker] | None = None
         self._writes = 0
+        self._pending = 0
+        self._count: tuple[tuple[int, int], int] | None = None
+        self._df: dict[str, tuple[int, int]] = {}
+        self._vocab = False
         return db
 
     def _prepare(self, db: Database) -> None:
@@ -244,72 +255,113 @@ class LexicalMemory(BaseRetrievalMemory):
 
     # -- writing -----------------------------------------------------------------------------
 
-    def _fts_delete(self, conn: sqlite3.Connection, rows: Sequence[sqlite3.Row]) -> None:
-        """Remove rows (their ``rowid`` and the three term columns as stored) from the index."""
-        if self._fts and rows:
+    # Indexing is deferred: ``store`` commits the document row alone (durable at once) and the
+    # index catches up in batches, before the next search and every INDEX_BATCH stores: one FTS5
+    # segment per batch instead of one per document. The invariant: every row whose rowid is at
+    # most the index's highest rowid is indexed (rows are indexed in rowid order, and a change to
+    # an indexed row is re-indexed in the same transaction); rows above it are pending. Rows
+    # another process stored are picked up the same way.
+
+    def _indexed_upto(self, conn: sqlite3.Connection) -> int:
+        if not self._fts:
+            return 0
+        return int(conn.execute("SELECT coalesce(max(id), 0) FROM lexical_fts_docsize").fetchone()[0])
+
+    def _fts_delete(self, conn: sqlite3.Connection, rows: Sequence[sqlite3.Row], upto: int) -> None:
+        """Take the indexed ones of ``rows`` (rowid and term columns as stored) out of the index."""
+        done = [r for r in rows if r["rowid"] <= upto]
+        if self._fts and done:
             conn.executemany(
                 f"INSERT INTO lexical_fts (lexical_fts, rowid, {_COLUMNS}) VALUES ('delete', ?, ?, ?, ?)",
-                [(r["rowid"], r["body_terms"], r["head_terms"], r["ctx_terms"]) for r in rows],
+                [(r["rowid"], r["body_terms"], r["head_terms"], r["ctx_terms"]) for r in done],
             )
 
-    def _fts_insert(self, conn: sqlite3.Connection, rowid: int, body: str, head: str, ctx: str) -> None:
-        if self._fts:
-            conn.execute(f"INSERT INTO lexical_fts (rowid, {_COLUMNS}) VALUES (?, ?, ?, ?)", (rowid, body, head, ctx))
+    def _fts_reinsert(self, conn: sqlite3.Connection, rowids: Sequence[int], upto: int) -> None:
+        """Index again the indexed ones of ``rowids`` after their terms changed."""
+        done = [r for r in rowids if r <= upto]
+        if self._fts and done:
+            conn.executemany(
+                f"INSERT INTO lexical_fts (rowid, {_COLUMNS}) SELECT rowid, {_COLUMNS} FROM lexical_docs"
+                " WHERE rowid = ?",
+                [(r,) for r in done],
+            )
+
+    def _index_pending(self) -> None:
+        """Index every stored row not indexed yet, in one transaction."""
+        if not self._fts:
+            return
+        with self._db.atomic() as conn:
+            conn.execute(
+                f"INSERT INTO lexical_fts (rowid, {_COLUMNS}) SELECT rowid, {_COLUMNS} FROM lexical_docs"
+                " WHERE rowid > ? ORDER BY rowid",
+                (self._indexed_upto(conn),),
+            )
+        self._pending = 0
+
+    def _has_pending(self) -> bool:
+        return bool(
+            self._db.scalar(
+                "SELECT (SELECT coalesce(max(rowid), 0) FROM lexical_docs)"
+                " > (SELECT coalesce(max(id), 0) FROM lexical_fts_docsize)"
+            )
+        )
 
     def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
         opts: LexicalOptions = self.options
         body_terms, head_terms, turn = _terms(text)
         meta = json.dumps(metadata, ensure_ascii=False, default=str)
+        context = turn and opts.context_weight > 0
         with self._db.atomic() as conn:
-            old = conn.execute(
-                f"SELECT rowid, ctx_rowid, {_COLUMNS} FROM lexical_docs WHERE doc_id = ?", (doc_id,)
-            ).fetchone()
-            ctx_rowid, ctx_terms = None, ""
-            if old is not None:
-                self._fts_delete(conn, [old])
-                ctx_rowid, ctx_terms = old["ctx_rowid"], old["ctx_terms"]
-            elif turn and opts.context_weight > 0:
-                prev = conn.execute(
-                    "SELECT rowid, body_terms FROM lexical_docs WHERE session_id = ? ORDER BY rowid DESC LIMIT 1",
-                    (session_id,),
-                ).fetchone()
-                if prev is not None:
-                    ctx_rowid, ctx_terms = prev["rowid"], prev["body_terms"]
-            if old is not None:
+            # the common case in one statement: a new document, its context the session's last one
+            inserted = conn.execute(
+                "INSERT INTO lexical_docs (doc_id, session_id, content, metadata, created, body_terms, head_terms,"
+                " ctx_terms, ctx_rowid)"
+                " SELECT ?, ?, ?, ?, ?, ?, ?, coalesce(prev.body_terms, ''), prev.rowid"
+                " FROM (SELECT 1) LEFT JOIN (SELECT rowid, body_terms FROM lexical_docs"
+                "  WHERE ? AND session_id = ? ORDER BY rowid DESC LIMIT 1) AS prev"
+                " WHERE true ON CONFLICT (doc_id) DO NOTHING",
+                (doc_id, session_id, text, meta, time.time(), body_terms, head_terms, context, session_id),
+            ).rowcount
+            if not inserted:  # the id exists: replace the text, keep its place and context
+                old = conn.execute(f"SELECT rowid, {_COLUMNS} FROM lexical_docs WHERE doc_id = ?", (doc_id,)).fetchone()
+                upto = self._indexed_upto(conn)
+                self._fts_delete(conn, [old], upto)
                 conn.execute(
                     "UPDATE lexical_docs SET session_id = ?, content = ?, metadata = ?, body_terms = ?,"
                     " head_terms = ? WHERE rowid = ?",
                     (session_id, text, meta, body_terms, head_terms, old["rowid"]),
                 )
-                rowid = int(old["rowid"])
-            else:
-                cur = conn.execute(
-                    "INSERT INTO lexical_docs (doc_id, session_id, content, metadata, created, body_terms,"
-                    " head_terms, ctx_terms, ctx_rowid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (doc_id, session_id, text, meta, time.time(), body_terms, head_terms, ctx_terms, ctx_rowid),
-                )
-                rowid = int(cur.lastrowid or 0)
-            self._fts_insert(conn, rowid, body_terms, head_terms, ctx_terms)
+                self._fts_reinsert(conn, [old["rowid"]], upto)
         self._writes += 1
+        self._pending += 1
+        if self._pending >= INDEX_BATCH:
+            self._index_pending()
 
     def _delete_rows(self, rows: Sequence[sqlite3.Row]) -> int:
         """Delete rows from the table and the index, and the copies of their words other turns
         hold as context, then purge the file."""
         if not rows:
             return 0
-        gone = [(r["rowid"],) for r in rows]
+        gone = [r["rowid"] for r in rows]
         with self._db.atomic() as conn:
-            self._fts_delete(conn, rows)
-            conn.executemany("DELETE FROM lexical_docs WHERE rowid = ?", gone)
+            upto = self._indexed_upto(conn)
+            self._fts_delete(conn, rows, upto)
+            conn.executemany("DELETE FROM lexical_docs WHERE rowid = ?", [(r,) for r in gone])
             heirs: list[sqlite3.Row] = []
-            for (rowid,) in gone:
+            for start in range(0, len(gone), 500):
+                chunk = gone[start : start + 500]
+                marks = ",".join("?" * len(chunk))
                 heirs.extend(
-                    conn.execute(f"SELECT rowid, {_COLUMNS} FROM lexical_docs WHERE ctx_rowid = ?", (rowid,)).fetchall()
+                    conn.execute(
+                        f"SELECT rowid, {_COLUMNS} FROM lexical_docs WHERE ctx_rowid IN ({marks})", chunk
+                    ).fetchall()
                 )
-            self._fts_delete(conn, heirs)
-            for h in heirs:
-                conn.execute("UPDATE lexical_docs SET ctx_terms = '', ctx_rowid = NULL WHERE rowid = ?", (h["rowid"],))
-                self._fts_insert(conn, h["rowid"], h["body_terms"], h["head_terms"], "")
+            self._fts_delete(conn, heirs, upto)
+            conn.executemany(
+                "UPDATE lexical_docs SET ctx_terms = '', ctx_rowid = NULL WHERE rowid = ?",
+                [(h["rowid"],) for h in heirs],
+            )
+            self._fts_reinsert(conn, [h["rowid"] for h in heirs], upto)
         self._writes += 1
         self._purge()
         return len(rows)
@@ -353,11 +405,11 @@ class LexicalMemory(BaseRetrievalMemory):
         The last line's terms count ``last_line_weight`` times (the newest text matters most).
         """
         opts: LexicalOptions = self.options
-        lines = query.rstrip().rsplit("\n", 1)
+        lines = query.strip().rsplit("\n", 1)
         terms = query_terms(lines[-1], opts.lang, extra_stopwords=opts.extra_stopwords, unigrams=True)
-        terms = terms * opts.last_line_weight
         if len(lines) == 2:
-            terms = query_terms(lines[0], opts.lang, extra_stopwords=opts.extra_stopwords, unigrams=True) + terms
+            earlier = query_terms(lines[0], opts.lang, extra_stopwords=opts.extra_stopwords, unigrams=True)
+            terms = earlier + terms * opts.last_line_weight
         counts = Counter(terms)
         if len(counts) > opts.max_query_terms:
             newest = list(dict.fromkeys(reversed(terms)))[: opts.max_query_terms]
@@ -384,21 +436,78 @@ class LexicalMemory(BaseRetrievalMemory):
             return []
         if not self._fts:
             return self._query_fallback(counts, top_k, session_id)
+        if self._pending or self._has_pending():
+            self._index_pending()
+        counts = self._prune(counts)
         opts: LexicalOptions = self.options
         weights = f"1.0, {float(opts.head_weight)!r}, {float(opts.context_weight)!r}"
-        where = "lexical_fts MATCH ?"
-        params: list[Any] = [self._match_expression(counts)]
-        if session_id is not None:
-            where += " AND d.session_id = ?"
-            params.append(session_id)
-        params.append(int(top_k))
-        rows = self._db.query(
-            f"SELECT d.doc_id, d.session_id, d.content, d.metadata, -bm25(lexical_fts, {weights}) AS score"
-            " FROM lexical_fts JOIN lexical_docs AS d ON d.rowid = lexical_fts.rowid"
-            f" WHERE {where} ORDER BY score DESC LIMIT ?",
-            params,
-        )
+        match = self._match_expression(counts)
+        columns = "d.doc_id, d.session_id, d.content, d.metadata"
+        if session_id is None:  # rank in the index, then read the few winning rows
+            rows = self._db.query(
+                f"SELECT {columns}, f.score FROM (SELECT rowid, -bm25(lexical_fts, {weights}) AS score"
+                " FROM lexical_fts WHERE lexical_fts MATCH ? ORDER BY score DESC LIMIT ?) AS f"
+                " JOIN lexical_docs AS d ON d.rowid = f.rowid ORDER BY f.score DESC",
+                (match, int(top_k)),
+            )
+        else:
+            rows = self._db.query(
+                f"SELECT {columns}, -bm25(lexical_fts, {weights}) AS score"
+                " FROM lexical_fts JOIN lexical_docs AS d ON d.rowid = lexical_fts.rowid"
+                " WHERE lexical_fts MATCH ? AND d.session_id = ? ORDER BY score DESC LIMIT ?",
+                (match, session_id, int(top_k)),
+            )
         return [self._hit(r, float(r["score"])) for r in rows]
+
+    def _doc_count(self) -> int:
+        """How many documents the index holds (cached until this or another process writes)."""
+        key = (int(self._db.scalar("PRAGMA data_version") or 0), self._writes)
+        if self._count is None or self._count[0] != key:
+            self._count = (key, int(self._db.scalar("SELECT count(*) FROM lexical_fts_docsize") or 0))
+        return self._count[1]
+
+    def _prune(self, counts: Counter[str]) -> Counter[str]:
+        """On a large memory, leave out terms that cost much and tell little.
+
+        Below ``PRUNE_MIN_DOCUMENTS`` nothing changes. Above it, a term found in more than half
+        of the documents is left out (bm25 gives it no weight anyway), and the remaining terms
+        are searched rarest first until their documents add up to ``PRUNE_POSTINGS`` (at least
+        one term is always kept): this bounds the time of a query on any memory size.
+        """
+        n = self._doc_count()
+        if n < PRUNE_MIN_DOCUMENTS or not counts:
+            return counts
+        df = self._document_frequencies(list(counts), n)
+        ranked = sorted(counts, key=lambda t: df.get(t, 0))
+        kept: Counter[str] = Counter()
+        postings = 0
+        for term in ranked:
+            freq = df.get(term, 0)
+            if kept and (freq > n // 2 or postings + freq > PRUNE_POSTINGS):
+                break
+            kept[term] = counts[term]
+            postings += freq
+        return kept
+
+    def _document_frequencies(self, terms: list[str], n: int) -> dict[str, int]:
+        """How many documents hold each term (fts5vocab; cached while the memory grows < 10%)."""
+        if not self._vocab:
+            self._db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.lexical_vocab USING fts5vocab(main, lexical_fts, 'row')"
+            )
+            self._vocab = True
+        out: dict[str, int] = {}
+        for term in terms:
+            cached = self._df.get(term)
+            if cached is not None and n <= cached[1] * 1.1:
+                out[term] = cached[0]
+                continue
+            freq = int(self._db.scalar("SELECT doc FROM temp.lexical_vocab WHERE term = ?", (term,)) or 0)
+            if len(self._df) >= DF_CACHE_SIZE:
+                self._df.clear()
+            self._df[term] = (freq, n)
+            out[term] = freq
+        return out
 
     @staticmethod
     def _hit(row: sqlite3.Row, score: float) -> MemoryHit:
@@ -439,3 +548,8 @@ class LexicalMemory(BaseRetrievalMemory):
 
     def _close(self) -> None:
         self._ranker = None
+        if self._pending:
+            try:
+                self._index_pending()
+            except (StorageError, sqlite3.Error) as exc:  # indexed by the next process that searches
+                LOG.warning("LexicalMemory: could not index the last documents before closing (%s)", exc)

@@ -121,6 +121,12 @@ def _stem(folded: str) -> str:
     return folded
 
 
+@functools.lru_cache(maxsize=200_000)
+def _index_term(word: str) -> str:
+    """A word's index term: folded and stemmed (one cached call on the hot path)."""
+    return _stem(fold_word(word))
+
+
 def _units(run: str) -> list[str] | str:
     """The characters of a spaceless run, a Thai (Lao, Khmer, ...) base letter kept together
     with the vowel and tone marks written on it."""
@@ -163,9 +169,18 @@ def _analyze(text: str, stops: frozenset[str] | None, unigrams: bool = False) ->
     the run's bigrams).
     """
     out: list[str] = []
-    for m in _TOKEN.finditer(_prepare(text)):
-        run = m.group("run")
-        if run is not None:
+    for run, word in _TOKEN.findall(_prepare(text)):
+        if word:
+            if stops is None:
+                term = _index_term(word)
+                if term:
+                    out.append(term)
+                continue
+            folded = fold_word(word)
+            if folded and folded not in stops:
+                out.append(_stem(folded))
+            continue
+        if run:
             units = _units(run)
             if len(units) == 1:
                 if stops is None or run not in stops:
@@ -180,11 +195,6 @@ def _analyze(text: str, stops: frozenset[str] | None, unigrams: bool = False) ->
             out.extend(units[i] + units[i + 1] for i in range(len(units) - 1) if not covered[i] or not covered[i + 1])
             if unigrams:
                 out.extend(u for u in units if u not in stops)
-            continue
-        folded = fold_word(m.group("word"))
-        if not folded or (stops is not None and folded in stops):
-            continue
-        out.append(_stem(folded))
     return out
 
 

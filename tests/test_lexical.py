@@ -351,3 +351,54 @@ def test_plain_sqlite_reader_sees_the_documents(tmp_path: Path) -> None:
         assert conn.execute("SELECT content FROM lexical_docs").fetchall() == [("readable by any sqlite client",)]
     finally:
         conn.close()
+
+
+# -- deferred indexing and pruning ---------------------------------------------------------------
+
+
+def _integrity_check(m: LexicalMemory) -> None:
+    m._index_pending()
+    m._db.execute("INSERT INTO lexical_fts (lexical_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_deferred_index_stays_consistent(tmp_path: Path) -> None:
+    from ovos_memory_plugins import lexical
+
+    with LexicalMemory({"root": str(tmp_path)}) as m:
+        ids = [m.store(f"Caroline: batch note {i} about otter {i}", "s") for i in range(lexical.INDEX_BATCH + 5)]
+        # the last documents are pending until this search, which indexes them first
+        assert m.search("otter 260", top_k=1)[0].source == ids[260]
+        pending = m.store("Melanie: a pending note about herons", "s", {"v": 1})
+        m.store("Melanie: a pending note about herons", "s", {"v": 2})  # upsert of a pending row
+        m.store("Caroline: batch note 3 about otter 3", "s", {"v": 3})  # upsert of an indexed row
+        m.delete([ids[0], ids[-1]])  # an indexed row and the one after it in the session
+        hits = m.search("herons", top_k=3)
+        assert [h.source for h in hits] == [pending] and hits[0].metadata["v"] == 2
+        assert m.search("otter 3", top_k=1)[0].metadata["v"] == 3
+        _integrity_check(m)
+
+
+def test_close_indexes_what_is_pending(tmp_path: Path) -> None:
+    with LexicalMemory({"root": str(tmp_path)}) as m:
+        m.store("the albatross flies far", "s")
+    conn = sqlite3.connect(tmp_path / "lexical.db")
+    try:
+        assert conn.execute("SELECT count(*) FROM lexical_fts_docsize").fetchone() == (1,)
+    finally:
+        conn.close()
+
+
+def test_large_memories_prune_common_terms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ovos_memory_plugins import lexical
+
+    monkeypatch.setattr(lexical, "PRUNE_MIN_DOCUMENTS", 20)
+    monkeypatch.setattr(lexical, "PRUNE_POSTINGS", 10)
+    with LexicalMemory({"root": str(tmp_path)}) as m:
+        for i in range(40):
+            m.store(f"weather report {i}: cloudy", "s")
+        rare = m.store("weather report: a tornado was seen", "s")
+        assert m.search("weather tornado", top_k=3)[0].source == rare
+        assert dict(m._prune(m._query_terms("weather tornado"))) == {"tornado": 1}
+        # a query of common terms only still searches its rarest term
+        assert m.search("weather", top_k=3)
+        _integrity_check(m)
