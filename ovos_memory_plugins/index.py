@@ -323,12 +323,12 @@ class VectorIndex(IndexBase):
 
     def weight(self, query: str) -> float:
         """How far to trust this arm for ``query``, from the embedder's ``coverage(query)`` (the
-        share of the query it can read) when it has one: 0 at 50 % or less, 1 at 90 % or more,
+        share of the query it can read) when it has one: 0 at 60 % or less, 1 at 90 % or more,
         linear between. Without ``coverage``: 1."""
         coverage = getattr(self.embedder, "coverage", None)
         if not callable(coverage):
             return 1.0
-        return max(0.0, min(1.0, (float(coverage(query)) - 0.5) / 0.4))
+        return max(0.0, min(1.0, (float(coverage(query)) - 0.6) / 0.3))
 
     # -- re-embedding --------------------------------------------------------------------------
 
