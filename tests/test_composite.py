@@ -357,6 +357,16 @@ def test_history_comes_from_the_primary(tmp_path: Path) -> None:
         assert [m.content for m in msgs] == ["hello", "hi", "only b heard this", "yes", "next"]
 
 
+@pytest.mark.parametrize("mode", ["history", "utterance"])
+def test_history_query_mode_searches_with_the_window(tmp_path: Path, mode: str) -> None:
+    with composite(tmp_path, member(), retrieval={"query_mode": mode}) as mem:
+        mem.store("Bartholomew the cat is orange", "old")
+        mem.update_history(exchange("tell me about Bartholomew", "which one?"), "s")
+        msgs = mem.build_conversation_context("what colour", "s")
+        recalled = any("Bartholomew the cat is orange" in m.content for m in msgs)
+        assert recalled == (mode == "history")
+
+
 def test_context_blocks_go_after_the_system_prompt_and_before_recall(tmp_path: Path) -> None:
     with composite(
         tmp_path,
