@@ -493,10 +493,11 @@ class MiniLMEmbedder:
         self.id = "local:all-MiniLM-L6-v2-int8:384"
 
     def embed(self, texts: list[str]) -> Matrix:
-        """Mean-pooled, unit-length vectors."""
+        """Mean-pooled, unit-length vectors (texts batched by length, so padding stays short)."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = []
         for start in range(0, len(texts), 32):
-            enc = self._tokenizer.encode_batch(texts[start : start + 32])
+            enc = self._tokenizer.encode_batch([texts[i] for i in order[start : start + 32]])
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask}
@@ -506,7 +507,11 @@ class MiniLMEmbedder:
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out.append(pooled.astype(np.float32))
-        return normalize_rows(np.concatenate(out)) if out else np.zeros((0, self.dimension), np.float32)
+        if not out:
+            return np.zeros((0, self.dimension), np.float32)
+        result = np.empty((len(texts), self.dimension), dtype=np.float32)
+        result[order] = np.concatenate(out)
+        return normalize_rows(result)
 
     def coverage(self, text: str) -> float:
         """The share of ``text``'s word pieces the vocabulary knows (1.0 for a text with none)."""
