@@ -9,7 +9,7 @@ memory plugin loaded by its entry-point name, so third-party backends join the s
         "namespace": "ada",
         "members": [
             {"module": "ovos-memory-plugin-lexical"},
-            {"module": "ovos-memory-plugin-vector", "config": {"embedder": {"module": "hashing"}}},
+            {"module": "ovos-memory-plugin-vector", "config": {"embedder": "local"}},
             {"module": "ovos-memory-plugin-sticky"}
         ],
         "fusion": "rrf"
@@ -320,6 +320,7 @@ class _Member:
         self.writer = _DaemonPool(f"composite-{spec.name}-write", 1)
         self.lock = threading.Lock()
         self.late = 0  # calls still running past their turn's deadline
+        self.failing = False  # the last call raised or was late (repeats are logged at DEBUG)
         self.pending_writes = 0
 
     @property
@@ -522,26 +523,19 @@ class CompositeMemory(BaseRetrievalMemory):
         out: list[tuple[_Member, T]] = []
         for m, future in started:
             if not future.done():
-                LOG.warning(
-                    "CompositeMemory: member %r took longer than %d ms for %s; skipped for this turn",
-                    m.name,
-                    self.options.member_timeout_ms,
-                    what,
-                )
                 with m.lock:
                     m.late += 1
                 future.add_done_callback(functools.partial(_settle_late, m))
+                limit = self.options.member_timeout_ms
+                _report(m, f"took longer than {limit} ms for {what}; skipped for this turn")
                 continue
             exc = future.exception()
             if exc is not None:
-                LOG.warning(
-                    "CompositeMemory: member %r raised %s for %s: %s; skipped for this turn",
-                    m.name,
-                    type(exc).__name__,
-                    what,
-                    exc,
-                )
+                _report(m, f"raised {type(exc).__name__} for {what}: {exc}; skipped for this turn")
                 continue
+            if m.failing:
+                m.failing = False
+                LOG.info("CompositeMemory: member %r answers again", m.name)
             out.append((m, future.result()))
         return out
 
@@ -845,6 +839,13 @@ def _flag(configured: bool | None, instance: Any, attribute: str, guess: bool) -
         return configured
     declared = getattr(instance, attribute, None)
     return declared if isinstance(declared, bool) else guess
+
+
+def _report(m: _Member, problem: str) -> None:
+    """A WARNING when a member starts failing, DEBUG while it keeps failing (no log flood)."""
+    level = logging.DEBUG if m.failing else logging.WARNING
+    m.failing = True
+    LOG.log(level, "CompositeMemory: member %r %s", m.name, problem)
 
 
 def _settle_late(m: _Member, _future: Future[Any]) -> None:

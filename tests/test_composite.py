@@ -224,11 +224,19 @@ def test_member_that_fails_to_load_is_skipped_with_one_line(tmp_path: Path, capl
 
 
 def test_member_that_raises_is_skipped_for_the_turn(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     with composite(tmp_path, member(name="good"), member(name="bad", config={"fail": True})) as mem:
         mem.update_history(exchange("my locker is number 88", "locker 88, noted"), "s")
-        msgs = mem.build_conversation_context("which locker number", "s2")
-        assert "locker 88" in msgs[-2].content and msgs[-1].content == "which locker number"
-        assert any("'bad' raised RuntimeError" in line for line in records(caplog))
+        for _ in range(3):
+            msgs = mem.build_conversation_context("which locker number", "s2")
+            assert "locker 88" in msgs[-2].content and msgs[-1].content == "which locker number"
+        assert sum("'bad' raised RuntimeError" in line for line in records(caplog)) == 1  # no flood
+        mem.members["bad"].options.fail = False
+        mem.build_conversation_context("which locker number", "s2")
+        assert any("'bad' answers again" in line for line in records(caplog, logging.INFO))
+        mem.members["bad"].options.fail = True
+        mem.build_conversation_context("which locker number", "s2")
+        assert sum("'bad' raised RuntimeError" in line for line in records(caplog)) == 2
 
 
 @pytest.mark.parametrize("slow_is_primary", [False, True])
