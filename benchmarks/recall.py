@@ -225,7 +225,7 @@ def _mean(values: list[float]) -> float:
 def report(set_name: str, results: dict[str, dict[str, dict[int, list[float]]]], seconds: dict[str, float]) -> None:
     """Print one table: a row per category, R@5 and R@10 per setup."""
     labels = list(results)
-    cats = ["overall", *sorted({c for r in results.values() for c in r if c != "overall"})]
+    cats = ["overall", *sorted({c for r in results.values() for c in r if c not in ("overall", "all")})]
     print(f"\n## {set_name}")
     header = f"{'category':<28}{'n':>6}" + "".join(f"{label[:22]:>24}" for label in labels)
     print(header)

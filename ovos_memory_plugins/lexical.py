@@ -58,7 +58,7 @@ INDEX_BATCH = 256
 #: Memories with fewer documents search every query term.
 PRUNE_MIN_DOCUMENTS = 5_000
 #: On larger memories, query terms are searched rarest first until their documents add up to this.
-PRUNE_POSTINGS = 6_000
+PRUNE_POSTINGS = 3_000
 #: Document frequencies remembered per open memory.
 DF_CACHE_SIZE = 50_000
 #: A query term repeated more than this many times counts this many times.
