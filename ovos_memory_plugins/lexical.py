@@ -55,6 +55,8 @@ TOKENIZER_VERSION = "1"
 
 #: Stored documents are indexed in batches of at most this many (and before every search).
 INDEX_BATCH = 256
+#: Pages the WAL may grow to before it is checkpointed (SQLite's default is 1,000).
+WAL_CHECKPOINT_PAGES = 4_000
 #: Memories with fewer documents search every query term.
 PRUNE_MIN_DOCUMENTS = 5_000
 #: On larger memories, query terms are searched rarest first until their documents add up to this.
@@ -211,6 +213,8 @@ class LexicalMemory(BaseRetrievalMemory):
 
     def _prepare(self, db: Database) -> None:
         db.execute("PRAGMA secure_delete = ON")
+        # checkpoint (and fsync) the WAL every ~16 MB instead of every ~4 MB: a third faster stores
+        db.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
         db.migrate("lexical", MIGRATIONS)
         self._fts = bool(self.use_fts5 and sqlite_layer.fts5_available())
         version = db.scalar("SELECT value FROM lexical_meta WHERE key = 'tokenizer'")

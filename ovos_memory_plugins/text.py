@@ -43,6 +43,9 @@ __all__ = [
 #: Recall queries are cut to this many characters (the utterance itself is never cut).
 MAX_QUERY_CHARS = 4000
 
+#: Longer words are cut to this many characters before they become terms.
+MAX_WORD_CHARS = 64
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -171,6 +174,7 @@ def _analyze(text: str, stops: frozenset[str] | None, unigrams: bool = False) ->
     out: list[str] = []
     for run, word in _TOKEN.findall(_prepare(text)):
         if word:
+            word = word[:MAX_WORD_CHARS]  # a 1 MB "word" (a blob, a key held down) stays cheap
             if stops is None:
                 term = _index_term(word)
                 if term:
@@ -225,11 +229,12 @@ def query_terms(
     Repeated terms are kept: a term said twice weighs twice in a query. ``unigrams`` as in
     :func:`tokenize` (single characters that are stop words are left out).
     """
-    stops = stop_words(lang)
-    extra = tuple(extra_stopwords)
-    if extra:
-        stops = stops | _fold_list(extra)
-    return _analyze(text, stops, unigrams)
+    return _analyze(text, _stop_set(lang, tuple(extra_stopwords)), unigrams)
+
+
+@functools.lru_cache(maxsize=64)
+def _stop_set(lang: str | None, extra: tuple[str, ...]) -> frozenset[str]:
+    return stop_words(lang) | _fold_list(extra) if extra else stop_words(lang)
 
 
 # -- stop words ------------------------------------------------------------------------------

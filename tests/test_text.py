@@ -90,3 +90,8 @@ def test_stop_word_lists() -> None:
 def test_hostile_text_never_raises(text: str) -> None:
     assert isinstance(tokenize(text), list)
     assert isinstance(query_terms(text), list)
+
+
+def test_huge_words_are_cut() -> None:
+    assert tokenize("q" * 1_000_000) == ["q" * 64]
+    assert query_terms("zebra" * 100) == ["zebra" * 12 + "zebr"]
