@@ -3,7 +3,7 @@
 Usage (from the project root)::
 
     python benchmarks/recall.py ovos-memory-plugin-lexical [more plugins or setups ...] \\
-        [--sets locomo,madial-zh,madial-en,longmemeval] [--config '{"lang": "en"}'] [--limit N]
+        [--sets locomo,madial-zh,madial-en,longmemeval] [--config '{"lang": "en"}']
 
 Each positional argument is a named setup from :data:`SETUPS` (``lexical``, ...) or an
 entry-point name of the ``opm.agents.memory`` group, loaded through OPM. ``--config`` is merged
