@@ -32,7 +32,7 @@ import re
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -400,6 +400,27 @@ class LexicalMemory(BaseRetrievalMemory):
 
     def _session_document_ids(self, session_id: str) -> list[str]:
         return [r[0] for r in self._db.query("SELECT doc_id FROM lexical_docs WHERE session_id = ?", (session_id,))]
+
+    def iter_documents(self) -> Iterator[dict[str, Any]]:
+        """Every stored document, oldest first, as ``{"id", "text", "session_id", "metadata"}``
+        (``ovos-memory export``, the editor). Reads in pages, so a large memory streams."""
+        last = 0
+        while True:
+            rows = self._db.query(
+                "SELECT rowid, doc_id, content, session_id, metadata FROM lexical_docs"
+                " WHERE rowid > ? ORDER BY rowid LIMIT 500",
+                (last,),
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield {
+                    "id": row["doc_id"],
+                    "text": row["content"],
+                    "session_id": row["session_id"],
+                    "metadata": json.loads(row["metadata"]),
+                }
+            last = rows[-1]["rowid"]
 
     # -- querying ----------------------------------------------------------------------------
 
