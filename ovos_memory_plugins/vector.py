@@ -88,7 +88,7 @@ class VectorOptions:
     )
     keyword_weight: float = option(1.0, doc="Weight of the keyword arm in the hybrid fusion.", minimum=0)
     vector_weight: float = option(
-        0.75,
+        0.5,
         doc="Weight of the vector arm in the hybrid fusion (times the embedder's coverage of the query).",
         minimum=0,
     )
