@@ -42,6 +42,10 @@ SETUPS: dict[str, tuple[str, dict[str, Any]]] = {
     "hybrid": ("ovos-memory-plugin-vector", {"embedder": "local", "hybrid": True}),
     "hybrid-e5": ("ovos-memory-plugin-vector", {"embedder": "local-e5", "hybrid": True}),
     # composite recipes (docs/composite.md): keyword + vector members fused with RRF
+    "composite-lexical": (  # one member: the composite's own overhead (benchmarks/latency.py)
+        "ovos-memory-plugin-composite",
+        {"members": [{"module": "ovos-memory-plugin-lexical"}], "member_timeout_ms": 600_000},
+    ),
     "composite-lexical+vector": (
         "ovos-memory-plugin-composite",
         {
