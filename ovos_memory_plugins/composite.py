@@ -437,7 +437,7 @@ class CompositeMemory(BaseRetrievalMemory):
         except BackendError as exc:
             _close_quietly(instance)
             return self._skip(spec, f"{label} is skipped: {exc}")
-        semantic = _flag(spec.semantic, instance, "semantic_search", spec.module in SEMANTIC_MODULES)
+        semantic = _flag(spec.semantic, instance, "semantic_search", _looks_semantic(spec.module, instance))
         recall = _flag(spec.recall, instance, "composite_recall", spec.module not in BLOCK_ONLY_MODULES)
         return _Member(spec, instance, caps, semantic, recall)
 
@@ -831,6 +831,15 @@ class CompositeMemory(BaseRetrievalMemory):
                 continue
             _close_quietly(m.instance)
         close_llm(self._llm)
+
+
+def _looks_semantic(module: str, instance: Any) -> bool:
+    """The guess for ``expand_query: auto``: a member with a working embedder (not the hashing
+    one, which matches words, not meaning), else one of :data:`SEMANTIC_MODULES`."""
+    embedder_id = getattr(getattr(instance, "embedder", None), "id", None)
+    if isinstance(embedder_id, str):
+        return not embedder_id.startswith(("hash", "unavailable"))
+    return module in SEMANTIC_MODULES
 
 
 def _flag(configured: bool | None, instance: Any, attribute: str, guess: bool) -> bool:

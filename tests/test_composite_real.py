@@ -35,3 +35,17 @@ def test_sticky_notes_are_shown_once(tmp_path: Path) -> None:
         mem.build_conversation_context("remember that my bike is the red one", "s")
         msgs = mem.build_conversation_context("which bike is mine", "s")
         assert sum("my bike is the red one" in m.content for m in msgs) == 1
+
+
+def test_expand_query_auto_guesses_semantic_members(tmp_path: Path) -> None:
+    def expands(embedder: str) -> tuple[bool, str]:
+        members = [{"module": LEXICAL}, {"module": VECTOR, "config": {"embedder": embedder}}]
+        llm = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}  # never called here
+        with CompositeMemory({"root": str(tmp_path / embedder), "members": members, "llm": llm}) as mem:
+            return bool(mem._expand), str(mem.members["vector"].embedder.id)
+
+    assert expands("hash")[0]  # the hashing embedder matches words, not meaning
+    expand, embedder_id = expands("local")
+    if embedder_id == "unavailable":
+        pytest.skip("the [local] extra is not installed: no local embedder")
+    assert not expand
