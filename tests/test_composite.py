@@ -23,7 +23,7 @@ from ovos_memory_plugins import ConfigError, MemoryHit, validate_config
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.composite import CompositeMemory
 from ovos_memory_plugins.config import option
-from ovos_memory_plugins.fakes import Garbled, HTTPFailure, ScriptedOpenAIServer
+from ovos_memory_plugins.fakes import Delay, Garbled, HTTPFailure, ScriptedOpenAIServer
 from ovos_memory_plugins.testing import InMemoryMemory, MemoryContract, exchange
 
 SCRIPTED = "composite-test-scripted"
@@ -461,6 +461,17 @@ def test_expand_query_fails_open(tmp_path: Path) -> None:
             msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
             assert "Bartholomew is orange" in msgs[-2].content  # unexpanded recall still works
             assert len(server.chat_requests) == 3
+
+
+def test_a_hanging_llm_costs_only_its_timeout(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(chat=[Delay(5.0, then="cat orange")]) as server:
+        mem = composite(tmp_path, member(), llm={**llm_block(server), "timeout": 0.3})
+        with mem:
+            mem.update_history(exchange("my cat Bartholomew is orange", "lovely"), "old")
+            start = time.monotonic()
+            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
+            assert time.monotonic() - start < 0.3 + 0.4
+            assert "Bartholomew is orange" in msgs[-2].content  # recall without the expansion
 
 
 def test_expand_query_auto_is_off_with_a_semantic_member(tmp_path: Path) -> None:
