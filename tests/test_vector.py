@@ -84,6 +84,32 @@ def test_numpy_path_is_exact_against_brute_force(tmp_path: Path) -> None:
         store.db.close()
 
 
+def test_ram_matrix_stays_exact_through_growth_updates_and_removals(tmp_path: Path) -> None:
+    db, _ = open_vector_database(tmp_path / "g.db", False)
+    try:
+        store = VectorStore(db)
+        rng = np.random.default_rng(3)
+        vectors = rng.standard_normal((200, 16)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store.put_document("d000", "s0", "t", {})
+        store.put_vectors("sp", [("d000", vectors[0])])
+        assert store.search("sp", vectors[0], 1)[0][0] == "d000"  # the RAM matrix exists from here on
+        for i in range(1, 200):
+            store.put_document(f"d{i:03d}", f"s{i % 4}", f"t{i}", {})
+            store.put_vectors("sp", [(f"d{i:03d}", vectors[i])])
+        store.delete([f"d{i:03d}" for i in range(0, 200, 7)])
+        store.put_document("d001", "s3", "moved to another session", {})  # drops its vector
+        alive = [i for i in range(200) if i % 7 and i != 1]
+        q = vectors[10]
+        for session in (None, "s2"):
+            keep = [i for i in alive if session is None or i % 4 == 2]
+            expected = sorted(keep, key=lambda i: -float(vectors[i] @ q))[:10]
+            assert [d for d, _ in store.search("sp", q, 10, session)] == [f"d{i:03d}" for i in expected]
+        assert store.search("sp", q, 10, "nobody") == []
+    finally:
+        db.close()
+
+
 def test_sqlite_vec_request_without_extension_falls_back_with_one_log_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

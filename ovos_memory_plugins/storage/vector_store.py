@@ -127,28 +127,48 @@ class StoredDocument:
 
 
 class _Matrix:
-    """One space's vectors in RAM: a (dimension x capacity) float32 array, one column per document."""
+    """One space's vectors in RAM: a (dimension x capacity) float32 array, one column per
+    document, and each column's session as an integer code (so a session filter is one
+    vectorised comparison)."""
 
-    def __init__(self, dimension: int) -> None:
+    def __init__(self, dimension: int, capacity: int = 64) -> None:
         self.dimension = dimension
-        self.data: Vector = np.zeros((dimension, 64), dtype=np.float32)
+        self.data: Vector = np.zeros((dimension, capacity), dtype=np.float32)
+        self.codes: npt.NDArray[np.int32] = np.zeros(capacity, dtype=np.int32)
         self.ids: list[str] = []
-        self.sessions: list[str] = []
         self.position: dict[str, int] = {}
+        self.session_codes: dict[str, int] = {}
+
+    def _code(self, session_id: str) -> int:
+        return self.session_codes.setdefault(session_id, len(self.session_codes))
+
+    def load(self, ids: list[str], sessions: list[str], vectors: Vector) -> None:
+        """Fill an empty matrix with ``vectors`` (one row per id)."""
+        n = len(ids)
+        capacity = max(64, 1 << max(n - 1, 0).bit_length())
+        self.data = np.zeros((self.dimension, capacity), dtype=np.float32)
+        self.data[:, :n] = vectors.T
+        self.codes = np.zeros(capacity, dtype=np.int32)
+        self.codes[:n] = [self._code(sid) for sid in sessions]
+        self.ids = list(ids)
+        self.position = {doc_id: i for i, doc_id in enumerate(ids)}
 
     def put(self, doc_id: str, session_id: str, vector: Vector) -> None:
         i = self.position.get(doc_id)
         if i is None:
             i = len(self.ids)
             if i >= self.data.shape[1]:
-                grown = np.zeros((self.dimension, max(64, self.data.shape[1] * 2)), dtype=np.float32)
+                capacity = max(64, self.data.shape[1] * 2)
+                grown = np.zeros((self.dimension, capacity), dtype=np.float32)
                 grown[:, :i] = self.data[:, :i]
                 self.data = grown
+                codes = np.zeros(capacity, dtype=np.int32)
+                codes[:i] = self.codes[:i]
+                self.codes = codes
             self.ids.append(doc_id)
-            self.sessions.append(session_id)
             self.position[doc_id] = i
         self.data[:, i] = vector
-        self.sessions[i] = session_id
+        self.codes[i] = self._code(session_id)
 
     def remove(self, doc_id: str) -> None:
         i = self.position.pop(doc_id, None)
@@ -158,11 +178,10 @@ class _Matrix:
         if i != last:
             moved = self.ids[last]
             self.data[:, i] = self.data[:, last]
+            self.codes[i] = self.codes[last]
             self.ids[i] = moved
-            self.sessions[i] = self.sessions[last]
             self.position[moved] = i
         self.ids.pop()
-        self.sessions.pop()
 
     def search(self, query: Vector, k: int, session_id: str | None) -> list[tuple[str, float]]:
         n = len(self.ids)
@@ -170,7 +189,10 @@ class _Matrix:
             return []
         scores = query @ self.data[:, :n]
         if session_id is not None:
-            mask = np.fromiter((s == session_id for s in self.sessions), dtype=bool, count=n)
+            code = self.session_codes.get(session_id)
+            if code is None:
+                return []
+            mask = self.codes[:n] == code
             scores = np.where(mask, scores, -np.inf)
             k = min(k, int(mask.sum()))
             if k == 0:
@@ -369,14 +391,8 @@ class VectorStore:
             (space,),
         )
         if rows:
-            n = len(rows)
-            flat = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(n, dim)
-            capacity = max(64, 1 << (n - 1).bit_length())
-            matrix.data = np.zeros((dim, capacity), dtype=np.float32)
-            matrix.data[:, :n] = flat.T
-            matrix.ids = [r[0] for r in rows]
-            matrix.sessions = [r[1] for r in rows]
-            matrix.position = {doc_id: i for i, doc_id in enumerate(matrix.ids)}
+            flat = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            matrix.load([r[0] for r in rows], [r[1] for r in rows], flat)
         self._matrices[space] = matrix
         return matrix
 
