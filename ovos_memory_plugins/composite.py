@@ -59,7 +59,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_memory_plugins.base import BaseRetrievalMemory, exchange_text
 from ovos_memory_plugins.common import MemoryHit, fuse, normalize_content
-from ovos_memory_plugins.config import ParsedConfig, option, validate_config
+from ovos_memory_plugins.config import ParsedConfig, option, parse_config, resolve_root, validate_config
 from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm
 from ovos_memory_plugins.protocols import Capabilities, capabilities
@@ -321,6 +321,7 @@ class _Member:
         self.lock = threading.Lock()
         self.late = 0  # calls still running past their turn's deadline
         self.failing = False  # the last call raised or was late (repeats are logged at DEBUG)
+        self.folder: Path | None = None  # where a member of this package keeps its files
         self.pending_writes = 0
 
     @property
@@ -427,8 +428,14 @@ class CompositeMemory(BaseRetrievalMemory):
             return self._skip(
                 spec, f"{label} is skipped: no memory plugin of that name is installed (entry points opm.agents.memory)"
             )
+        config = self.member_config(spec)
+        folder = _folder_of(cls, config)
+        if folder is not None:
+            other = next((m.name for m in self._members if m.folder == folder), None)
+            if other is not None:
+                return self._skip(spec, f"{label} is skipped: it would share the folder {folder} with member {other!r}")
         try:
-            instance = cls(config=self.member_config(spec))
+            instance = cls(config=config)
         except Exception as exc:
             LOG.debug("CompositeMemory: %s failed to start", label, exc_info=True)
             return self._skip(spec, f"{label} is skipped: {cls.__name__}(config) raised {type(exc).__name__}: {exc}")
@@ -439,7 +446,9 @@ class CompositeMemory(BaseRetrievalMemory):
             return self._skip(spec, f"{label} is skipped: {exc}")
         semantic = _flag(spec.semantic, instance, "semantic_search", _looks_semantic(spec.module, instance))
         recall = _flag(spec.recall, instance, "composite_recall", spec.module not in BLOCK_ONLY_MODULES)
-        return _Member(spec, instance, caps, semantic, recall)
+        member = _Member(spec, instance, caps, semantic, recall)
+        member.folder = folder
+        return member
 
     def _skip(self, spec: MemberSpec, reason: str) -> _Member | None:
         LOG.error("CompositeMemory: %s", reason)
@@ -831,6 +840,16 @@ class CompositeMemory(BaseRetrievalMemory):
                 continue
             _close_quietly(m.instance)
         close_llm(self._llm)
+
+
+def _folder_of(cls: type[Any], config: dict[str, Any]) -> Path | None:
+    """The folder a member of this package (a BaseRetrievalMemory) will use; None for others."""
+    if not issubclass(cls, BaseRetrievalMemory):
+        return None
+    try:
+        return resolve_root(parse_config(config).memory).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 def _looks_semantic(module: str, instance: Any) -> bool:

@@ -308,6 +308,13 @@ def test_default_root_gives_each_member_its_own_folder(_isolated_data_home: Path
         assert roots == [base / "composite-test-scripted", base / "composite-test-scripted-2"]
 
 
+def test_two_members_in_one_folder_are_refused(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    shared = {"root": str(tmp_path / "same")}
+    with composite(tmp_path, member(name="a", config=shared), member(name="b", config=shared)) as mem:
+        assert list(mem.members) == ["a"]
+        assert "would share the folder" in mem.skipped["b"] and "'a'" in mem.skipped["b"]
+
+
 # -- history -------------------------------------------------------------------------------------
 
 
