@@ -9,7 +9,7 @@ an OpenAI-compatible chat endpoint through the ``openai`` package (``base_url`` 
 fall back to ``OVOS_MEMORY_LLM_BASE_URL`` / ``OVOS_MEMORY_LLM_API_KEY``, then
 ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``), or::
 
-    "llm": {"module": "ovos-openai-plugin", "config": {...}, "timeout": 30}
+    "llm": {"module": "ovos-chat-openai-plugin", "config": {...}, "timeout": 30}
 
 any OVOS chat-engine plugin loaded through OPM by name, so a persona reuses its own model.
 
