@@ -59,6 +59,8 @@ Matrix = npt.NDArray[np.float32]
 
 #: The names the ``embedder`` key accepts as a plain string.
 EMBEDDER_NAMES = ("hash", "local", "local-minilm", "local-e5")
+#: The local models by name (``{"type": "local", "model": ...}``).
+LOCAL_MODEL_NAMES = ("minilm", "e5-small")
 
 
 @runtime_checkable
@@ -341,6 +343,55 @@ class OPMEmbedder:
 _lock = threading.Lock()
 
 
+#: The keys each ``embedder`` object type accepts (besides ``type``).
+EMBEDDER_KEYS: dict[str, set[str]] = {
+    "hash": {"dimension"},
+    "openai": {
+        "model",
+        "base_url",
+        "api_key",
+        "dimensions",
+        "batch_size",
+        "timeout",
+        "query_prefix",
+        "document_prefix",
+    },
+    "opm": {"module", "config"},
+    "local": {"model", "threads"},
+}
+
+
+def spec_problems(spec: Any) -> list[str]:
+    """What is wrong with an ``embedder`` value, without building anything (empty when fine)."""
+    if isinstance(spec, str):
+        if spec in EMBEDDER_NAMES:
+            return []
+        return [f"key 'embedder': {spec!r} is not accepted; expected one of {', '.join(EMBEDDER_NAMES)} or an object"]
+    if not isinstance(spec, dict):
+        return [f"key 'embedder': {spec!r} is not accepted; expected a name or an object"]
+    kind = spec.get("type")
+    if kind not in EMBEDDER_KEYS:
+        return [f"key 'embedder.type': {kind!r} is not accepted; expected one of {', '.join(sorted(EMBEDDER_KEYS))}"]
+    accepted = ", ".join(sorted(EMBEDDER_KEYS[kind]))
+    problems = [
+        f"unknown key 'embedder.{u}' for type {kind!r}; accepted keys: {accepted}"
+        for u in sorted(set(spec) - EMBEDDER_KEYS[kind] - {"type"}, key=str)
+    ]
+    if kind == "local" and spec.get("model") not in (None, *LOCAL_MODEL_NAMES):
+        names = ", ".join(LOCAL_MODEL_NAMES)
+        problems.append(f"key 'embedder.model': {spec.get('model')!r} is not accepted; expected one of {names}")
+    if kind == "hash" and "dimension" in spec:
+        dim = spec["dimension"]
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 8:
+            problems.append(f"key 'embedder.dimension': {dim!r} is not accepted; expected an integer >= 8")
+    if kind in ("openai", "opm"):
+        name_key = "model" if kind == "openai" else "module"
+        value = spec.get(name_key)
+        if (kind == "opm" or name_key in spec) and (not isinstance(value, str) or not value):
+            problems.append(f"key 'embedder.{name_key}': {value!r} is not accepted; expected a non-empty string")
+    return problems
+
+
 def make_embedder(spec: str | dict[str, Any] | None) -> Embedder:
     """Build an embedder from the ``embedder`` config key.
 
@@ -363,35 +414,11 @@ def make_embedder(spec: str | dict[str, Any] | None) -> Embedder:
         )
     if not isinstance(spec, dict):
         raise ConfigError([f"key 'embedder': {spec!r} is not accepted; expected a name or an object"])
-    kind = spec.get("type")
+    problems = spec_problems(spec)
+    if problems:
+        raise ConfigError(problems)
+    kind = spec["type"]
     rest = {k: v for k, v in spec.items() if k != "type"}
-    allowed: dict[str, set[str]] = {
-        "hash": {"dimension"},
-        "openai": {
-            "model",
-            "base_url",
-            "api_key",
-            "dimensions",
-            "batch_size",
-            "timeout",
-            "query_prefix",
-            "document_prefix",
-        },
-        "opm": {"module", "config"},
-        "local": {"model", "threads"},
-    }
-    if kind not in allowed:
-        raise ConfigError(
-            [f"key 'embedder.type': {kind!r} is not accepted; expected one of {', '.join(sorted(allowed))}"]
-        )
-    unknown = sorted(set(rest) - allowed[kind])
-    if unknown:
-        raise ConfigError(
-            [
-                f"unknown key 'embedder.{u}' for type {kind!r}; accepted keys: {', '.join(sorted(allowed[kind]))}"
-                for u in unknown
-            ]
-        )
     try:
         if kind == "hash":
             return HashingEmbedder(**rest)

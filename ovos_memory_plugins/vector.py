@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Literal
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import ParsedConfig, option
-from ovos_memory_plugins.embedders import EMBEDDER_NAMES, Embedder, check_embedder, make_embedder
+from ovos_memory_plugins.embedders import EMBEDDER_NAMES, Embedder, check_embedder, make_embedder, spec_problems
 from ovos_memory_plugins.errors import BackendError, ConfigError, StorageError
 from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexDocument, MemoryIndex, VectorIndex
 from ovos_memory_plugins.storage.sqlite import Database
@@ -170,15 +170,7 @@ class VectorMemory(BaseRetrievalMemory):
     @classmethod
     def validate_options(cls, parsed: ParsedConfig) -> list[str]:
         """Strict check of the ``embedder`` object's keys (used by ``validate_config``)."""
-        spec = parsed.options.embedder
-        if not isinstance(spec, dict):
-            return []
-        try:
-            if spec.get("type") == "hash":
-                make_embedder(spec)
-        except ConfigError as exc:
-            return exc.problems
-        return []
+        return spec_problems(parsed.options.embedder)
 
     # -- opening -----------------------------------------------------------------------------
 

@@ -284,3 +284,7 @@ def test_validate_config_is_strict() -> None:
         validate_config({"vector_search": "faiss"}, plugin=VectorMemory)
     with pytest.raises(ConfigError, match="embedder"):
         validate_config({"embedder": {"type": "hash", "dimension": 2}}, plugin=VectorMemory)
+    with pytest.raises(ConfigError, match="modle"):
+        validate_config({"embedder": {"type": "openai", "modle": "x"}}, plugin=VectorMemory)
+    with pytest.raises(ConfigError, match="module"):
+        validate_config({"embedder": {"type": "opm"}}, plugin=VectorMemory)
