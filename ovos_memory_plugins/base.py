@@ -197,6 +197,20 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         self._store(doc_id, text, session_id, dict(metadata or {}))
         return doc_id
 
+    def put_document(
+        self, doc_id: str, text: str, session_id: str = "default", metadata: dict[str, Any] | None = None
+    ) -> None:
+        """Store a document under a given id (import, migration, a composite's members).
+
+        Unlike ``store`` the id is the caller's: an export imported into an empty root gets
+        back the same ids, so the same searches return the same results.
+        """
+        if not isinstance(doc_id, str) or not doc_id:
+            raise ValueError("doc_id must be a non-empty string")
+        if not isinstance(text, str) or not clean_text(text).strip():
+            raise ValueError("cannot store empty text")
+        self._store(doc_id, clean_text(text), session_id, dict(metadata or {}))
+
     def _store(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
         with self._lock:
             self._store_document(doc_id, text, session_id, metadata)

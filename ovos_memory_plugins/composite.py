@@ -47,7 +47,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
@@ -767,12 +767,36 @@ class CompositeMemory(BaseRetrievalMemory):
         errors = []
         for m in targets:
             try:
-                m.instance.store(text, session_id, dict(metadata))
+                put = getattr(m.instance, "put_document", None)
+                if callable(put):  # the composite's id, so export/import keeps ids
+                    put(doc_id, text, session_id, dict(metadata))
+                else:
+                    m.instance.store(text, session_id, dict(metadata))
             except Exception as exc:
                 LOG.warning("CompositeMemory: member %r could not store a document: %s", m.name, exc)
                 errors.append(exc)
         if len(errors) == len(targets):
             raise BackendError(f"CompositeMemory: no member could store the document ({errors[0]})")
+
+    def iter_documents(self) -> Iterator[dict[str, Any]]:
+        """Every document of the members whose hits are fused, each id once (export, the editor).
+
+        Members record the same exchanges under the same ids, so the union is what was stored.
+        Raises :class:`BackendError` when no such member can list its documents.
+        """
+        from ovos_memory_plugins.transfer import DOCUMENT_LISTINGS
+        from ovos_memory_plugins.transfer import iter_documents as list_documents
+
+        listing = [m for m in self._members if m.recalls and any(hasattr(m.instance, n) for n in DOCUMENT_LISTINGS)]
+        if not listing:
+            raise BackendError("CompositeMemory: no member that recalls can list its documents")
+        seen: set[str] = set()
+        for m in listing:
+            for doc in list_documents(m.instance):
+                if doc.id in seen:
+                    continue
+                seen.add(doc.id)
+                yield {"id": doc.id, "text": doc.text, "session_id": doc.session_id, "metadata": doc.metadata}
 
     def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
         return self._fused_search(query, lambda _m: None, 2 * top_k)[:top_k]

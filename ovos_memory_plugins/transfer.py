@@ -198,7 +198,7 @@ def import_jsonl(memory: BaseRetrievalMemory, lines: Iterable[str], name: str = 
             bullets.append(f"- [{date}] {text}" if date else f"- {text}")
         elif doc.id:
             # the exported id is kept, so exchange ids (chained, not content-derived) survive
-            memory._store(doc.id, doc.text, doc.session_id, dict(doc.metadata))
+            memory.put_document(doc.id, doc.text, doc.session_id, dict(doc.metadata))
         else:
             memory.store(doc.text, doc.session_id, dict(doc.metadata))
         report.imported += 1
