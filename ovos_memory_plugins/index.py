@@ -405,8 +405,8 @@ class VectorIndex(IndexBase):
 class MemoryIndex(IndexBase):
     """Any :class:`~ovos_memory_plugins.base.BaseRetrievalMemory` as an index arm.
 
-    Writes go through the memory's storage hooks with the caller's doc ids (so ids agree across
-    arms); reads through its public ``search``, so its own session filter and scoring apply.
+    Writes go through its ``put_document`` with the caller's doc ids (so ids agree across arms);
+    reads through its public ``search``, so its own session filter and scoring apply.
     """
 
     def __init__(self, memory: Any, name: str = "keyword") -> None:
@@ -421,7 +421,7 @@ class MemoryIndex(IndexBase):
     def add(self, docs: Sequence[IndexDocument]) -> None:
         """Store each document under its id."""
         for doc in docs:
-            self.memory._store(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
+            self.memory.put_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
 
     def remove(self, ids: Sequence[str]) -> None:
         """Delete by id."""
