@@ -158,7 +158,12 @@ class VectorMemory(BaseRetrievalMemory):
         self.keyword: Any = None
         self.index: HybridIndex | None = None
         if opts.hybrid:
-            self._open_keyword_arm()
+            try:
+                self._open_keyword_arm()
+            except Exception:  # a constructor must not raise: answer with vectors alone
+                LOG.exception("VectorMemory: cannot open the keyword arm; the hybrid runs on vectors alone")
+                self.keyword = None
+                self.index = None
         if opts.background_reembed and not isinstance(self.embedder, _Unavailable) and self.vectors.pending():
             LOG.info(
                 "VectorMemory: %d document(s) have no %s vector yet; embedding them in the background",
