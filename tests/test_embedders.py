@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -186,6 +187,27 @@ def test_opm_embedder_wraps_a_plugin_object() -> None:
     vectors = embed_documents(emb, ["a", "b"])
     assert vectors.shape == (2, 16) and plugin.calls == 2
     assert emb.id == "opm:fake-embedder:tiny"
+
+
+class RegisteredTextEmbedder(_FakeTextEmbedder):
+    """Registered below as an installed OPM text-embeddings plugin; has a batch method."""
+
+    def get_embeddings_batch(self, texts: list[str]) -> list[np.ndarray]:
+        return list(HashingEmbedder(int(self.config.get("dimension", 16))).embed(texts))
+
+
+def test_opm_embedder_loads_an_installed_plugin_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    info = tmp_path / "fake_opm_embedder-0.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-opm-embedder\nVersion: 0.0.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[opm.embeddings.text]\nfake-opm-embedder = {__name__}:RegisteredTextEmbedder\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    emb = make_embedder({"type": "opm", "module": "fake-opm-embedder", "config": {"dimension": 24, "model": "m1"}})
+    assert isinstance(emb, OPMEmbedder) and isinstance(emb.plugin, RegisteredTextEmbedder)
+    assert embed_documents(emb, ["a", "b", "c"]).shape == (3, 24)
+    assert emb.id == "opm:fake-opm-embedder:m1"
 
 
 def test_opm_embedder_missing_plugin_is_named() -> None:
