@@ -28,7 +28,7 @@ See ``docs/vector.md`` for every key.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -283,6 +283,12 @@ class VectorMemory(BaseRetrievalMemory):
             self.keyword.close()
 
     # -- public extras -------------------------------------------------------------------------
+
+    def iter_documents(self) -> Iterator[dict[str, Any]]:
+        """Every stored document, oldest first, as ``{"id", "text", "session_id", "metadata"}``
+        (``ovos-memory export``, the editor); vectors are not exported, they are re-made on import."""
+        for doc in self.vector_store.all_documents():
+            yield {"id": doc.doc_id, "text": doc.text, "session_id": doc.session_id, "metadata": doc.metadata}
 
     def reembed(self, max_docs: int | None = None) -> int:
         """Embed documents that have no vector of the active embedder now; return how many.

@@ -53,7 +53,7 @@ def _table(cls: type[Any]) -> list[str]:
         rows.append(f"| `{key.key}` | {key.type.replace('|', 'or')} | {_default(key.default)} | {doc} |")
         if _default(key.default) == "see below":
             long_defaults.append(f"- `{key.key}` default: {json.dumps(key.default, ensure_ascii=False)}")
-    return rows + ([""] + long_defaults if long_defaults else [])
+    return rows + (["", *long_defaults] if long_defaults else [])
 
 
 def render() -> str:

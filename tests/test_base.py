@@ -6,7 +6,6 @@ import threading
 from typing import Any
 
 import pytest
-
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_memory_plugins.base import BaseRetrievalMemory, exchange_text
@@ -88,8 +87,9 @@ def test_eight_threads_by_400_exchanges_lose_nothing(tmp_path) -> None:
 def test_one_session_in_many_threads_keeps_pairs_together(tmp_path) -> None:
     with InMemoryMemory({"root": str(tmp_path / "m"), "max_history": 1000}) as mem:
         pool = [
-            threading.Thread(target=lambda t=t: [mem.update_history(exchange(f"u{t}-{i}", f"a{t}-{i}"), "one")
-                                                 for i in range(50)])
+            threading.Thread(
+                target=lambda t=t: [mem.update_history(exchange(f"u{t}-{i}", f"a{t}-{i}"), "one") for i in range(50)]
+            )
             for t in range(8)
         ]
         for th in pool:
@@ -131,8 +131,12 @@ def test_exact_shapes_without_system_prompt_and_with_sources(tmp_path) -> None:
 
 
 def test_tool_mode_without_history_and_query_history_mode(tmp_path) -> None:
-    config = {"root": str(tmp_path / "m"), "inject_mode": "tool", "context": {"header": ""},
-              "retrieval": {"query_mode": "history", "query_history_turns": 1}}
+    config = {
+        "root": str(tmp_path / "m"),
+        "inject_mode": "tool",
+        "context": {"header": ""},
+        "retrieval": {"query_mode": "history", "query_history_turns": 1},
+    }
     with InMemoryMemory(config) as mem:
         mem.store("the kayak is stored in the boathouse", "other")
         msgs = mem.build_conversation_context("where is the kayak", "s")

@@ -63,7 +63,7 @@ def test_inputs_are_not_mutated_and_outputs_are_copies() -> None:
         out = fuse(method, [A, B])
         out[0].metadata["touched"] = True
         out[0].score = -1
-    assert [A, B] == before
+    assert before == [A, B]
 
 
 def test_dedup_and_normalisation() -> None:
