@@ -111,6 +111,15 @@ class GuardedLLM:
             "completion_tokens": 0,
         }
 
+    @staticmethod
+    def guard_settings(cfg: Mapping[str, Any]) -> dict[str, float]:
+        """The ``timeout``, ``backoff_s`` and ``backoff_max_s`` of a config block, with defaults."""
+        return {
+            "timeout": float(cfg.get("timeout") or DEFAULT_TIMEOUT),
+            "backoff_s": float(cfg.get("backoff_s", DEFAULT_BACKOFF_S)),
+            "backoff_max_s": float(cfg.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S)),
+        }
+
     def _call(self, messages: list[dict[str, str]], json_mode: bool) -> tuple[str, int, int]:
         """One raw call: (reply text, prompt tokens, completion tokens). Raises on failure."""
         raise NotImplementedError
@@ -173,12 +182,7 @@ class OpenAIChatLLM(GuardedLLM):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         cfg = dict(config or {})
-        super().__init__(
-            timeout=float(cfg.get("timeout") or DEFAULT_TIMEOUT),
-            backoff_s=float(cfg.get("backoff_s", DEFAULT_BACKOFF_S)),
-            backoff_max_s=float(cfg.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S)),
-            clock=clock,
-        )
+        super().__init__(**self.guard_settings(cfg), clock=clock)
         self.model = str(cfg.get("model") or DEFAULT_MODEL)
         self.max_tokens = cfg.get("max_tokens")
         self.json_mode = bool(cfg.get("json_mode", True))
@@ -243,12 +247,7 @@ class OPMChatLLM(GuardedLLM):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         cfg = dict(config or {})
-        super().__init__(
-            timeout=float(cfg.get("timeout") or DEFAULT_TIMEOUT),
-            backoff_s=float(cfg.get("backoff_s", DEFAULT_BACKOFF_S)),
-            backoff_max_s=float(cfg.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S)),
-            clock=clock,
-        )
+        super().__init__(**self.guard_settings(cfg), clock=clock)
         self.module = str(cfg.get("module") or "")
         if engine is None:
             from ovos_plugin_manager.agents import load_chat_plugin
