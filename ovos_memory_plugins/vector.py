@@ -37,7 +37,7 @@ from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import ParsedConfig, option
 from ovos_memory_plugins.embedders import EMBEDDER_NAMES, Embedder, check_embedder, make_embedder, spec_problems
-from ovos_memory_plugins.errors import BackendError, ConfigError, StorageError
+from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexDocument, MemoryIndex, VectorIndex
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.storage.vector_store import VectorStore, open_vector_database
@@ -196,7 +196,7 @@ class VectorMemory(BaseRetrievalMemory):
     def _build_embedder(self, spec: str | dict[str, Any]) -> Embedder:
         try:
             return make_embedder(spec)
-        except (ConfigError, BackendError, OSError, RuntimeError) as exc:
+        except Exception as exc:  # a constructor must not raise: a broken model library is logged too
             LOG.error(
                 "VectorMemory: cannot build the embedder %r (%s); documents are kept and embedded once "
                 "a working embedder is configured",

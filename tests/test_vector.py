@@ -278,6 +278,22 @@ def test_broken_embedder_config_does_not_raise(tmp_path: Path) -> None:
         assert any("embedder" in p for p in mem.config_problems)
 
 
+def test_a_model_library_that_breaks_while_loading_does_not_raise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An incompatible tokenizers release raised AttributeError inside the model loader; the
+    persona must still load, with the documents kept for a working embedder."""
+
+    def broken(spec: Any) -> Any:
+        raise AttributeError("module 'tokenizers' has no attribute 'models'")
+
+    monkeypatch.setattr("ovos_memory_plugins.vector.make_embedder", broken)
+    with _mem(tmp_path, embedder="local") as mem:
+        mem.store("kept while the model is broken", "s1")
+        assert mem.stats()["documents"] == 1 and mem.search("kept model") == []
+    assert "tokenizers" in caplog.text
+
+
 def test_validate_config_is_strict() -> None:
     validate_config({"embedder": "hash", "hybrid": True}, plugin=VectorMemory)
     with pytest.raises(ConfigError, match="vector_search"):
