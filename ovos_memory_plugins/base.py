@@ -306,6 +306,21 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             self._history.clear_all()
         return n
 
+    def sessions(self) -> list[str]:
+        """Every session with recorded history, sorted (operators, the editor)."""
+        with self._lock:
+            return self._history.sessions()
+
+    def messages(self, session_id: str) -> list[AgentMessage]:
+        """Every message kept for a session, oldest first, unanswered ones included.
+
+        The history keeps the newest ``max(2 * max_history + 4, 24)`` messages per session; older
+        exchanges live on as documents (``search``, ``iter_documents`` where the backend lists).
+        """
+        with self._lock:
+            stored = self._history.recent(session_id, 1_000_000)
+        return [AgentMessage(role=MessageRole(m.role), content=m.content) for m in stored]
+
     def stats(self) -> dict[str, Any]:
         """Figures about this memory: backend storage, history messages and sessions."""
         with self._lock:

@@ -708,6 +708,18 @@ class CompositeMemory(BaseRetrievalMemory):
             return window
         return []
 
+    def sessions(self) -> list[str]:
+        """The primary member's sessions (it keeps the history the prompt uses)."""
+        primary = self._primary
+        fn = getattr(primary.instance, "sessions", None) if primary is not None else None
+        return [str(s) for s in fn()] if callable(fn) else []
+
+    def messages(self, session_id: str) -> list[AgentMessage]:
+        """The primary member's recorded messages of a session, oldest first."""
+        primary = self._primary
+        fn = getattr(primary.instance, "messages", None) if primary is not None else None
+        return list(fn(session_id)) if callable(fn) else self.get_history(session_id)
+
     def update_history(self, new_messages: list[AgentMessage], session_id: str) -> None:
         """Hand the new messages to every member that records history, each on its own ordered
         writer; wait up to ``write_timeout_ms`` for them. Never raises."""

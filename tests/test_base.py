@@ -172,3 +172,16 @@ def test_forget_session_and_all(tmp_path) -> None:
 
 def test_exchange_text_shape() -> None:
     assert exchange_text("u", "a") == "Q: u\nA: a"
+
+
+def test_sessions_and_messages_for_operators(tmp_path) -> None:
+    with InMemoryMemory({"root": str(tmp_path / "m")}) as mem:
+        mem.update_history(exchange("what is the wifi name", "it is Tortoise"), "s1")
+        mem.update_history([AgentMessage(role=MessageRole.USER, content="unanswered")], "s2")
+        assert mem.sessions() == ["s1", "s2"]
+        assert [(m.role, m.content) for m in mem.messages("s1")] == [
+            (MessageRole.USER, "what is the wifi name"),
+            (MessageRole.ASSISTANT, "it is Tortoise"),
+        ]
+        assert [m.content for m in mem.messages("s2")] == ["unanswered"]
+        assert mem.get_history("s2") == []

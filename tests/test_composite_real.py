@@ -49,3 +49,14 @@ def test_expand_query_auto_guesses_semantic_members(tmp_path: Path) -> None:
     if embedder_id == "unavailable":
         pytest.skip("the [local] extra is not installed: no local embedder")
     assert not expand
+
+
+def test_sessions_and_messages_come_from_the_primary(tmp_path: Path) -> None:
+    from ovos_memory_plugins.testing import exchange
+
+    members = [{"module": STICKY}, {"module": LEXICAL}]
+    with CompositeMemory({"root": str(tmp_path), "members": members, "primary": "lexical"}) as mem:
+        mem.update_history(exchange("the boiler code is 7A", "7A, noted"), "hall")
+        assert mem.sessions() == ["hall"] == mem.members["lexical"].sessions()
+        assert [m.content for m in mem.messages("hall")] == ["the boiler code is 7A", "7A, noted"]
+        assert mem.messages("nobody") == []

@@ -26,7 +26,7 @@ from fastapi import FastAPI, HTTPException, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from ovos_memory_plugins.editor.parts import Parts, find_parts, members_of, scrub, version_of
+from ovos_memory_plugins.editor.parts import Parts, find_parts, scrub, version_of
 from ovos_memory_plugins.editor.security import GuardMiddleware, new_token
 from ovos_memory_plugins.errors import OvosMemoryPluginError
 from ovos_memory_plugins.transfer import ExportedDocument, iter_documents
@@ -500,34 +500,20 @@ class EditorApp:
 
     # -- archive helpers ---------------------------------------------------------------------
 
-    def _history_store(self) -> Any:
-        """The history store holding the recorded conversations.
-
-        The base keeps history in a ``HistoryStore`` the memory has no public listing for yet;
-        a composite keeps it in its primary member, so the first store with messages wins.
-        """
-        found = [getattr(part, "_history", None) for part in members_of(self._archive())]
-        stores: list[Any] = [s for s in found if callable(getattr(s, "sessions", None))]
-        for store in stores:
-            if store.message_count():
-                return store
-        return stores[0] if stores else None
-
     def _sessions(self) -> list[str]:
+        """The archive's sessions (``BaseRetrievalMemory.sessions``; a composite's primary's)."""
         archive = self._archive()
         if callable(getattr(archive, "sessions", None)):
             return [str(s) for s in archive.sessions()]
-        store = self._history_store()
-        return list(store.sessions()) if store is not None else []
+        return []
 
     def _messages(self, session_id: str) -> list[dict[str, str]]:
-        store = self._history_store()
-        if store is not None:
-            return [{"role": m.role, "content": m.content} for m in store.recent(session_id, 10_000)]
-        return [
-            {"role": str(getattr(m.role, "value", m.role)), "content": m.content}
-            for m in self._archive().get_history(session_id)
-        ]
+        """A session's recorded messages: every kept one where the archive lists them, else its
+        history window."""
+        archive = self._archive()
+        listed = archive.messages(session_id) if callable(getattr(archive, "messages", None)) else None
+        messages = listed if listed is not None else archive.get_history(session_id)
+        return [{"role": str(getattr(m.role, "value", m.role)), "content": m.content} for m in messages]
 
 
 def make_app(memory: Any, token: str | None = None, allowed_hosts: set[str] | None = None) -> EditorApp:
