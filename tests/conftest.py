@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.metadata import distribution
 from pathlib import Path
 
 import pytest
@@ -21,3 +22,14 @@ def _isolated_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     ):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+def our_memory_plugins() -> list[str]:
+    """The ``opm.agents.memory`` entry points of this distribution, sorted. Each is loaded, so a
+    backend that fails to import fails the test module that asks, instead of being skipped."""
+    names = []
+    for ep in distribution("ovos-memory-plugins").entry_points:
+        if ep.group == "opm.agents.memory":
+            ep.load()
+            names.append(ep.name)
+    return sorted(names)

@@ -14,11 +14,11 @@ import re
 import subprocess
 import sys
 import textwrap
-from importlib.metadata import distribution
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import our_memory_plugins
 
 from ovos_memory_plugins.cli import main
 
@@ -89,20 +89,7 @@ def test_plugin(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     sys.modules.pop("jsonfile_memory_for_tests", None)
 
 
-def _ours() -> list[str]:
-    names = []
-    for ep in distribution("ovos-memory-plugins").entry_points:
-        if ep.group != "opm.agents.memory":
-            continue
-        try:
-            ep.load()
-        except ImportError:
-            continue
-        names.append(ep.name)
-    return sorted(names)
-
-
-OURS = _ours()
+OURS = our_memory_plugins()
 #: config some backends need to run offline (a hashing embedder, a member list)
 OFFLINE: dict[str, dict[str, Any]] = {
     "ovos-memory-plugin-vector": {"embedder": "hash"},

@@ -17,11 +17,11 @@ import json
 import logging
 import textwrap
 from collections.abc import Iterator
-from importlib.metadata import distribution
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import our_memory_plugins
 
 ovos_persona = pytest.importorskip("ovos_persona", reason="the real-host tests need ovos-persona (test extra)")
 
@@ -47,21 +47,7 @@ class ScriptedChatEngine(ChatEngine):
 '''
 
 
-def _our_memory_plugins() -> list[str]:
-    """Every ``opm.agents.memory`` entry point of this distribution whose class imports now."""
-    names = []
-    for ep in distribution("ovos-memory-plugins").entry_points:
-        if ep.group != "opm.agents.memory":
-            continue
-        try:
-            ep.load()
-        except ImportError:
-            continue  # a backend not written yet
-        names.append(ep.name)
-    return sorted(names)
-
-
-PLUGINS = _our_memory_plugins()
+PLUGINS = our_memory_plugins()
 
 #: Extra config some backends need to run offline in a test (merged under the plugin's block).
 OFFLINE_CONFIG: dict[str, dict[str, Any]] = {
