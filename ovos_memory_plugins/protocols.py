@@ -14,14 +14,21 @@ can do:
 :func:`capabilities` checks a loaded member against all three and raises
 :class:`~ovos_memory_plugins.errors.BackendError` naming the member, its class and what is wrong
 when a method exists with an unusable signature, or when the member has none of the three.
+
+Front-ends (the command, the editor, export, the tool box) ask for what they need through the
+protocols below, never through a class's private attributes or method names they guess:
+
+* :class:`DocumentLister`: ``iter_documents()``, every stored document (export, the editor).
+* :class:`NotesKeeper`: the one notes protocol that curated notes and sticky notes implement;
+  every verb returns a :class:`NoteChange` and every listing :class:`Note` objects.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.errors import BackendError
@@ -29,7 +36,12 @@ from ovos_memory_plugins.errors import BackendError
 __all__ = [
     "Capabilities",
     "ContextContributor",
+    "DocumentLister",
     "HistoryKeeper",
+    "Note",
+    "NoteChange",
+    "NoteStatus",
+    "NotesKeeper",
     "Retriever",
     "capabilities",
     "check_context_contributor",
@@ -66,6 +78,108 @@ class HistoryKeeper(Protocol):
 
     def update_history(self, new_messages: list[Any], session_id: str) -> None:
         """Record new messages of the session."""
+        ...
+
+
+@runtime_checkable
+class DocumentLister(Protocol):
+    """Something that can list every document it stores (export, the editor, migration)."""
+
+    def iter_documents(self) -> Iterator[dict[str, Any]]:
+        """Every stored document, oldest first, as ``{"id", "text", "session_id", "metadata"}``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Note:
+    """One note, curated or sticky: a durable fact shown to the model.
+
+    Attributes:
+        id: exact and stable (derived from the content); verbs accept it in place of a description.
+        text: the fact, one line.
+        date: when it was learned, ``YYYY-MM`` or ``YYYY-MM-DD`` (``""`` when unknown).
+        session_id: the session it was learned in (``""`` when unknown); ``forget_session`` removes it.
+        retired_on: the day it stopped being true (``YYYY-MM-DD``); None while it is active.
+        metadata: what was stored with it.
+    """
+
+    id: str
+    text: str
+    date: str = ""
+    session_id: str = ""
+    retired_on: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def active(self) -> bool:
+        """Whether the note is still true (not retired)."""
+        return self.retired_on is None
+
+
+#: What a notes verb did. ``duplicate`` (already noted), ``ambiguous`` (too close to call),
+#: ``not_found`` and ``refused`` (invalid input, read-only) change nothing.
+NoteStatus = Literal[
+    "added", "duplicate", "forgotten", "updated", "retired", "restored", "ambiguous", "not_found", "refused"
+]
+
+
+@dataclass
+class NoteChange:
+    """The result of every :class:`NotesKeeper` verb; truthy when the notes changed.
+
+    Attributes:
+        status: see :data:`NoteStatus`.
+        note: the note added, forgotten, retired or restored (the old one for ``updated``).
+        replaced_by: the new note of an ``updated``.
+        candidates: the close notes of an ``ambiguous`` (nothing changed: ask which one).
+        message: one human-readable line saying what happened (shown to users and to models).
+    """
+
+    status: NoteStatus
+    note: Note | None = None
+    replaced_by: Note | None = None
+    candidates: list[Note] = field(default_factory=list)
+    message: str = ""
+
+    def __bool__(self) -> bool:
+        return self.status in ("added", "forgotten", "updated", "retired", "restored")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return asdict(self)
+
+
+@runtime_checkable
+class NotesKeeper(Protocol):
+    """The one notes protocol (curated notes, sticky notes, and a composite that has either).
+
+    A ``description`` is a note's exact id or words that name it; a verb picks the one note the
+    description names (retired notes included where that makes sense) and changes nothing when
+    two are too close to call (``ambiguous``, with ``candidates``).
+    """
+
+    def list_notes(self, *, include_retired: bool = False, session_id: str | None = None) -> list[Note]:
+        """The notes, oldest first (only ``session_id``'s when given)."""
+        ...
+
+    def remember(self, fact: str, *, session_id: str = "default", date: str | None = None) -> NoteChange:
+        """Add a note (``duplicate`` when already noted)."""
+        ...
+
+    def forget(self, description: str) -> NoteChange:
+        """Delete the note the description names, from every tier (no retired copy kept)."""
+        ...
+
+    def update(self, description: str, new_fact: str) -> NoteChange:
+        """Replace the note the description names with ``new_fact``."""
+        ...
+
+    def retire(self, description: str) -> NoteChange:
+        """Mark the note no longer true (kept, shown as such where the memory does that)."""
+        ...
+
+    def restore(self, description: str) -> NoteChange:
+        """Make a retired note active again."""
         ...
 
 
