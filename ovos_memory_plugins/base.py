@@ -35,18 +35,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole, ToolCall
+from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole
 
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
+from ovos_memory_plugins.prompt import bare_messages, render_hits, render_messages
 from ovos_memory_plugins.storage.history import HistoryStore
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, clip_query
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["BaseRetrievalMemory", "exchange_text"]
+__all__ = ["BaseRetrievalMemory", "exchange_text", "forget_problems"]
 
 USER = MessageRole.USER.value
 ASSISTANT = MessageRole.ASSISTANT.value
@@ -77,6 +78,43 @@ def _content_of(message: Any) -> str:
     return clean_text(content) if isinstance(content, str) else ""
 
 
+def _overrides(cls: type[Any], name: str) -> bool:
+    """Whether ``cls`` (or a base between it and BaseRetrievalMemory) defines ``name`` itself."""
+    return getattr(cls, name, None) is not getattr(BaseRetrievalMemory, name, None)
+
+
+def forget_problems(cls: type[Any]) -> list[str]:
+    """Why a backend class could not forget what it stores (empty: it can, or it says it cannot).
+
+    The rule. A backend that implements ``_query_session`` keeps sessions itself, so the base's
+    catalogue does not know its documents. If it can also delete (``_delete_documents``), it
+    must say which documents are a session's and be able to delete them all:
+
+    * ``_session_document_ids(session_id)`` (or its own ``forget_session``), else
+      ``forget_session()`` would delete nothing and report 0 while the session stays findable;
+    * ``_delete_all()`` (or its own ``forget_all``), else ``forget_all()`` would do the same.
+
+    A backend without ``_delete_documents`` is fine: ``delete`` and ``forget_*`` raise
+    :class:`~ovos_memory_plugins.errors.BackendError` ("cannot delete"), loudly.
+    """
+    if not (_overrides(cls, "_query_session") and _overrides(cls, "_delete_documents")):
+        return []
+    problems = []
+    if not (_overrides(cls, "_session_document_ids") or _overrides(cls, "forget_session")):
+        problems.append(
+            "it implements _query_session and _delete_documents but not _session_document_ids(session_id): "
+            "forget_session() would delete none of the session's documents (they are not in the base's "
+            "catalogue); implement _session_document_ids to return the ids of a session's documents"
+        )
+    if not (_overrides(cls, "_delete_all") or _overrides(cls, "forget_all")):
+        problems.append(
+            "it implements _query_session and _delete_documents but not _delete_all(): forget_all() would "
+            "delete none of its documents (they are not in the base's catalogue); implement _delete_all "
+            "to delete every document and return how many there were"
+        )
+    return problems
+
+
 class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships no type information
     """An OPM ``AgentContextManager`` with long-term recall over two storage hooks.
 
@@ -100,6 +138,20 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     persistent: ClassVar[bool] = False
     #: The relative score cut-off used when ``retrieval.min_relative_score`` is null.
     default_min_relative_score: ClassVar[float | None] = None
+    #: Whether each completed exchange becomes a searchable document. False for memories whose
+    #: turns stay history only and whose documents come from elsewhere (sticky notes); the
+    #: conformance kit then checks them with its context-only profile.
+    archives_exchanges: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse, when the class is defined, a hook combination that cannot forget.
+
+        Raises TypeError naming the class and the missing hook (see :func:`forget_problems`).
+        """
+        super().__init_subclass__(**kwargs)
+        problems = forget_problems(cls)
+        if problems:
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__}: " + "; ".join(problems))
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -409,11 +461,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             return self._bare(utterance)
 
     def _bare(self, utterance: str) -> list[AgentMessage]:
-        out = []
-        if self.system_prompt:
-            out.append(AgentMessage(role=MessageRole.SYSTEM, content=self.system_prompt))
-        out.append(AgentMessage(role=MessageRole.USER, content=utterance))
-        return out
+        return bare_messages(self.system_prompt, utterance)
 
     def recall_query(self, utterance: str, history: Sequence[AgentMessage]) -> str:
         """The text recall searches with, per ``retrieval.query_mode``."""
@@ -436,58 +484,38 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         return [h for h in hits if normalize_content(h.content) not in in_window][:k]
 
     def render_context(self, hits: Sequence[MemoryHit]) -> str:
-        """The recalled memories as one text block (without the header).
+        """The recalled memories as one text block, without the header (see
+        :func:`ovos_memory_plugins.prompt.render_hits`).
 
-        A memory's own line breaks are indented, so one memory cannot pose as several.
+        A memory's own line breaks are indented, so one memory cannot pose as several; the
+        neighbouring turns a hit carries are shown inside its chunk, marked ``(context)``.
         """
-        c = self.settings.context
-        chunks = []
-        for hit in hits:
-            text = hit.content.strip().replace("\n", "\n  ")
-            if c.include_sources and hit.source:
-                text += f" [{hit.source}]"
-            chunks.append(c.chunk_prefix + text)
-        return c.chunk_separator.join(chunks)
+        return render_hits(hits, self.settings.context)
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Extra system text a backend always contributes (notes, sticky notes); none here."""
         return []
 
+    def running_summary(self, session_id: str) -> str:
+        """The running summary of the session's older turns, shown after the system prompt;
+        none here (empty)."""
+        return ""
+
     def _build(self, utterance: str, session_id: str) -> list[AgentMessage]:
         s = self.settings
         history = self.get_history(session_id)
         hits = self.recall(utterance, session_id, history) if s.retrieval.max_num_results > 0 else []
-        context = self.render_context(hits) if hits else ""
-        header = s.context.header
-        blocks = [b for b in self.context_blocks(utterance, session_id) if b.strip()]
-        system = "\n\n".join([p for p in [self.system_prompt, *blocks] if p])
-        sys_msgs = [AgentMessage(role=MessageRole.SYSTEM, content=system)] if system else []
-        user_msg = AgentMessage(role=MessageRole.USER, content=utterance)
-        mode = s.inject_mode
-        if not context:
-            return [*sys_msgs, *history, user_msg]
-        block = f"{header}\n{context}" if header else context
-        if mode == "system":
-            return [*sys_msgs, AgentMessage(role=MessageRole.SYSTEM, content=block), *history, user_msg]
-        if mode == "developer":
-            return [*sys_msgs, AgentMessage(role=MessageRole.DEVELOPER, content=block), *history, user_msg]
-        if mode == "system_prompt":
-            merged = s.system_prompt_template.format(system=system, header=header, context=context).strip()
-            return [AgentMessage(role=MessageRole.SYSTEM, content=merged), *history, user_msg]
-        if mode == "user":
-            wrapped = s.user_template.format(header=header, context=context, utterance=utterance)
-            return [*sys_msgs, *history, AgentMessage(role=MessageRole.USER, content=wrapped)]
-        # tool: the recall as a tool call and its result, never two assistant messages in a row
-        call_id = "call_" + _digest(session_id, utterance, str(len(history)))[:16]
-        query = self.recall_query(utterance, history)
-        call = ToolCall(id=call_id, name=s.context.tool_name, arguments={"query": query})
-        result = AgentMessage(role=MessageRole.TOOL, content=block, tool_call_id=call_id, name=s.context.tool_name)
-        if history and history[-1].role == MessageRole.ASSISTANT:
-            last = history[-1]
-            calling = AgentMessage(role=MessageRole.ASSISTANT, content=last.content, tool_calls=[call])
-            return [*sys_msgs, *history[:-1], calling, result, user_msg]
-        calling = AgentMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
-        return [*sys_msgs, *history, calling, result, user_msg]
+        return render_messages(
+            utterance,
+            s,
+            system_prompt=self.system_prompt,
+            blocks=self.context_blocks(utterance, session_id),
+            hits=hits,
+            summary=self.running_summary(session_id),
+            history=history,
+            tool_query=self.recall_query(utterance, history) if s.inject_mode == "tool" else None,
+            session_id=session_id,
+        )
 
     # -- life cycle --------------------------------------------------------------------------
 
