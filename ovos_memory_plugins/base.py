@@ -14,12 +14,21 @@ and may implement, when it can do better than the base:
   own matches are found, so other sessions never crowd them out.
 * ``_delete_documents(doc_ids) -> int``, ``_delete_all() -> int``: removal (``delete``,
   ``forget_session``, ``forget_all``);
+* ``_session_document_ids(session_id) -> list[str]``: a session's documents, for
+  ``forget_session`` when the backend keeps sessions itself;
 * ``_backend_stats() -> dict``: figures for ``stats()``;
-* ``_close()``: release files and connections.
+* ``_close()``: release files and connections;
+* ``context_blocks(utterance, session_id)``: system text contributed every turn (notes).
+
+A class is checked when it is defined (``__init_subclass__``): a backend that keeps sessions
+itself (``_query_session``) and deletes (``_delete_documents``) must also implement
+``_session_document_ids`` and ``_delete_all``, else it could not forget; :func:`forget_problems`
+states the rule and the TypeError names the class and the missing hook.
 
 On top the base builds ``store``/``search``, content-derived document ids, the persisted
-short-term history, the five inject modes, locking (one instance serves many threads) and the
-never-raise guarantee of the two methods ovos-persona calls every turn.
+short-term history, locking (one instance serves many threads) and the never-raise guarantee of
+the two methods ovos-persona calls every turn. The messages of a turn are rendered by the one
+pure renderer, :func:`ovos_memory_plugins.prompt.render_messages` (the five inject modes).
 """
 
 from __future__ import annotations

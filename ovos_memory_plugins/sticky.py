@@ -553,6 +553,7 @@ class StickyMemory(BaseRetrievalMemory):
 
     options_class: ClassVar[type[Any] | None] = StickyOptions
     persistent: ClassVar[bool] = True
+    archives_exchanges: ClassVar[bool] = False  # turns stay history; notes come from asks and store()
 
     def __init__(self, config: dict[str, Any] | None = None, *, database: Database | None = None) -> None:
         super().__init__(config)
