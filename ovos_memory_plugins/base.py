@@ -49,7 +49,7 @@ from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessa
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
-from ovos_memory_plugins.prompt import bare_messages, render_hits, render_messages
+from ovos_memory_plugins.prompt import bare_messages, render_messages
 from ovos_memory_plugins.storage.history import HistoryStore
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, clip_query
@@ -95,31 +95,42 @@ def _overrides(cls: type[Any], name: str) -> bool:
 def forget_problems(cls: type[Any]) -> list[str]:
     """Why a backend class could not forget what it stores (empty: it can, or it says it cannot).
 
-    The rule. A backend that implements ``_query_session`` keeps sessions itself, so the base's
-    catalogue does not know its documents. If it can also delete (``_delete_documents``), it
-    must say which documents are a session's and be able to delete them all:
+    The rule: every document a backend keeps must go on every forget path.
 
-    * ``_session_document_ids(session_id)`` (or its own ``forget_session``), else
-      ``forget_session()`` would delete nothing and report 0 while the session stays findable;
-    * ``_delete_all()`` (or its own ``forget_all``), else ``forget_all()`` would do the same.
+    * A backend that keeps sessions itself (``_query_session``) and deletes
+      (``_delete_documents``) must enumerate its own documents: ``_session_document_ids`` (or
+      its own ``forget_session``) and ``_delete_all`` (or its own ``forget_all``). Without them
+      ``forget_session()``/``forget_all()`` only reach what the base's catalogue saw, and report
+      0 while the backend's documents stay findable.
+    * A backend that can delete everything (``_delete_all``) must also delete by id
+      (``_delete_documents``): else ``forget_all()`` works while ``delete()`` and
+      ``forget_session()`` cannot forget anything.
 
-    A backend without ``_delete_documents`` is fine: ``delete`` and ``forget_*`` raise
+    A backend with no delete hook at all is accepted: ``delete`` and ``forget_*`` raise
     :class:`~ovos_memory_plugins.errors.BackendError` ("cannot delete"), loudly.
     """
-    if not (_overrides(cls, "_query_session") and _overrides(cls, "_delete_documents")):
-        return []
     problems = []
-    if not (_overrides(cls, "_session_document_ids") or _overrides(cls, "forget_session")):
+    if _overrides(cls, "_query_session") and _overrides(cls, "_delete_documents"):
+        if not (_overrides(cls, "_session_document_ids") or _overrides(cls, "forget_session")):
+            problems.append(
+                "it keeps sessions itself (_query_session) and deletes (_delete_documents) but does not list a "
+                "session's documents: forget_session() would miss them and report 0 while they stay findable; "
+                "implement _session_document_ids(session_id) to return the ids of the session's documents"
+            )
+        if not (_overrides(cls, "_delete_all") or _overrides(cls, "forget_all")):
+            problems.append(
+                "it keeps sessions itself (_query_session) and deletes (_delete_documents) but cannot delete "
+                "everything: forget_all() would miss its documents and report 0 while they stay findable; "
+                "implement _delete_all() to delete every document and return how many there were"
+            )
+    if (
+        _overrides(cls, "_delete_all")
+        and not _overrides(cls, "_delete_documents")
+        and not getattr(cls, "stores_in_storage", False)
+    ):
         problems.append(
-            "it implements _query_session and _delete_documents but not _session_document_ids(session_id): "
-            "forget_session() would delete none of the session's documents (they are not in the base's "
-            "catalogue); implement _session_document_ids to return the ids of a session's documents"
-        )
-    if not (_overrides(cls, "_delete_all") or _overrides(cls, "forget_all")):
-        problems.append(
-            "it implements _query_session and _delete_documents but not _delete_all(): forget_all() would "
-            "delete none of its documents (they are not in the base's catalogue); implement _delete_all "
-            "to delete every document and return how many there were"
+            "it implements _delete_all but not _delete_documents: forget_all() would work while delete() and "
+            "forget_session() could forget nothing; implement _delete_documents(doc_ids) too"
         )
     return problems
 
@@ -491,15 +502,6 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 in_window.add(normalize_content(exchange_text(prev.content, cur.content)))
         hits = self.search(query, session_id=scoped, top_k=k + len(in_window))
         return [h for h in hits if normalize_content(h.content) not in in_window][:k]
-
-    def render_context(self, hits: Sequence[MemoryHit]) -> str:
-        """The recalled memories as one text block, without the header (see
-        :func:`ovos_memory_plugins.prompt.render_hits`).
-
-        A memory's own line breaks are indented, so one memory cannot pose as several; the
-        neighbouring turns a hit carries are shown inside its chunk, marked ``(context)``.
-        """
-        return render_hits(hits, self.settings.context)
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Extra system text a backend always contributes (notes, sticky notes); none here."""

@@ -149,3 +149,13 @@ def test_sessions_without_delete_refuse_to_forget_loudly(tmp_path: Path) -> None
             mem.forget_session("a")
         with pytest.raises(BackendError, match="cannot delete"):
             mem.forget_all()
+
+
+def test_delete_all_without_delete_by_id_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"OnlyDeleteAll: .*_delete_documents"):
+
+        class OnlyDeleteAll(_Docs):
+            def _delete_all(self) -> int:
+                n = len(self.docs)
+                self.docs.clear()
+                return n
