@@ -93,6 +93,9 @@ def _imports(path: Path) -> tuple[set[str], set[str]]:
 #: Modules imported only where the kit runs (under pytest), never by a plugin.
 TEST_ONLY = {"pytest"}
 
+#: Package modules that load only with their extra (path prefix under the package -> extra).
+EXTRA_MODULES = {"editor/": "editor", "storage/postgres": "postgres"}
+
 
 def test_every_imported_package_is_declared() -> None:
     owners = packages_distributions()
@@ -102,8 +105,9 @@ def test_every_imported_package_is_declared() -> None:
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE.parent)
         top, nested = _imports(path)
-        # the editor's modules load only with `ovos-memory serve`, which needs the [editor] extra
-        core = declared[""] | (declared.get("editor", set()) if "editor" in path.parts else set())
+        inside = path.relative_to(PACKAGE).as_posix()
+        extras = [extra for prefix, extra in EXTRA_MODULES.items() if inside.startswith(prefix)]
+        core = declared[""].union(*(declared.get(extra, set()) for extra in extras))
         for module in sorted(top | nested):
             if module in TEST_ONLY:
                 continue
