@@ -551,9 +551,10 @@ class StickyMemory(BaseRetrievalMemory):
             (a test seam).
     """
 
+    #: Turns stay history only; notes come from the user's asks and store() (the kit's context-only profile).
+    archives_exchanges: ClassVar[bool] = False
     options_class: ClassVar[type[Any] | None] = StickyOptions
     persistent: ClassVar[bool] = True
-    archives_exchanges: ClassVar[bool] = False  # turns stay history; notes come from asks and store()
 
     def __init__(self, config: dict[str, Any] | None = None, *, database: Database | None = None) -> None:
         super().__init__(config)
