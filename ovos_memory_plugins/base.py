@@ -14,21 +14,23 @@ and may implement, when it can do better than the base:
   own matches are found, so other sessions never crowd them out.
 * ``_delete_documents(doc_ids) -> int``, ``_delete_all() -> int``: removal (``delete``,
   ``forget_session``, ``forget_all``);
-* ``_session_document_ids(session_id) -> list[str]``: a session's documents, for
-  ``forget_session`` when the backend keeps sessions itself;
 * ``_backend_stats() -> dict``: figures for ``stats()``;
-* ``_close()``: release files and connections;
-* ``context_blocks(utterance, session_id)``: system text contributed every turn (notes).
-
-A class is checked when it is defined (``__init_subclass__``): a backend that keeps sessions
-itself (``_query_session``) and deletes (``_delete_documents``) must also implement
-``_session_document_ids`` and ``_delete_all``, else it could not forget; :func:`forget_problems`
-states the rule and the TypeError names the class and the missing hook.
+* ``_close()``: release files and connections.
 
 On top the base builds ``store``/``search``, content-derived document ids, the persisted
-short-term history, locking (one instance serves many threads) and the never-raise guarantee of
-the two methods ovos-persona calls every turn. The messages of a turn are rendered by the one
-pure renderer, :func:`ovos_memory_plugins.prompt.render_messages` (the five inject modes).
+short-term history, the five inject modes, locking (one instance serves many threads) and the
+never-raise guarantee of the two methods ovos-persona calls every turn.
+
+The messages of a turn come from the one pure renderer,
+:func:`ovos_memory_plugins.prompt.render_messages` (the five inject modes); a backend
+contributes ``context_blocks`` (system text every turn, e.g. notes) and
+``running_summary`` (older turns of the session) and never renders itself.
+
+A class is checked when it is defined (``__init_subclass__``) and refused, with a TypeError
+naming it and the missing hook, when its hooks cannot forget: a backend that keeps sessions
+itself (``_query_session``) and deletes (``_delete_documents``) must also list a session's
+documents (``_session_document_ids``) and delete them all (``_delete_all``); ``_delete_all``
+needs ``_delete_documents``. :func:`forget_problems` states the rule.
 """
 
 from __future__ import annotations
@@ -46,10 +48,10 @@ from typing import Any, ClassVar
 
 from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole
 
+from ovos_memory_plugins import prompt
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
-from ovos_memory_plugins.prompt import bare_messages, render_messages
 from ovos_memory_plugins.storage.history import HistoryStore
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, clip_query
@@ -87,54 +89,6 @@ def _content_of(message: Any) -> str:
     return clean_text(content) if isinstance(content, str) else ""
 
 
-def _overrides(cls: type[Any], name: str) -> bool:
-    """Whether ``cls`` (or a base between it and BaseRetrievalMemory) defines ``name`` itself."""
-    return getattr(cls, name, None) is not getattr(BaseRetrievalMemory, name, None)
-
-
-def forget_problems(cls: type[Any]) -> list[str]:
-    """Why a backend class could not forget what it stores (empty: it can, or it says it cannot).
-
-    The rule: every document a backend keeps must go on every forget path.
-
-    * A backend that keeps sessions itself (``_query_session``) and deletes
-      (``_delete_documents``) must enumerate its own documents: ``_session_document_ids`` (or
-      its own ``forget_session``) and ``_delete_all`` (or its own ``forget_all``). Without them
-      ``forget_session()``/``forget_all()`` only reach what the base's catalogue saw, and report
-      0 while the backend's documents stay findable.
-    * A backend that can delete everything (``_delete_all``) must also delete by id
-      (``_delete_documents``): else ``forget_all()`` works while ``delete()`` and
-      ``forget_session()`` cannot forget anything.
-
-    A backend with no delete hook at all is accepted: ``delete`` and ``forget_*`` raise
-    :class:`~ovos_memory_plugins.errors.BackendError` ("cannot delete"), loudly.
-    """
-    problems = []
-    if _overrides(cls, "_query_session") and _overrides(cls, "_delete_documents"):
-        if not (_overrides(cls, "_session_document_ids") or _overrides(cls, "forget_session")):
-            problems.append(
-                "it keeps sessions itself (_query_session) and deletes (_delete_documents) but does not list a "
-                "session's documents: forget_session() would miss them and report 0 while they stay findable; "
-                "implement _session_document_ids(session_id) to return the ids of the session's documents"
-            )
-        if not (_overrides(cls, "_delete_all") or _overrides(cls, "forget_all")):
-            problems.append(
-                "it keeps sessions itself (_query_session) and deletes (_delete_documents) but cannot delete "
-                "everything: forget_all() would miss its documents and report 0 while they stay findable; "
-                "implement _delete_all() to delete every document and return how many there were"
-            )
-    if (
-        _overrides(cls, "_delete_all")
-        and not _overrides(cls, "_delete_documents")
-        and not getattr(cls, "stores_in_storage", False)
-    ):
-        problems.append(
-            "it implements _delete_all but not _delete_documents: forget_all() would work while delete() and "
-            "forget_session() could forget nothing; implement _delete_documents(doc_ids) too"
-        )
-    return problems
-
-
 class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships no type information
     """An OPM ``AgentContextManager`` with long-term recall over two storage hooks.
 
@@ -150,6 +104,10 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         config_problems: what was wrong with the config (empty when nothing was).
     """
 
+    #: Whether each completed exchange becomes a searchable document. False for memories whose
+    #: turns stay history only and whose documents come from elsewhere (sticky notes); the
+    #: conformance kit then checks them with its context-only profile.
+    archives_exchanges: ClassVar[bool] = True
     #: The backend's own config keys: a dataclass built with ``config.option``; None for none.
     options_class: ClassVar[type[Any] | None] = None
     #: Whether history goes to ``<root>/history.db`` even when ``root`` is not configured.
@@ -158,20 +116,6 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     persistent: ClassVar[bool] = False
     #: The relative score cut-off used when ``retrieval.min_relative_score`` is null.
     default_min_relative_score: ClassVar[float | None] = None
-    #: Whether each completed exchange becomes a searchable document. False for memories whose
-    #: turns stay history only and whose documents come from elsewhere (sticky notes); the
-    #: conformance kit then checks them with its context-only profile.
-    archives_exchanges: ClassVar[bool] = True
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Refuse, when the class is defined, a hook combination that cannot forget.
-
-        Raises TypeError naming the class and the missing hook (see :func:`forget_problems`).
-        """
-        super().__init_subclass__(**kwargs)
-        problems = forget_problems(cls)
-        if problems:
-            raise TypeError(f"{cls.__module__}.{cls.__qualname__}: " + "; ".join(problems))
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -202,6 +146,16 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def system_prompt(self) -> str:
         """The persona's system prompt (config key ``system_prompt``)."""
         return self.settings.system_prompt
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse, when the class is defined, a hook combination that cannot forget.
+
+        Raises TypeError naming the class and the missing hook (see :func:`forget_problems`).
+        """
+        super().__init_subclass__(**kwargs)
+        problems = forget_problems(cls)
+        if problems:
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__}: " + "; ".join(problems))
 
     # -- hooks -------------------------------------------------------------------------------
 
@@ -481,7 +435,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             return self._bare(utterance)
 
     def _bare(self, utterance: str) -> list[AgentMessage]:
-        return bare_messages(self.system_prompt, utterance)
+        return prompt.bare_messages(self.system_prompt, utterance)
 
     def recall_query(self, utterance: str, history: Sequence[AgentMessage]) -> str:
         """The text recall searches with, per ``retrieval.query_mode``."""
@@ -516,7 +470,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         s = self.settings
         history = self.get_history(session_id)
         hits = self.recall(utterance, session_id, history) if s.retrieval.max_num_results > 0 else []
-        return render_messages(
+        return prompt.render_messages(
             utterance,
             s,
             system_prompt=self.system_prompt,
@@ -548,3 +502,51 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _overrides(cls: type[Any], name: str) -> bool:
+    """Whether ``cls`` (or a base between it and BaseRetrievalMemory) defines ``name`` itself."""
+    return getattr(cls, name, None) is not getattr(BaseRetrievalMemory, name, None)
+
+
+def forget_problems(cls: type[Any]) -> list[str]:
+    """Why a backend class could not forget what it stores (empty: it can, or it says it cannot).
+
+    The rule: every document a backend keeps must go on every forget path.
+
+    * A backend that keeps sessions itself (``_query_session``) and deletes
+      (``_delete_documents``) must enumerate its own documents: ``_session_document_ids`` (or
+      its own ``forget_session``) and ``_delete_all`` (or its own ``forget_all``). Without them
+      ``forget_session()``/``forget_all()`` only reach what the base's catalogue saw, and report
+      0 while the backend's documents stay findable.
+    * A backend that can delete everything (``_delete_all``) must also delete by id
+      (``_delete_documents``): else ``forget_all()`` works while ``delete()`` and
+      ``forget_session()`` cannot forget anything.
+
+    A backend with no delete hook at all is accepted: ``delete`` and ``forget_*`` raise
+    :class:`~ovos_memory_plugins.errors.BackendError` ("cannot delete"), loudly.
+    """
+    problems = []
+    if _overrides(cls, "_query_session") and _overrides(cls, "_delete_documents"):
+        if not (_overrides(cls, "_session_document_ids") or _overrides(cls, "forget_session")):
+            problems.append(
+                "it keeps sessions itself (_query_session) and deletes (_delete_documents) but does not list a "
+                "session's documents: forget_session() would miss them and report 0 while they stay findable; "
+                "implement _session_document_ids(session_id) to return the ids of the session's documents"
+            )
+        if not (_overrides(cls, "_delete_all") or _overrides(cls, "forget_all")):
+            problems.append(
+                "it keeps sessions itself (_query_session) and deletes (_delete_documents) but cannot delete "
+                "everything: forget_all() would miss its documents and report 0 while they stay findable; "
+                "implement _delete_all() to delete every document and return how many there were"
+            )
+    if (
+        _overrides(cls, "_delete_all")
+        and not _overrides(cls, "_delete_documents")
+        and not getattr(cls, "stores_in_storage", False)
+    ):
+        problems.append(
+            "it implements _delete_all but not _delete_documents: forget_all() would work while delete() and "
+            "forget_session() could forget nothing; implement _delete_documents(doc_ids) too"
+        )
+    return problems
