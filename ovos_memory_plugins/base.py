@@ -24,7 +24,7 @@ never-raise guarantee of the two methods ovos-persona calls every turn.
 The messages of a turn come from the one pure renderer,
 :func:`ovos_memory_plugins.prompt.render_messages` (the five inject modes); a backend
 contributes ``context_blocks`` (system text every turn, e.g. notes) and
-``running_summary`` (older turns of the session) and never renders itself.
+``session_summary`` (older turns of the session) and never renders itself.
 
 A class is checked when it is defined (``__init_subclass__``) and refused, with a TypeError
 naming it and the missing hook, when its hooks cannot forget: a backend that keeps sessions
@@ -461,7 +461,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         """Extra system text a backend always contributes (notes, sticky notes); none here."""
         return []
 
-    def running_summary(self, session_id: str) -> str:
+    def session_summary(self, session_id: str) -> str:
         """The running summary of the session's older turns, shown after the system prompt;
         none here (empty)."""
         return ""
@@ -476,7 +476,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             system_prompt=self.system_prompt,
             blocks=self.context_blocks(utterance, session_id),
             hits=hits,
-            summary=self.running_summary(session_id),
+            summary=self.session_summary(session_id),
             history=history,
             tool_query=self.recall_query(utterance, history) if s.inject_mode == "tool" else None,
             session_id=session_id,

@@ -215,7 +215,7 @@ def test_pure_same_inputs_same_outputs_inputs_untouched() -> None:
 
 
 class SummarisingMemory(InMemoryMemory):
-    def running_summary(self, session_id: str) -> str:
+    def session_summary(self, session_id: str) -> str:
         return f"summary of {session_id}"
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
