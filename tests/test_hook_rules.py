@@ -38,16 +38,34 @@ class _Docs(BaseRetrievalMemory):
         return self._hits(query, top_k, None)
 
 
+# The hooks, written once and combined per class below.
+
+
+def _session_hits(self: _Docs, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
+    return self._hits(query, top_k, session_id)
+
+
+def _delete_by_id(self: _Docs, doc_ids: Sequence[str]) -> int:
+    return sum(self.docs.pop(d, None) is not None for d in doc_ids)
+
+
+def _session_ids(self: _Docs, session_id: str) -> list[str]:
+    return [d for d, (_, sid) in self.docs.items() if sid == session_id]
+
+
+def _delete_everything(self: _Docs) -> int:
+    n = len(self.docs)
+    self.docs.clear()
+    return n
+
+
 def test_the_privacy_hole_is_refused_by_name() -> None:
     # the combination docs/writing-a-backend.md used to suggest: forget_* returned 0, documents stayed
     with pytest.raises(TypeError) as caught:
 
         class SessionsAndDelete(_Docs):
-            def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
-                return self._hits(query, top_k, session_id)
-
-            def _delete_documents(self, doc_ids: Sequence[str]) -> int:
-                return sum(self.docs.pop(d, None) is not None for d in doc_ids)
+            _query_session = _session_hits
+            _delete_documents = _delete_by_id
 
     message = str(caught.value)
     assert "test_hook_rules" in message and "SessionsAndDelete" in message
@@ -58,46 +76,30 @@ def test_one_missing_hook_is_named_alone() -> None:
     with pytest.raises(TypeError, match="_delete_all") as caught:
 
         class NoDeleteAll(_Docs):
-            def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
-                return self._hits(query, top_k, session_id)
-
-            def _delete_documents(self, doc_ids: Sequence[str]) -> int:
-                return sum(self.docs.pop(d, None) is not None for d in doc_ids)
-
-            def _session_document_ids(self, session_id: str) -> list[str]:
-                return [d for d, (_, sid) in self.docs.items() if sid == session_id]
+            _query_session = _session_hits
+            _delete_documents = _delete_by_id
+            _session_document_ids = _session_ids
 
     assert "NoDeleteAll" in str(caught.value) and "_session_document_ids(" not in str(caught.value)
 
 
 class Complete(_Docs):
-    def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
-        return self._hits(query, top_k, session_id)
-
-    def _delete_documents(self, doc_ids: Sequence[str]) -> int:
-        return sum(self.docs.pop(d, None) is not None for d in doc_ids)
-
-    def _session_document_ids(self, session_id: str) -> list[str]:
-        return [d for d, (_, sid) in self.docs.items() if sid == session_id]
-
-    def _delete_all(self) -> int:
-        n = len(self.docs)
-        self.docs.clear()
-        return n
+    _query_session = _session_hits
+    _delete_documents = _delete_by_id
+    _session_document_ids = _session_ids
+    _delete_all = _delete_everything
 
 
 class CatalogueOnly(_Docs):
     """No session hook: the base's catalogue knows every document."""
 
-    def _delete_documents(self, doc_ids: Sequence[str]) -> int:
-        return sum(self.docs.pop(d, None) is not None for d in doc_ids)
+    _delete_documents = _delete_by_id
 
 
 class SessionsNoDelete(_Docs):
     """Keeps sessions, cannot delete: forgetting raises, loudly."""
 
-    def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
-        return self._hits(query, top_k, session_id)
+    _query_session = _session_hits
 
 
 def test_accepted_combinations_have_no_problems() -> None:
@@ -115,11 +117,8 @@ def test_a_subclass_inherits_the_hooks_it_needs() -> None:
 
 def test_own_forget_methods_satisfy_the_rule() -> None:
     class OwnForget(_Docs):
-        def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
-            return self._hits(query, top_k, session_id)
-
-        def _delete_documents(self, doc_ids: Sequence[str]) -> int:
-            return sum(self.docs.pop(d, None) is not None for d in doc_ids)
+        _query_session = _session_hits
+        _delete_documents = _delete_by_id
 
         def forget_session(self, session_id: str) -> int:
             return self.delete([d for d, (_, sid) in self.docs.items() if sid == session_id])
@@ -155,7 +154,4 @@ def test_delete_all_without_delete_by_id_is_refused() -> None:
     with pytest.raises(TypeError, match=r"OnlyDeleteAll: .*_delete_documents"):
 
         class OnlyDeleteAll(_Docs):
-            def _delete_all(self) -> int:
-                n = len(self.docs)
-                self.docs.clear()
-                return n
+            _delete_all = _delete_everything
