@@ -346,40 +346,40 @@ class MemoryContract:
         self._remember(mem, "my cat Bartholomew is orange", "Bartholomew sounds lovely", "old")
         return mem
 
+    def _ask(self, tmp_path: Path, mode: str) -> tuple[list[AgentMessage], bool]:
+        """Ask about the seeded memory from another session in ``mode``: the messages (checked
+        to end on the utterance) and whether the memory is context-only."""
+        with self._seeded(tmp_path, inject_mode=mode) as mem:
+            msgs: list[AgentMessage] = mem.build_conversation_context("what colour is Bartholomew", "new")
+            context_only = self._context_only(mem)
+        assert msgs[-1].role == MessageRole.USER and msgs[-1].content.endswith("what colour is Bartholomew")
+        assert msgs[0].role == MessageRole.SYSTEM and msgs[0].content.startswith("You are Ada.")
+        return msgs, context_only
+
     def test_inject_mode_system(self, tmp_path: Path) -> None:
-        with self._seeded(tmp_path) as mem:
-            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
-            assert msgs[0].role == MessageRole.SYSTEM and msgs[0].content.startswith("You are Ada.")
-            assert msgs[-1].role == MessageRole.USER and msgs[-1].content == "what colour is Bartholomew"
-            if self._context_only(mem):  # a contributor's block joins the system prompt
-                assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.USER]
-                assert "Bartholomew is orange" in msgs[0].content
-            else:
-                assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.SYSTEM, MessageRole.USER]
-                assert msgs[0].content == "You are Ada."
-                assert "Bartholomew is orange" in msgs[1].content
+        msgs, context_only = self._ask(tmp_path, "system")
+        assert msgs[-1].content == "what colour is Bartholomew"
+        if context_only:  # a contributor's block joins the system prompt
+            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.USER]
+            assert "Bartholomew is orange" in msgs[0].content
+        else:
+            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.SYSTEM, MessageRole.USER]
+            assert msgs[0].content == "You are Ada." and "Bartholomew is orange" in msgs[1].content
 
     def test_inject_mode_developer(self, tmp_path: Path) -> None:
-        with self._seeded(tmp_path, inject_mode="developer") as mem:
-            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
-            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.DEVELOPER, MessageRole.USER]
-            assert msgs[0].content == "You are Ada."
-            assert "Bartholomew is orange" in msgs[1].content
+        msgs, _ = self._ask(tmp_path, "developer")
+        assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.DEVELOPER, MessageRole.USER]
+        assert msgs[0].content == "You are Ada." and "Bartholomew is orange" in msgs[1].content
 
     def test_inject_mode_system_prompt(self, tmp_path: Path) -> None:
-        with self._seeded(tmp_path, inject_mode="system_prompt") as mem:
-            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
-            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.USER]
-            assert msgs[0].content.startswith("You are Ada.")
-            assert "Bartholomew is orange" in msgs[0].content
+        msgs, _ = self._ask(tmp_path, "system_prompt")
+        assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.USER]
+        assert "Bartholomew is orange" in msgs[0].content
 
     def test_inject_mode_user(self, tmp_path: Path) -> None:
-        with self._seeded(tmp_path, inject_mode="user") as mem:
-            msgs = mem.build_conversation_context("what colour is Bartholomew", "new")
-            assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.USER]
-            assert msgs[0].content == "You are Ada."
-            assert "Bartholomew is orange" in msgs[1].content
-            assert msgs[1].content.endswith("what colour is Bartholomew")
+        msgs, _ = self._ask(tmp_path, "user")
+        assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.USER]
+        assert msgs[0].content == "You are Ada." and "Bartholomew is orange" in msgs[1].content
 
     def test_inject_mode_tool(self, tmp_path: Path) -> None:
         with self._seeded(tmp_path, inject_mode="tool") as mem:
