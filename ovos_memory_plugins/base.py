@@ -421,6 +421,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 except Exception:
                     LOG.exception("%s: could not store exchange %s", type(self).__name__, doc_id)
 
+    def session_summary(self, session_id: str) -> str:
+        """The running summary of the session's older turns, shown after the system prompt;
+        none here (empty). A memory that keeps one (a rolling summary) overrides this."""
+        return ""
+
     def build_conversation_context(self, utterance: str, session_id: str) -> list[AgentMessage]:
         """The messages for the next answer, in the configured inject mode. Never raises.
 
@@ -460,11 +465,6 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Extra system text a backend always contributes (notes, sticky notes); none here."""
         return []
-
-    def session_summary(self, session_id: str) -> str:
-        """The running summary of the session's older turns, shown after the system prompt;
-        none here (empty)."""
-        return ""
 
     def _build(self, utterance: str, session_id: str) -> list[AgentMessage]:
         s = self.settings
