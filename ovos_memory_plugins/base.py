@@ -194,6 +194,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def _can(self, hook: str) -> bool:
         return getattr(type(self), hook) is not getattr(BaseRetrievalMemory, hook)
 
+    def session_summary(self, session_id: str) -> str:
+        """Optional: the running summary of the session's older turns, rendered as one block
+        after the system prompt; none here (empty)."""
+        return ""
+
     # -- ids ---------------------------------------------------------------------------------
 
     @staticmethod
@@ -420,11 +425,6 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                     )
                 except Exception:
                     LOG.exception("%s: could not store exchange %s", type(self).__name__, doc_id)
-
-    def session_summary(self, session_id: str) -> str:
-        """The running summary of the session's older turns, shown after the system prompt;
-        none here (empty). A memory that keeps one (a rolling summary) overrides this."""
-        return ""
 
     def build_conversation_context(self, utterance: str, session_id: str) -> list[AgentMessage]:
         """The messages for the next answer, in the configured inject mode. Never raises.
