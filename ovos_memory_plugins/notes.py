@@ -722,6 +722,9 @@ class NotesMemory(BaseRetrievalMemory):
         text is kept in the history).
         """
         parsed = parse_notes(clean_text(body), source="the new notes")
+        learned: dict[str, str] = {}
+        with contextlib.suppress(CorruptFileError, StorageError):  # a broken MEMORY.md is being replaced
+            learned = {n.id: n.session_id for n in self.list_notes(include_retired=True)}
         notes: list[Note] = []
         seen: set[str] = set()
         for raw in parsed:
@@ -730,7 +733,8 @@ class NotesMemory(BaseRetrievalMemory):
             if not text or key in seen:
                 continue
             seen.add(key)
-            notes.append(make_note(text[:MAX_FACT_CHARS], raw.date or self._month(), session_id=raw.session_id))
+            note = make_note(text[:MAX_FACT_CHARS], raw.date or self._month())
+            notes.append(make_note(note.text, note.date, session_id=learned.get(note.id, "")))
         with self._mutex, self._notes_store.transaction():
             before = self._body()
             if expected_version is not None and self._version_of(before) != expected_version:
@@ -786,7 +790,11 @@ class NotesMemory(BaseRetrievalMemory):
         if steps < 1 or len(snapshots) < steps:
             return False
         target = snapshots[steps - 1]
-        notes = parse_notes(target.read_text(encoding="utf-8"), source=str(target))
+        learned = {n.id: n.session_id for n in self.list_notes(include_retired=True)}
+        notes = [
+            make_note(n.text, n.date, session_id=learned.get(n.id, ""))
+            for n in parse_notes(target.read_text(encoding="utf-8"), source=str(target))
+        ]
         with self._mutex, self._notes_store.transaction():
             if isinstance(self._notes_store, FileNotesStore):
                 atomic_write(self._notes_store.path, render_notes(notes))
