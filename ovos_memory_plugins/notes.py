@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
-from ovos_memory_plugins.common import MemoryHit, normalize_content
+from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import ParsedConfig, option
 from ovos_memory_plugins.errors import BackendError, CorruptFileError, StorageError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm, parse_json_reply
@@ -78,7 +78,7 @@ from ovos_memory_plugins.notebook import (
     refused,
     select_for_prompt,
 )
-from ovos_memory_plugins.protocols import Note, NoteChange
+from ovos_memory_plugins.protocols import Note, NoteChange, words_key
 from ovos_memory_plugins.ranking import BM25Ranker
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
@@ -584,9 +584,9 @@ class NotesMemory(BaseRetrievalMemory):
         note = make_note(text, date or given or self._month(), session_id=sid)
         with self._mutex, self._notes_store.transaction():
             notes = self._notes_store.load()
-            key = normalize_content(text)
+            key = words_key(text)
             for existing in notes:
-                if normalize_content(existing.text) == key:
+                if words_key(existing.text) == key:
                     return NoteChange("duplicate", note=existing, message=f"already noted: {existing.text}")
             notes.append(note)
             self._notes_store.save(notes)
@@ -619,9 +619,10 @@ class NotesMemory(BaseRetrievalMemory):
             picked = self._match(description, self.list_notes(include_retired=True))
             if isinstance(picked, NoteChange):
                 return picked
-            key = normalize_content(picked.text)
-            self._notes_store.remove(lambda n: normalize_content(n.text) == key)
+            key = words_key(picked.text)
+            self._notes_store.remove(lambda n: words_key(n.text) == key)
             self._saved(self._notes_store.load())
+        self._notes_store.checkpoint()
         self._scrub({key})
         return NoteChange("forgotten", note=picked, message=f"forgot: {picked.text}")
 
@@ -642,12 +643,12 @@ class NotesMemory(BaseRetrievalMemory):
                 return picked
             old = picked
             index = notes.index(old)
-            if normalize_content(old.text) == normalize_content(text):
+            if words_key(old.text) == words_key(text):
                 return NoteChange("duplicate", note=old, message=f"already noted: {old.text}")
             new = make_note(text, given or self._month(), session_id=old.session_id)
             self._notes_store.retire([old], self._day())
             notes = self._notes_store.load()
-            notes = [n for n in notes if normalize_content(n.text) != normalize_content(text)]
+            notes = [n for n in notes if words_key(n.text) != words_key(text)]
             notes.insert(min(index, len(notes)), new)
             self._notes_store.save(notes)
             self._saved(notes)
@@ -729,7 +730,7 @@ class NotesMemory(BaseRetrievalMemory):
         seen: set[str] = set()
         for raw in parsed:
             text, _ = normalize_fact(raw.text)
-            key = normalize_content(text)
+            key = words_key(text)
             if not text or key in seen:
                 continue
             seen.add(key)
@@ -745,6 +746,7 @@ class NotesMemory(BaseRetrievalMemory):
             else:
                 self._notes_store.save(notes)
             self._saved(notes)
+        self._notes_store.checkpoint()
         return notes
 
     # -- rewrite history -------------------------------------------------------------------------
@@ -821,7 +823,7 @@ class NotesMemory(BaseRetrievalMemory):
                     parsed = parse_notes(line)
                 except CorruptFileError:
                     parsed = []
-                if parsed and normalize_content(parsed[0].text) in keys:
+                if parsed and words_key(parsed[0].text) in keys:
                     continue
                 kept.append(line)
             if len(kept) != len(body.splitlines(keepends=True)):
@@ -882,7 +884,8 @@ class NotesMemory(BaseRetrievalMemory):
         with self._mutex, self._notes_store.transaction():
             gone = self._notes_store.remove(lambda n: n.session_id == session_id)
             self._saved(self._notes_store.load())
-        self._scrub({normalize_content(n.text) for n in gone})
+        self._notes_store.checkpoint()
+        self._scrub({words_key(n.text) for n in gone})
         with self._lock:
             n = int(self._archive.forget_session(session_id)) if self._archive is not None else 0
             self._history.clear_session(session_id)
@@ -903,6 +906,7 @@ class NotesMemory(BaseRetrievalMemory):
             for path in self._copies(include_moved=True):
                 with contextlib.suppress(OSError):
                     path.unlink()
+        self._notes_store.checkpoint()
         return super().forget_all() + len({g.id for g in gone})
 
     # -- digest ----------------------------------------------------------------------------------
@@ -1049,32 +1053,32 @@ class NotesMemory(BaseRetrievalMemory):
         if new_facts or replaces or retires:
             with self._mutex, self._notes_store.transaction():
                 notes: list[Note | None] = list(self._notes_store.load())
-                keys = {normalize_content(n.text): i for i, n in enumerate(notes) if n is not None}
+                keys = {words_key(n.text): i for i, n in enumerate(notes) if n is not None}
                 to_retire: list[Note] = []
                 for old, fact in replaces:
-                    index = keys.get(normalize_content(old.text))
+                    index = keys.get(words_key(old.text))
                     current = notes[index] if index is not None else None
-                    if index is None or current is None or normalize_content(fact) == normalize_content(old.text):
+                    if index is None or current is None or words_key(fact) == words_key(old.text):
                         continue
                     to_retire.append(current)
                     new = make_note(fact, month, session_id=session_id)
-                    if normalize_content(fact) not in keys:
+                    if words_key(fact) not in keys:
                         notes[index] = new
-                        keys[normalize_content(fact)] = index
+                        keys[words_key(fact)] = index
                         added.append(new)
                     else:
                         notes[index] = None
                 for old in retires:
-                    index = keys.get(normalize_content(old.text))
+                    index = keys.get(words_key(old.text))
                     current = notes[index] if index is not None else None
                     if index is not None and current is not None:
                         to_retire.append(current)
                         notes[index] = None
                 for fact in new_facts[:MAX_NEW_PER_DIGEST]:
-                    if normalize_content(fact) in keys:
+                    if words_key(fact) in keys:
                         continue
                     new = make_note(fact, month, session_id=session_id)
-                    keys[normalize_content(fact)] = len(notes)
+                    keys[words_key(fact)] = len(notes)
                     notes.append(new)
                     added.append(new)
                 kept = [n for n in notes if n is not None]
@@ -1163,9 +1167,10 @@ class NotesMemory(BaseRetrievalMemory):
             current = self._notes_store.load()
             if current != notes:
                 return DreamResult("rejected", before=len(notes), reason="the notes changed during the dream")
-            self._snapshot(self.notes_body(), "dream")
+            self._snapshot(self._body(), "dream")
             self._notes_store.save(rewritten)
             self._saved(rewritten)
+        self._notes_store.checkpoint()
         self._counts["dreams"] += 1
         return DreamResult("rewritten", before=len(notes), after=len(rewritten))
 
@@ -1174,7 +1179,7 @@ class NotesMemory(BaseRetrievalMemory):
         if not isinstance(items, list):
             return None, "the reply holds no list of notes"
         known_terms: set[str] = set()
-        sessions = {normalize_content(n.text): n.session_id for n in notes}
+        sessions = {words_key(n.text): n.session_id for n in notes}
         for n in notes:
             known_terms.update(tokenize(n.text))
         dates = {n.date for n in notes}
@@ -1198,7 +1203,7 @@ class NotesMemory(BaseRetrievalMemory):
             best = max(notes, key=lambda n: (len(terms.intersection(tokenize(n.text))), n.date))
             if date not in dates:
                 date = best.date
-            key = normalize_content(text)
+            key = words_key(text)
             if key in seen or len(text) > MAX_FACT_CHARS:
                 continue
             seen.add(key)

@@ -203,6 +203,10 @@ class NotesStore(Protocol):
         """A value that changes whenever the stored notes may have changed (cheap to compute)."""
         ...
 
+    def checkpoint(self) -> None:
+        """After a removal made inside a transaction: drop the copies a journal still holds."""
+        ...
+
     def transaction(self) -> contextlib.AbstractContextManager[object]:
         """A block in which a load-modify-save cycle is not interleaved with another process's."""
         ...
@@ -401,6 +405,9 @@ class FileNotesStore:
                         removed += 1
         return removed
 
+    def checkpoint(self) -> None:
+        """Nothing to do: every write replaces the whole file."""
+
     def close(self) -> None:
         """Nothing to release (files are opened per call)."""
 
@@ -516,6 +523,11 @@ class SQLiteNotesStore:
     def _truncate_wal(self) -> None:
         """Truncate the WAL now, or on the next write or :meth:`close` when it cannot be done now."""
         self._wal_dirty = not truncate_wal(self.db)
+
+    def checkpoint(self) -> None:
+        """Truncate a WAL still holding deleted notes (a removal inside a transaction defers it)."""
+        if self._wal_dirty:
+            self._truncate_wal()
 
     def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
         """Delete every note (active or retired) ``predicate`` picks, scrub the full-text index
