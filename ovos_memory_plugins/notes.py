@@ -67,6 +67,7 @@ from typing import Any, ClassVar, Literal
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
+from ovos_memory_plugins.concurrency import DaemonPool
 from ovos_memory_plugins.config import ParsedConfig, option
 from ovos_memory_plugins.errors import BackendError, CorruptFileError, StorageError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm, parse_json_reply
@@ -121,6 +122,8 @@ MAX_NEW_PER_DIGEST = 5
 MAX_PENDING_EXCHANGES = 200
 #: After a dream fails (no model answer), automatic dreams wait this long.
 DREAM_RETRY_S = 3600.0
+#: Seconds ``close()`` waits for a running digest or dream.
+CLOSE_WAIT_S = 1.0
 
 _RULE = re.compile(
     r"\b(always|never|prefer|prefers|preferred|please|don't|do not|doesn't|call me|likes?|loves?|"
@@ -353,7 +356,8 @@ class NotesMemory(BaseRetrievalMemory):
         self._cond = threading.Condition()
         self._jobs: deque[tuple[str, str]] = deque()
         self._busy = 0
-        self._worker: threading.Thread | None = None
+        self._worker = DaemonPool("ovos-memory-notes", 1)  # the one background thread, on demand
+        self._worker_started = False
         self._stopping = False
         self._next_dream_try = 0.0
         self._counts = {"digests": 0, "facts_added": 0, "facts_retired": 0, "episodes": 0, "dreams": 0}
@@ -1226,9 +1230,9 @@ class NotesMemory(BaseRetrievalMemory):
         if not self.options.curate_in_background:
             return
         with self._cond:
-            if self._worker is None and not self._stopping:
-                self._worker = threading.Thread(target=self._work, name="ovos-memory-notes", daemon=True)
-                self._worker.start()
+            if not self._worker_started and not self._stopping:
+                self._worker.submit(self._work)
+                self._worker_started = True
 
     def _schedule(self, kind: str, arg: str) -> None:
         if not self.options.curate_in_background:
@@ -1333,9 +1337,9 @@ class NotesMemory(BaseRetrievalMemory):
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-            worker = self._worker
-        if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout=5)
+        # a digest or dream waiting on the model is left behind after a second (close never hangs)
+        if not self._worker.shutdown(cancel_pending=True, join_timeout=CLOSE_WAIT_S):
+            LOG.warning("NotesMemory: a background digest or dream is still running; closing anyway")
         close_llm(self._llm)
         if self._archive is not None:
             with contextlib.suppress(Exception):
