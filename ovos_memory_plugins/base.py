@@ -157,8 +157,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         return []
 
     def _open_state_database(self) -> Database:
-        """Deprecated hook: a subclass that overrides it chooses the SQLite database itself."""
-        return Database(":memory:")
+        """The SQLite database at :meth:`_database_path` (RAM when None). A subclass that
+        overrides this hook chooses the database itself (it may call this one); raises
+        :class:`StorageError` when the file cannot be opened."""
+        where = self._database_path()
+        return Database(where[0] if where is not None else ":memory:")
 
     def _open_storage(self) -> Storage:
         """The memory's one database, migrated; never raises (falls back to RAM, and says so:

@@ -182,9 +182,6 @@ class ForgetReport(int):
         obj.tiers = dict(tiers or {})
         return obj
 
-    def __repr__(self) -> str:
-        return f"ForgetReport({int(self)}, {self.tiers!r})"
-
 
 @runtime_checkable
 class Database(Protocol):
