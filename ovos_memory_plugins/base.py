@@ -169,7 +169,6 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         from ovos_memory_plugins.storage.engine import open_storage
         from ovos_memory_plugins.storage.sqlite_engine import SqliteStorage, adopt_shared_file
 
-        name = type(self).__name__
         if type(self)._open_state_database is not BaseRetrievalMemory._open_state_database:
             try:
                 return SqliteStorage(self._open_state_database())
@@ -191,7 +190,6 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 adopt_shared_file(shared, path)
             return open_storage(path, legacy=self._legacy_files(path), **self._database_options())
         except (StorageError, sqlite3.Error, OSError) as exc:
-            LOG.error("%s: cannot open %s (%s)", name, path, exc)
             return self._ram_storage(f"cannot open {path} ({exc})")
 
     def _ram_storage(self, reason: str) -> Storage:
@@ -420,7 +418,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         went (a :class:`~ovos_memory_plugins.storage.engine.ForgetReport`)."""
         session_id = check_id(session_id, "session_id")
         with self._lock:
-            ids = self._session_document_ids(session_id)
+            catalogued = self.storage.documents.ids(session_id)
+            ids = list(dict.fromkeys([*catalogued, *self._session_document_ids(session_id)]))
             if ids and not self._can_delete():
                 raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")
             with self.storage.atomic():
