@@ -267,6 +267,14 @@ def test_a_ram_fallback_is_reported_and_logged_every_turn(tmp_path: Path, caplog
         assert len([r for r in caplog.records if "RAM only" in r.getMessage()]) == 3
 
 
+def test_an_unusable_database_url_is_reported_not_raised(tmp_path: Path) -> None:
+    with LexicalMemory({"root": str(tmp_path), "database": "postgresql://nobody@127.0.0.1:1/none"}) as mem:
+        mem.store("kept in RAM for now", "s")
+        storage = mem.stats()["storage"]
+        assert storage["in_ram"] is True and "127.0.0.1:1/none" in storage["problem"]
+        assert "nobody" not in storage["problem"]  # no user name or password in logs and figures
+
+
 def test_a_nul_byte_in_a_path_is_a_config_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     for config in ({"root": "/tmp/a\x00b"}, {"db_path": "/tmp/a\x00b.db"}):

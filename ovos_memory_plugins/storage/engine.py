@@ -40,7 +40,9 @@ Implementing a second engine (PostgreSQL): provide objects with the methods of
 (tokenize with :func:`ovos_memory_plugins.storage.keyword.document_terms` and query with
 :func:`ovos_memory_plugins.storage.keyword.query_counts`, so stop words, CJK bigrams and
 stemming behave the same) and a :class:`VectorStore`; bundle them in a :class:`Storage` from a
-module-level ``open_storage(location, **options) -> Storage``. :func:`open_storage` here picks
+module-level ``open_storage(location, *, namespace="default", **options) -> Storage`` (the base
+passes ``namespace``, which keys the memory's rows, and engine options such as
+``vector_extension`` that another engine accepts and ignores). :func:`open_storage` here picks
 the engine by the location: a ``postgresql://`` URL imports
 ``ovos_memory_plugins.storage.postgres``; anything else is a SQLite file path. Rules every engine
 keeps:
