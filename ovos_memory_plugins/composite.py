@@ -461,12 +461,17 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
 
     def member_config(self, spec: MemberSpec) -> dict[str, Any]:
         """The config a member is built with: its own block, plus the composite's ``scope``,
-        ``namespace`` and ``max_history`` where it sets none, and ``root`` = ``<composite
-        root>/<member name>`` where it sets neither ``root`` nor ``namespace``."""
+        ``namespace`` and ``max_history`` where it sets none, and ``root`` = ``<composite's
+        root>/<member name>`` (the member then adds the namespace) where it sets neither ``root``
+        nor ``namespace``."""
         cfg = dict(spec.config)
         s = self.settings
         if "root" not in cfg and "namespace" not in cfg:
-            cfg["root"] = str(Path(self.root) / spec.name)
+            # the member adds the namespace itself (namespaces always isolate), so its folder is
+            # <root>/<name>/<namespace>, and the files earlier releases kept in <root>/<name> are
+            # adopted once by its storage
+            base = Path(s.root).expanduser() if s.root else self.root
+            cfg["root"] = str(base / spec.name)
         cfg.setdefault("scope", s.scope)
         cfg.setdefault("namespace", s.namespace)
         cfg.setdefault("max_history", s.max_history)
