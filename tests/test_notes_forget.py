@@ -287,3 +287,44 @@ def test_notes_carry_the_session_of_a_digest(tmp_path: Path) -> None:
         assert [(n.text, n.session_id) for n in mem.list_notes()] == [("User's dog is called Rex", "porch")]
         mem.forget_session("porch")
         assert mem.list_notes() == []
+
+
+# -- the archive: an index over the memory's own database -------------------------------------------
+
+
+def test_the_archive_keeps_the_base_ids_and_forgets_by_them(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    with NotesMemory({"root": str(root)}) as mem:
+        mem.put_document("x-imported-id", "the attic ladder is behind the boiler wombat9", "hall")
+        [hit] = mem.search("attic ladder wombat9")
+        assert hit.source == "x-imported-id"
+        assert [d["id"] for d in mem.iter_documents()] == ["x-imported-id"]
+        held = files_holding(root, "wombat9")
+        assert held and all(name.startswith("history.db") for name in held)  # one database (and its WAL)
+        assert mem.delete(["x-imported-id"]) == 1
+        assert mem.search("attic ladder wombat9") == []
+        assert files_holding(root, "wombat9") == []
+        mem.update_history(exchange("my locker code is echidna4417", "noted"), "s")
+        assert mem.search("locker code echidna4417")
+        assert mem.forget_session("s") >= 1
+        assert files_holding(root, "echidna4417") == []
+
+
+def test_an_archive_of_an_earlier_release_is_moved_in_once(tmp_path: Path) -> None:
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    root = tmp_path / "notes"
+    with LexicalMemory({"root": str(root / "archive")}) as old:
+        old.put_document("d-old-1", "the spare tyre is in the garage numbat3", "garage", {"kind": "note"})
+        old.update_history(exchange("where is the bike pump", "in the shed, quoll7"), "shed")
+    with NotesMemory({"root": str(root)}) as mem:
+        assert not (root / "archive").exists() and (root / "archive.moved").is_dir()
+        [hit] = mem.search("spare tyre garage")
+        assert hit.source == "d-old-1" and hit.metadata.get("session_id", "garage") == "garage"
+        assert mem.search("bike pump shed")
+        assert mem.pending_exchanges() == 0  # old exchanges are not digested again
+    with NotesMemory({"root": str(root)}) as again:  # once: nothing copied twice
+        assert len(list(again.iter_documents())) == 2
+        again.forget_all()
+        assert not (root / "archive.moved").exists()
+    assert files_holding(root, "numbat3", "quoll7") == []
