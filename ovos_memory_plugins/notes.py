@@ -356,6 +356,9 @@ class NotesMemory(IndexedMemory):
         self._token_cache: dict[str, list[str]] = {}
         self._retired_cache: tuple[Any, list[Note], BM25Ranker | None] | None = None
         self._reported_version: Any = None
+        #: Why the notes are kept in RAM (the store could not be opened), else None; reported by
+        #: ``stats()`` and an ERROR every turn, never silent.
+        self.store_problem: str | None = None
         self._notes_store: NotesStore = self._open_store()
         self._llm: ChatLLM | None = llm if llm is not None else make_llm(self.options.llm)
         curate = self.options.auto_curate
@@ -424,7 +427,8 @@ class NotesMemory(IndexedMemory):
                             path.rename(root / ("notes.db" + suffix + ".moved"))
             return store
         except Exception as exc:
-            LOG.error("NotesMemory: cannot open the notes store in %s (%s); notes are kept in RAM only", root, exc)
+            self.store_problem = f"cannot open the notes store in {root} ({exc}); notes are kept in RAM only"
+            LOG.error("NotesMemory: %s", self.store_problem)
             return SQLiteNotesStore(":memory:")
 
     @staticmethod
@@ -553,6 +557,8 @@ class NotesMemory(IndexedMemory):
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """The notes block for this turn (none when there are no notes)."""
+        if self.store_problem:
+            LOG.error("NotesMemory: %s", self.store_problem)
         notes = self._refresh()
         if not notes:
             return []
@@ -1345,6 +1351,7 @@ class NotesMemory(IndexedMemory):
             "max_context_chars": self.options.max_context_chars,
             "auto_curate": self.auto_curate,
             "pending_exchanges": self.pending_exchanges(),
+            **({"notes_store_problem": self.store_problem} if self.store_problem else {}),
             **self._counts,
         }
         if self._llm is not None:

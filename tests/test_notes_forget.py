@@ -328,3 +328,21 @@ def test_an_archive_of_an_earlier_release_is_moved_in_once(tmp_path: Path) -> No
         again.forget_all()
         assert not (root / "archive.moved").exists()
     assert files_holding(root, "numbat3", "quoll7") == []
+
+
+def test_a_fall_back_to_ram_is_never_silent(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the memory's folder should be")
+    with caplog.at_level(logging.ERROR):
+        with StickyMemory({"root": str(blocked)}) as sticky:  # the constructor never raises
+            assert sticky.store_problem and "RAM" in sticky.store_problem
+            assert sticky.stats()["storage_problem"] == sticky.store_problem
+            caplog.clear()
+            sticky.build_conversation_context("hello", "s")
+            assert "RAM" in caplog.text  # an ERROR every turn
+        with NotesMemory({"root": str(blocked), "archive": None}) as notes:
+            assert notes.store_problem and notes.stats()["notes_store_problem"] == notes.store_problem
+            assert notes.remember("still works in RAM").status == "added"
+            caplog.clear()
+            notes.build_conversation_context("hello", "s")
+            assert "RAM" in caplog.text
