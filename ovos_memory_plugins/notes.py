@@ -65,7 +65,7 @@ import shutil
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -901,6 +901,17 @@ class NotesMemory(IndexedMemory):
         if ranker is None:
             return []
         return [retired[i] for i, _ in ranker.rank(query, top_k)]
+
+    def delete(self, doc_ids: Iterable[str]) -> int:
+        """Delete by exact id: archived documents (every tier) and notes (an ``n-…`` id of an
+        active or retired note, as ``forget`` does); return how many went (a ``ForgetReport``
+        whose ``tiers`` include ``notes``)."""
+        ids = list(dict.fromkeys(doc_ids))
+        known = {n.id for n in self.list_notes(include_retired=True)}
+        notes = sum(1 for i in ids if i in known and self.forget(i))
+        rest = [i for i in ids if i not in known]
+        report = super().delete(rest) if rest else ForgetReport(0, {})
+        return ForgetReport(int(report) + notes, {**getattr(report, "tiers", {}), "notes": notes})
 
     def forget_session(self, session_id: str) -> int:
         """Delete a session's archived documents, pending transcript, history and the notes

@@ -320,6 +320,11 @@ def test_the_archive_keeps_the_base_ids_and_forgets_by_them(tmp_path: Path) -> N
         assert mem.search("locker code echidna4417")
         assert mem.forget_session("s") >= 1
         assert files_holding(root, "echidna4417") == []
+        note = mem.remember("my bank PIN is numbat3").note
+        assert note is not None
+        mem.put_document("d-keep", "a document that stays", "s")
+        assert mem.delete([note.id, "d-keep", "n-0000000000000000"]) == 2  # ids are exact, notes too
+        assert mem.list_notes() == [] and files_holding(root, "numbat3") == []
 
 
 def test_an_archive_of_an_earlier_release_is_moved_in_once(tmp_path: Path) -> None:
