@@ -153,9 +153,9 @@ class MemoryConfig:
     )
     inject_mode: InjectMode = option(
         "system",
-        doc="Where recalled memories go: a SYSTEM message (`system`), a DEVELOPER message "
-        "(`developer`), merged into the system prompt (`system_prompt`), wrapped around the "
-        "utterance (`user`), or as a tool call and its result (`tool`).",
+        doc="Where recalled memories (and notes, sticky notes and the running summary) go: a SYSTEM "
+        "message (`system`), a DEVELOPER message (`developer`), merged into the system prompt "
+        "(`system_prompt`), wrapped around the utterance (`user`), or as a tool call and its result (`tool`).",
     )
     retrieval: RetrievalConfig = option(default_factory=RetrievalConfig, doc="Recall settings.")
     context: ContextConfig = option(default_factory=ContextConfig, doc="Rendering settings.")

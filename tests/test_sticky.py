@@ -507,16 +507,36 @@ def test_context_blocks_alone_as_a_composite_member_would_call_it(tmp_path: Path
         assert mem.context_blocks("hello", "s") == [blocks[0]]
 
 
-@pytest.mark.parametrize("mode", ["system", "developer", "system_prompt", "user", "tool"])
-def test_notes_go_into_the_system_message_in_every_mode(tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "carrier"),
+    [
+        ("system", MessageRole.SYSTEM),
+        ("system_prompt", MessageRole.SYSTEM),
+        ("developer", MessageRole.DEVELOPER),
+        ("user", MessageRole.USER),
+        ("tool", MessageRole.TOOL),
+    ],
+)
+def test_notes_follow_the_inject_mode(tmp_path: Path, mode: str, carrier: MessageRole) -> None:
+    """Notes travel like recalled memories: in the message the inject mode names, so engines
+    that drop SYSTEM messages still see them in developer/user/tool mode."""
     with make(tmp_path, inject_mode=mode) as mem:
         mem.remember("my bike is red", "s")
         mem.update_history(exchange("hi", "hello"), "s")
         msgs = mem.build_conversation_context("what colour is my bike", "s")
         assert msgs[0].role == MessageRole.SYSTEM and msgs[0].content.startswith("You are Ada.")
-        assert '"my bike is red"' in msgs[0].content
-        assert msgs[-1].role == MessageRole.USER and msgs[-1].content == "what colour is my bike"
-        assert [m.role for m in msgs[1:-1]] == [MessageRole.USER, MessageRole.ASSISTANT]
+        holders = [m for m in msgs if '"my bike is red"' in m.content]
+        assert [m.role for m in holders] == [carrier]
+        assert msgs[-1].role == MessageRole.USER and msgs[-1].content.endswith("what colour is my bike")
+        if mode != "user":
+            assert msgs[-1].content == "what colour is my bike"
+        if mode == "tool":
+            calling = msgs[msgs.index(holders[0]) - 1]
+            assert calling.role == MessageRole.ASSISTANT and calling.tool_calls
+        assert [m.role for m in msgs[1:3]] in (
+            [MessageRole.USER, MessageRole.ASSISTANT],
+            [MessageRole.DEVELOPER, MessageRole.USER],
+        )
 
 
 def test_threads_remembering_at_once_lose_nothing(tmp_path: Path) -> None:
@@ -536,35 +556,12 @@ def test_threads_remembering_at_once_lose_nothing(tmp_path: Path) -> None:
 
 # -- the conformance kit ---------------------------------------------------------------------
 
-_NOT_NOTES = "sticky keeps exchanges as history only, never as notes; its system block is tested above"
-
 
 class TestStickyContract(MemoryContract):
     survives_restart = True
 
     def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
         return StickyMemory(config)
-
-    def test_replay_and_restart_keep_ids_unique(self, tmp_path: Path) -> None:
-        pytest.skip(_NOT_NOTES)
-
-    def test_inject_mode_system(self, tmp_path: Path) -> None:
-        pytest.skip(_NOT_NOTES)
-
-    def test_inject_mode_developer(self, tmp_path: Path) -> None:
-        pytest.skip(_NOT_NOTES)
-
-    def test_inject_mode_system_prompt(self, tmp_path: Path) -> None:
-        pytest.skip(_NOT_NOTES)
-
-    def test_inject_mode_user(self, tmp_path: Path) -> None:
-        pytest.skip(_NOT_NOTES)
-
-    def test_inject_mode_tool(self, tmp_path: Path) -> None:
-        pytest.skip(_NOT_NOTES)
-
-    def test_single_message_style(self, tmp_path: Path) -> None:
-        pytest.skip(_NOT_NOTES)
 
 
 def test_the_docs_page_persona_json_is_valid_and_lists_every_key() -> None:
