@@ -129,3 +129,35 @@ def test_a_model_that_keeps_calling_tools_is_cut_off(tmp_path: Path, server: Scr
     assert answer == "Done."
     assert len(server.chat_requests) == 5 and "tools" not in server.chat_requests[-1]
     ada.close()
+
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "tools.md"
+
+
+def test_the_docs_example_runs_as_written(
+    tmp_path: Path, server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    from ovos_memory_plugins.toolbox import parse_toolbox_config
+
+    text = DOC.read_text(encoding="utf-8")
+    blocks = re.findall(r"```(json|python)\n(.*?)```", text, re.S)
+    config_block, persona_block = (json.loads(b) for kind, b in blocks if kind == "json")
+    (example,) = (b for kind, b in blocks if kind == "python")
+    assert parse_toolbox_config(config_block)[1] == []
+    persona_file = tmp_path / "ada.json"
+    persona_block[ENGINE]["api_url"] = server.base_url
+    persona_block[TOOLBOX_ID]["persona"] = str(persona_file)
+    persona_file.write_text(json.dumps(persona_block), encoding="utf-8")
+    server.queue_chat(ToolCallReply((("remember", {"fact": FACT}),)), "I will remember that.")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(example, str(DOC), "exec"), namespace)
+    assert capsys.readouterr().out.strip() == "I will remember that."
+    assert json.loads(tool_results(server.chat_requests[-1])[0]["content"])["ok"] is True
+    # the tool's fact, and the sticky rule's own catch of "remember that ..." (both run)
+    hits = namespace["memory"].search("sister")
+    assert {h.content for h in hits} == {"my sister is called Maria", FACT}
+    namespace["toolbox"].close()
+    namespace["memory"].close()
