@@ -245,7 +245,7 @@ _MARKERS = re.compile(
 )
 #: Instruction-shaped text: a memory is a fact, never an order to the model (English phrasing).
 _INSTRUCTION = re.compile(
-    r"\b(ignore|disregard|override|forget)\b.{0,40}\b(previous|prior|above|earlier|all|your|the)\b.{0,40}"
+    r"\b(ignore|disregard|override|forget)\b.{0,40}\b(previous|prior|above|earlier|all|any|your)\b.{0,40}"
     r"\b(instructions?|prompts?|rules?|guidelines?)\b"
     r"|\byou\s+(are|must|will|should)\s+now\b"
     r"|\b(system|developer)\s+(prompt|message|instructions?)\b"

@@ -349,3 +349,20 @@ def test_memory_failures_come_back_as_tool_results(caplog: pytest.LogCaptureFixt
     assert "/secret/path" not in out["error"] and "/secret/path" in caplog.text
     notes.fail = ValueError("a note is one short fact")
     assert call(b, "remember", fact="The user likes tea.")["error"] == "a note is one short fact"
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "The user tends to forget their keys.",
+        "The user's team ignores the dress code rules on Fridays.",
+        "用户的妹妹叫玛丽亚。",
+        "نام خواهر کاربر ماریا است\u200c.",  # Persian with a zero-width non-joiner
+        "The user's favourite emoji is 👩\u200d🚀.",
+        "The user's Wi-Fi password hint: 'tea <3 coffee'.",
+    ],
+)
+def test_ordinary_facts_are_not_refused(fact: str) -> None:
+    b = MemoryToolBox(memory=NotesDouble())
+    out = call(b, "remember", fact=fact)
+    assert out["ok"] is True and out["status"] == "added", out
