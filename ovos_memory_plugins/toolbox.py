@@ -708,6 +708,10 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
         session = self.session_id
         if self.notes is not None:
             change = self.notes.remember(args.fact, session_id=session)
+            if change and change.note is not None:
+                LOG.info(
+                    "%s: remembered note %s in session %r: %r", self.toolbox_id, change.note.id, session, args.fact
+                )
             return self._change_output(change, "remember")
         doc_id = self.memory.store(args.fact, session, {"kind": "fact", "source": "tool", "time": time.time()})
         LOG.info("%s: remembered document %s in session %r: %r", self.toolbox_id, doc_id, session, args.fact)
