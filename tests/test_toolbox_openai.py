@@ -27,7 +27,9 @@ FACT = "The user's sister is called Maria."
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedOpenAIServer]:
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedOpenAIServer]:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     with ScriptedOpenAIServer() as s:
         yield s
 
@@ -161,3 +163,55 @@ def test_the_docs_example_runs_as_written(
     assert {h.content for h in hits} == {"my sister is called Maria", FACT}
     namespace["toolbox"].close()
     namespace["memory"].close()
+
+
+def test_the_real_persona_and_the_toolbox_see_each_other(tmp_path: Path, server: ScriptedOpenAIServer) -> None:
+    """ovos-persona runs its own turns (no tools); the tool box, bound to a bus, works on the same
+    files: a fact remembered through a tool is in the persona's next prompt, and the persona's
+    recorded turn is found by ``search_memory``."""
+    ovos_persona = pytest.importorskip("ovos_persona", reason="needs ovos-persona (test extra)")
+    from ovos_bus_client.message import Message
+    from ovos_bus_client.session import Session
+    from ovos_utils.fakebus import FakeBus
+
+    block = {"root": str(tmp_path), "namespace": "ada", "system_prompt": "You are Ada."}
+    persona_json = {
+        "name": "ada",
+        "handlers": [ENGINE],
+        ENGINE: {"api_url": server.base_url, "key": "k", "model": "scripted-model", "allow_system_prompts": True},
+        "memory_module": LEXICAL,
+        LEXICAL: block,
+        TOOLBOX_ID: {"memory_module": LEXICAL, LEXICAL: block},
+    }
+    persona = ovos_persona.Persona("ada", persona_json)
+    bus = FakeBus()
+    box = load_plugin(TOOLBOX_ID, PluginTypes.AGENT_TOOLBOX)(TOOLBOX_ID, persona_json[TOOLBOX_ID], bus)
+    try:
+        reply = bus.wait_for_response(
+            Message(
+                "ovos.persona.tools.call",
+                {
+                    "toolbox_id": TOOLBOX_ID,
+                    "name": "remember",
+                    "kwargs": {"fact": "The user's cat Bartholomew sleeps in the laundry basket."},
+                },
+                {"session": {"session_id": "kitchen"}},
+            ),
+            timeout=5,
+        )
+        assert reply.data["result"]["ok"] is True
+        server.queue_chat("In the laundry basket.")
+        sess = Session("hallway")
+        answer = persona.chat(persona.get_messages("where does Bartholomew sleep?", sess), sess)
+        assert answer == "In the laundry basket."
+        sent = server.chat_requests[-1]["messages"]
+        assert "laundry basket" in sent[1]["content"] and sent[1]["role"] == "system"
+        persona.remember("my bike is a red Gazelle", "Nice bike.", sess)
+        found = box.call_tool("search_memory", {"query": "bike Gazelle"}).model_dump()
+        assert found["results"][0]["text"] == "Q: my bike is a red Gazelle\nA: Nice bike."
+        assert found["results"][0]["session_id"] == "hallway"
+    finally:
+        box.close()
+        bus.close()
+        persona.memory.close()
+        persona.solvers.shutdown()
