@@ -475,15 +475,17 @@ def _listing(items: list[MemoryItem]) -> str:
 
 
 def _ambiguous(items: list[MemoryItem], tool: str) -> ChangeOutput:
-    return ChangeOutput(
-        ok=False,
-        status="ambiguous",
-        candidates=items,
-        message=(
+    if len(items) == 1:
+        message = (
+            f"One memory matches those words loosely; nothing was changed: {_listing(items)}. "
+            f"If it is the right one, call {tool} again with its id."
+        )
+    else:
+        message = (
             f"Several memories match; nothing was changed. Which one did you mean? {_listing(items)}. "
             f"Ask the user, then call {tool} again with the id of the right one."
-        ),
-    )
+        )
+    return ChangeOutput(ok=False, status="ambiguous", candidates=items, message=message, error="ambiguous description")
 
 
 def _error_text(exc: BaseException) -> str:

@@ -192,6 +192,10 @@ def test_forget_document_asks_which_one_then_forgets_by_id(
     again = call(box, "forget_memory", description="The user's dog is called Rex.")  # exact text
     assert again["status"] == "forgotten"
     assert call(box, "forget_memory", description="zebra")["status"] == "not_found"
+    persona_memory.store("The user's bike is red.", "default")
+    loose = call(box, "forget_memory", description="bike")  # one loose match still needs its id
+    assert loose["status"] == "ambiguous" and "call forget_memory again with its id" in loose["message"]
+    assert [h.content for h in persona_memory.search("bike")] == ["The user's bike is red."]
 
 
 def test_update_document(box: MemoryToolBox, persona_memory: LexicalMemory) -> None:
