@@ -798,9 +798,10 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
         """The one document ``description`` names (its id, its exact text, or a quoted piece of it),
         or a result: ``not_found``, or ``ambiguous`` with the candidates and their ids."""
         session = self._scoped(self.session_id)
-        for doc in self.memory.iter_documents():
-            if doc.get("id") == description and (session is None or doc.get("session_id") == session):
-                return _doc_item(doc)
+        if len(description) <= 80 and not any(ch.isspace() for ch in description):  # an id is one word
+            for doc in self.memory.iter_documents():
+                if doc.get("id") == description and (session is None or doc.get("session_id") == session):
+                    return _doc_item(doc)
         hits = self.memory.search(description, session_id=session, top_k=5)
         if not hits:
             return ChangeOutput(
