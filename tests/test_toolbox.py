@@ -169,6 +169,11 @@ def test_scope_session_keeps_other_sessions_out(tmp_path: Path, persona_memory: 
     with b.for_session("bob"):
         texts = [r["text"] for r in call(b, "search_memory", query="locker code")["results"]]
     assert texts == ["Bob's locker code is 1234."]
+    alice = persona_memory.search("Alice locker", session_id="alice")[0].source
+    with b.for_session("bob"):
+        out = call(b, "forget_memory", description=alice)
+    assert out["ok"] is False and out["status"] == "not_found"
+    assert [h.source for h in persona_memory.search("Alice locker", session_id="alice")] == [alice]
     b.close()
 
 
