@@ -41,6 +41,11 @@ def call(box: MemoryToolBox, name: str, **kwargs: Any) -> dict[str, Any]:
     return dict(box.call_tool(name, kwargs).model_dump(mode="json"))
 
 
+def texts(memory: Any) -> list[str]:
+    """The active notes' texts, sorted, without a closing full stop (sticky notes drop it)."""
+    return sorted(n.text.rstrip(".") for n in memory.list_notes())
+
+
 def test_all_five_tools_are_offered(pair: Any) -> None:
     _, box = pair
     assert sorted(box.tools) == ["forget_memory", "list_notes", "remember", "search_memory", "update_memory"]
@@ -50,7 +55,7 @@ def test_a_tool_note_reaches_the_persona_memory_at_once(pair: Any) -> None:
     persona_memory, box = pair
     out = call(box, "remember", fact="The user's sister is called Maria.")
     assert out["ok"] is True and out["status"] == "added"
-    assert [n.text for n in persona_memory.list_notes()] == ["The user's sister is called Maria."]
+    assert texts(persona_memory) == ["The user's sister is called Maria"]
     context = persona_memory.build_conversation_context("what is my sister called?", "default")
     assert "Maria" in "\n".join(m.content for m in context)
     assert call(box, "remember", fact="the user's sister is called Maria.")["status"] == "duplicate"
@@ -70,10 +75,10 @@ def test_which_one_did_you_mean_then_forget_and_undo(pair: Any, caplog: pytest.L
     with caplog.at_level(logging.INFO, logger="ovos_memory_plugins.toolbox"):
         gone = call(box, "forget_memory", description=bike["id"])
     assert gone["ok"] is True and gone["status"] == "retired"
-    assert "The user's bike is red." in caplog.text
-    assert [n.text for n in persona_memory.list_notes()] == ["The user's car is red."]
+    assert "The user's bike is red" in caplog.text and bike["id"] in caplog.text
+    assert texts(persona_memory) == ["The user's car is red"]
     assert persona_memory.restore(bike["id"]).status == "restored"  # the undo
-    assert sorted(n.text for n in persona_memory.list_notes()) == ["The user's bike is red.", "The user's car is red."]
+    assert texts(persona_memory) == ["The user's bike is red", "The user's car is red"]
 
 
 def test_update_through_a_tool(pair: Any) -> None:
@@ -81,7 +86,7 @@ def test_update_through_a_tool(pair: Any) -> None:
     call(box, "remember", fact="The user's favourite colour is green.")
     out = call(box, "update_memory", description="favourite colour", new_fact="The user's favourite colour is blue.")
     assert out["ok"] is True and out["status"] == "updated"
-    assert [n.text for n in persona_memory.list_notes()] == ["The user's favourite colour is blue."]
+    assert texts(persona_memory) == ["The user's favourite colour is blue"]
 
 
 def test_hostile_note_changes_nothing(pair: Any) -> None:
