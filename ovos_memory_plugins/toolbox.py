@@ -25,7 +25,8 @@ names):
 =================  ================================================  ==========================
 tool               does                                              offered when the memory is
 =================  ================================================  ==========================
-``search_memory``  the best matches for a query, with date, session  a ``Retriever``
+``search_memory``  the best matches for a query, with date, session  a ``Retriever`` or a
+                   (matching notes first)                            ``NotesKeeper``
 ``remember``       a note (or, without notes, a stored document)     a ``NotesKeeper`` (or a
                                                                      :class:`DocumentStore`)
 ``update_memory``  replace the note (document) a description names   ``NotesKeeper`` (or store +
@@ -69,6 +70,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ovos_memory_plugins.common import MemoryHit, normalize_content
 from ovos_memory_plugins.protocols import DocumentLister, Note, NoteChange, NotesKeeper, Retriever
+from ovos_memory_plugins.ranking import BM25Ranker
 
 LOG = logging.getLogger(__name__)
 
@@ -588,7 +590,7 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
         if self.memory is None:
             return []
         table: list[tuple[str, bool, type[ToolArguments], type[ToolOutput], Callable[[Any], ToolOutput]]] = [
-            ("search_memory", self._can_search(), SearchArgs, SearchOutput, self._search),
+            ("search_memory", self._can_search() or self.notes is not None, SearchArgs, SearchOutput, self._search),
             ("remember", self._can_store(), RememberArgs, ChangeOutput, self._remember),
             ("update_memory", self._can_change(), UpdateArgs, ChangeOutput, self._update),
             ("forget_memory", self._can_change(), ForgetArgs, ChangeOutput, self._forget),
@@ -697,8 +699,22 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
 
     def _search(self, args: SearchArgs) -> SearchOutput:
         k = min(args.top_k, self.settings.max_results)
-        hits = self.memory.search(args.query, session_id=self._scoped(self.session_id), top_k=k)
-        items = [_hit_item(h) for h in hits[:k]]
+        scoped = self._scoped(self.session_id)
+        items: list[MemoryItem] = []
+        if self.notes is not None:  # notes first: a curated memory's search may cover only its archive
+            notes = self.notes.list_notes(session_id=scoped)
+            ranked = BM25Ranker([n.text for n in notes]).rank(args.query, k) if notes else []
+            items += [_note_item(notes[i]) for i, _ in ranked]
+        if self._can_search():
+            items += [_hit_item(h) for h in self.memory.search(args.query, session_id=scoped, top_k=k)]
+        seen: set[str] = set()
+        unique = []
+        for item in items:
+            key = normalize_content(item.text).rstrip(".")
+            if key not in seen:
+                seen.add(key)
+                unique.append(item)
+        items = unique[:k]
         if not items:
             return SearchOutput(message=f"Nothing remembered matches {args.query!r}.")
         return SearchOutput(

@@ -59,6 +59,9 @@ def test_a_tool_note_reaches_the_persona_memory_at_once(pair: Any) -> None:
     context = persona_memory.build_conversation_context("what is my sister called?", "default")
     assert "Maria" in "\n".join(m.content for m in context)
     assert call(box, "remember", fact="the user's sister is called Maria.")["status"] == "duplicate"
+    found = call(box, "search_memory", query="sister")  # the note, found once (notes and search merged)
+    assert [r["text"].rstrip(".") for r in found["results"]] == ["The user's sister is called Maria"]
+    assert found["results"][0]["id"] == out["item"]["id"] and found["results"][0]["date"]
     listed = call(box, "list_notes")
     assert listed["total"] == 1 and listed["notes"][0]["id"] == out["item"]["id"]
 
