@@ -182,9 +182,26 @@ def _persona_memory(path: str) -> tuple[str, dict[str, Any]]:
     return module, dict(block)
 
 
+def _from_persona(persona: Mapping[str, Any]) -> dict[str, Any]:
+    """A whole persona JSON as tool box config: its memory, and the options of its tool box block."""
+    own = persona.get(TOOLBOX_ID)
+    config = {k: v for k, v in own.items() if k not in ("persona", "memory_module")} if isinstance(own, dict) else {}
+    module = persona.get("memory_module")
+    if isinstance(module, str) and module:
+        config["memory_module"] = module
+        config[module] = persona.get(module) or {}
+    return config
+
+
 def parse_toolbox_config(raw: Mapping[str, Any] | None) -> tuple[ToolboxSettings, list[str]]:
-    """Parse the tool box config leniently: ``(settings, problems)``; each bad key keeps its default."""
+    """Parse the tool box config leniently: ``(settings, problems)``; each bad key keeps its default.
+
+    ``raw`` is the tool box block, or a whole persona JSON (it has ``handlers``): then the memory
+    is the persona's and the options come from its ``ovos-memory-toolbox`` block.
+    """
     raw = dict(raw or {})
+    if isinstance(raw.get("handlers") or raw.get("solvers"), list):
+        raw = _from_persona(raw)
     problems: list[str] = []
     defaults = ToolboxSettings()
     module: str = defaults.memory_module

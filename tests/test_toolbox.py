@@ -121,6 +121,14 @@ def test_config_from_a_persona_file(tmp_path: Path, persona_memory: LexicalMemor
     out = call(b, "search_memory", query="bike")
     assert [r["text"] for r in out["results"]] == ["The user's bike is a red Gazelle."]
     b.close()
+    # or the whole persona JSON as the config, options from its own block
+    whole = {**json.loads(persona.read_text()), TOOLBOX_ID: {"read_only": True, "persona": "ignored.json"}}
+    settings, problems = parse_toolbox_config(whole)
+    assert problems == [] and settings.read_only is True and settings.memory_config["namespace"] == "ada"
+    b = MemoryToolBox(config=whole)
+    assert sorted(b.tools) == ["search_memory"]
+    assert call(b, "search_memory", query="bike")["results"][0]["session_id"] == "kitchen"
+    b.close()
 
 
 # -- the tools on a real lexical memory -----------------------------------------------------------
