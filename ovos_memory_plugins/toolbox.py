@@ -647,19 +647,19 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
             tool = self.get_tool(name) if isinstance(name, str) else None
             if tool is None:
                 offered = ", ".join(sorted(self.tools)) or "none"
-                why = " (this memory box is read-only)" if self.settings.read_only and name not in READ_TOOLS else ""
+                write_tool = name in DESCRIPTIONS and name not in READ_TOOLS
+                why = " (this memory box is read-only)" if self.settings.read_only and write_tool else ""
                 if self.memory is None:
                     why = " (the memory could not be opened)"
                 return MemoryToolOutput(ok=False, error=f"no tool named {str(name)[:60]!r}{why}; offered: {offered}")
-            if isinstance(tool_kwargs, tool.argument_schema):
-                args = tool_kwargs
-            elif isinstance(tool_kwargs, dict):
-                try:
-                    args = tool.argument_schema.model_validate(tool_kwargs)
-                except ValidationError as exc:
-                    return tool.output_schema(ok=False, error=_validation_text(exc))
-            else:
+            if isinstance(tool_kwargs, tool.argument_schema):  # validated again: model_construct skips checks
+                tool_kwargs = tool_kwargs.model_dump()
+            if not isinstance(tool_kwargs, dict):
                 return tool.output_schema(ok=False, error="invalid arguments: expected an object of named arguments")
+            try:
+                args = tool.argument_schema.model_validate(tool_kwargs)
+            except ValidationError as exc:
+                return tool.output_schema(ok=False, error=_validation_text(exc))
             return self._run(tool, args)
         except Exception:
             LOG.exception("%s: tool %r failed", self.toolbox_id, name)

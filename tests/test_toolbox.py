@@ -17,7 +17,7 @@ from ovos_plugin_manager.utils import PluginTypes, load_plugin
 from test_toolbox_doubles import NotesDouble, SlowRetriever, snapshot
 
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.toolbox import TOOLBOX_ID, MemoryToolBox, parse_toolbox_config
+from ovos_memory_plugins.toolbox import TOOLBOX_ID, MemoryToolBox, RememberArgs, parse_toolbox_config
 
 LEXICAL = "ovos-memory-plugin-lexical"
 
@@ -316,6 +316,8 @@ def test_arguments_that_are_not_an_object(box: MemoryToolBox) -> None:
         out = box.call_tool("remember", junk).model_dump()
         assert out["ok"] is False and "invalid arguments" in out["error"]
     assert box.call_tool(None, {}).model_dump()["ok"] is False  # type: ignore[arg-type]
+    sneaky = box.call_tool("remember", RememberArgs.model_construct(fact="x" * 5000)).model_dump()
+    assert sneaky["ok"] is False and "at most 300 characters" in sneaky["error"]
     unknown = box.call_tool("rm_rf", {}).model_dump()
     assert unknown["ok"] is False
     assert "offered: forget_memory, remember, search_memory, update_memory" in unknown["error"]
