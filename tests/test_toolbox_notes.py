@@ -13,13 +13,21 @@ import pytest
 from ovos_memory_plugins.protocols import NotesKeeper
 from ovos_memory_plugins.toolbox import MemoryToolBox
 
-BACKENDS = ["ovos-memory-plugin-notes", "ovos-memory-plugin-sticky"]
+COMPOSITE = "ovos-memory-plugin-composite"
+BACKENDS = ["ovos-memory-plugin-notes", "ovos-memory-plugin-sticky", COMPOSITE]
+
+
+def _block(module: str, root: Path) -> dict[str, Any]:
+    block: dict[str, Any] = {"root": str(root), "namespace": "ada"}
+    if module == COMPOSITE:  # keyword recall fused with sticky notes: a composite that keeps notes
+        block["members"] = [{"module": "ovos-memory-plugin-lexical"}, {"module": "ovos-memory-plugin-sticky"}]
+    return block
 
 
 def _open(module: str, root: Path) -> Any:
     from ovos_plugin_manager.utils import PluginTypes, load_plugin
 
-    memory = load_plugin(module, PluginTypes.AGENT_MEMORY)(config={"root": str(root), "namespace": "ada"})
+    memory = load_plugin(module, PluginTypes.AGENT_MEMORY)(config=_block(module, root))
     if not isinstance(memory, NotesKeeper):
         memory.close()
         pytest.skip(f"{module} does not implement NotesKeeper yet (the notes branch adds it)")
@@ -31,7 +39,7 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     """(the persona's memory, a tool box on the same files)."""
     module = request.param
     persona_memory = _open(module, tmp_path)
-    box = MemoryToolBox(config={"memory_module": module, module: {"root": str(tmp_path), "namespace": "ada"}})
+    box = MemoryToolBox(config={"memory_module": module, module: _block(module, tmp_path)})
     yield persona_memory, box
     box.close()
     persona_memory.close()
