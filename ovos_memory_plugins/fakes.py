@@ -49,6 +49,7 @@ __all__ = [
     "RecordedRequest",
     "ScriptedLLM",
     "ScriptedOpenAIServer",
+    "ToolCallReply",
     "hash_vector",
 ]
 
@@ -81,7 +82,22 @@ class CloseConnection:
     """Close the connection without sending any reply."""
 
 
-#: What a scripted chat reply may be: a text, a failure mode, or ``None`` (the next default).
+@dataclass(frozen=True)
+class ToolCallReply:
+    """Answer with an assistant message that calls tools (``finish_reason: "tool_calls"``).
+
+    ``calls`` are ``(name, arguments)`` pairs; ``arguments`` is a dict (sent JSON-encoded, as
+    OpenAI does) or a raw string (sent as is, to script malformed arguments). Each call gets the
+    id ``call-<n>`` (one counter with the reply ids) unless ``ids`` names them.
+    """
+
+    calls: tuple[tuple[str, Any], ...]
+    content: str = ""
+    ids: tuple[str, ...] = ()
+
+
+#: What a scripted chat reply may be: a text, a failure mode, a :class:`ToolCallReply`, or
+#: ``None`` (the next default).
 ChatReply = Any
 ChatHandler = Callable[[dict[str, Any]], ChatReply]
 EmbeddingsHandler = Callable[[dict[str, Any]], Any]
@@ -321,7 +337,31 @@ class ScriptedOpenAIServer:
             self._counter += 1
             return f"{prefix}-{self._counter}"
 
+    def _tool_call_message(self, reply: ToolCallReply) -> dict[str, Any]:
+        calls = []
+        for i, (name, arguments) in enumerate(reply.calls):
+            call_id = reply.ids[i] if i < len(reply.ids) else self._next_id("call")
+            raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}})
+        return {"role": "assistant", "content": reply.content or None, "tool_calls": calls}
+
     def _chat_payload(self, body: dict[str, Any], reply: Any) -> dict[str, Any]:
+        if isinstance(reply, ToolCallReply):
+            return {
+                "id": self._next_id("chatcmpl"),
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": str(body.get("model") or self.model),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": self._tool_call_message(reply),
+                        "finish_reason": "tool_calls",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
         text = "" if reply is None else str(reply)
         prompt = " ".join(str(m.get("content") or "") for m in body.get("messages") or [] if isinstance(m, dict))
         prompt_tokens, completion_tokens = _count_tokens(prompt), _count_tokens(text)
