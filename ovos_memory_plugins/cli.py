@@ -110,11 +110,20 @@ class _OneLine(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = " ".join(record.getMessage().split())
+        # the library logs what it survived (a bad key, a missing model) as errors; the command
+        # went on, so for the person running it they are warnings
+        label = _label(record)
         if self.debug and record.exc_info:
-            return f"{record.levelname.lower()}: {text}\n{self.formatException(record.exc_info)}"
+            return f"{label}: {text}\n{self.formatException(record.exc_info)}"
         if record.exc_info and record.exc_info[1] is not None:
             text += f" ({type(record.exc_info[1]).__name__}: {' '.join(str(record.exc_info[1]).split())})"
-        return f"{record.levelname.lower()}: {text}"
+        return f"{label}: {text}"
+
+
+def _label(record: logging.LogRecord) -> str:
+    if record.levelno >= logging.WARNING:
+        return "warning"
+    return record.levelname.lower()
 
 
 class _Once(logging.Filter):
@@ -145,7 +154,7 @@ def _command_logging(output: Output, debug: bool) -> Iterator[None]:
 
         class _Json(logging.Formatter):
             def format(self, record: logging.LogRecord) -> str:
-                return json.dumps({record.levelname.lower(): " ".join(record.getMessage().split())})
+                return json.dumps({_label(record): " ".join(record.getMessage().split())})
 
         handler.setFormatter(_Json())
     else:
@@ -610,7 +619,10 @@ def cmd_serve(args: argparse.Namespace, output: Output) -> int:
         output.out.write(line + "\n")
         output.out.flush()
 
-    title = args.title or (Path(args.persona).stem if args.persona else None)
+    title = args.title
+    if title is None and args.persona:
+        name = read_persona(args.persona).get("name")
+        title = name if isinstance(name, str) and name.strip() else Path(args.persona).stem
     with open_memory(args, output) as memory:
         serve(
             memory,
