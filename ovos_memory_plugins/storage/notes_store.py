@@ -1,12 +1,14 @@
 """Where durable notes live: ``MEMORY.md`` (human-editable) or a SQLite table with retired facts.
 
-A note is one fact with the month it was learned (:class:`Note`). Stores only load and save
-lists of notes and keep retired ones; normalisation, dedup and the prompt budget are the
-plugin's business (:mod:`ovos_memory_plugins.notes`).
+A note is one fact with the month it was learned and the session it was learned in
+(:class:`~ovos_memory_plugins.protocols.Note`, whose id is derived from its words). Stores only
+load and save lists of notes, keep retired ones and forget for real; normalisation, dedup and
+the prompt budget are the plugin's business (:mod:`ovos_memory_plugins.notes`).
 
 Both stores implement :class:`NotesStore`:
 
-* :class:`FileNotesStore`: ``<root>/MEMORY.md``, one ``- [YYYY-MM] fact`` line per note.
+* :class:`FileNotesStore`: ``<root>/MEMORY.md``, one ``- [YYYY-MM] fact`` line per note (a
+  trailing ``<!-- session: ID -->`` says which session it was learned in).
   Lines that are not bullets (headings, blank lines, comments) are ignored on load; a bullet
   without a date is a note with an unknown date. A bullet whose leading ``[...]`` is not a
   ``YYYY-MM`` (or ``YYYY-MM-DD``) date, or a file that is not UTF-8, cannot be parsed:
@@ -16,7 +18,9 @@ Both stores implement :class:`NotesStore`:
   Retired notes go to ``<root>/RETIRED.md`` as ``- [YYYY-MM retired YYYY-MM-DD] fact``.
 * :class:`SQLiteNotesStore`: ``<root>/notes.db``; no cap; retired notes keep their dates and
   can be restored; full-text search over active and retired notes (FTS5 over
-  :func:`~ovos_memory_plugins.text.tokenize` terms, so CJK text is searchable).
+  :func:`~ovos_memory_plugins.text.tokenize` terms, so CJK text is searchable). Every
+  connection runs with ``secure_delete``; after a note is deleted the full-text index is
+  rebuilt and the WAL truncated, so no forgotten word is left in any file.
 
 :func:`move_notes` copies every note, active and retired, from one store to another.
 """
@@ -30,12 +34,13 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import CorruptFileError, StorageError
+from ovos_memory_plugins.protocols import Note, note_id
 from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase
 
 try:  # POSIX advisory locks keep two processes from interleaving read-modify-write cycles
@@ -50,8 +55,10 @@ __all__ = [
     "NotesStore",
     "SQLiteNotesStore",
     "format_note",
+    "make_note",
     "move_notes",
     "parse_notes",
+    "prompt_line",
 ]
 
 FILE_HEADER = (
@@ -69,26 +76,31 @@ _RETIRED_DATE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Note:
-    """One durable fact.
+_SESSION = re.compile(r"\s*<!--\s*session:\s*(.*?)\s*-->\s*$")
 
-    Attributes:
-        text: the fact, one line.
-        date: the month it was learned, ``YYYY-MM`` ("" when unknown).
-        retired_on: the day it stopped being true, ``YYYY-MM-DD``; None while it is active.
-    """
 
-    text: str
-    date: str = ""
-    retired_on: str | None = None
+def make_note(text: str, date: str = "", *, session_id: str = "", retired_on: str | None = None) -> Note:
+    """A :class:`Note` whose id is derived from ``text``."""
+    return Note(id=note_id(text), text=text, date=date, session_id=session_id, retired_on=retired_on)
+
+
+def prompt_line(note: Note) -> str:
+    """The line a note is shown as in a prompt: ``- [YYYY-MM] fact`` (no session, no retirement)."""
+    return f"- [{note.date}] {note.text}" if note.date else f"- {note.text}"
+
+
+def _session_comment(session_id: str) -> str:
+    clean = session_id.replace("-->", "--").replace("\n", " ").strip()
+    return f" <!-- session: {clean} -->" if clean else ""
 
 
 def format_note(note: Note) -> str:
-    """The ``MEMORY.md`` line of a note (``RETIRED.md`` form when it is retired)."""
-    if note.retired_on:
-        return f"- [{note.date + ' ' if note.date else ''}retired {note.retired_on}] {note.text}"
-    return f"- [{note.date}] {note.text}" if note.date else f"- {note.text}"
+    """The ``MEMORY.md`` line of a note (``RETIRED.md`` form when it is retired), with its session."""
+    if note.retired_on is not None:
+        date = note.date + " " if note.date else ""
+        line = f"- [{date}retired {note.retired_on}] {note.text}" if note.retired_on else f"- [{note.date}] {note.text}"
+        return line + _session_comment(note.session_id)
+    return prompt_line(note) + _session_comment(note.session_id)
 
 
 def parse_notes(body: str, *, source: str = "<text>", retired: bool = False) -> list[Note]:
@@ -103,6 +115,10 @@ def parse_notes(body: str, *, source: str = "<text>", retired: bool = False) -> 
         if not match or not match.group(1):
             continue
         content = match.group(1)
+        session = _SESSION.search(content)
+        session_id = ""
+        if session:
+            session_id, content = session.group(1), content[: session.start()]
         dated = _DATED.match(content)
         date, retired_on = "", None
         if dated:
@@ -123,7 +139,7 @@ def parse_notes(body: str, *, source: str = "<text>", retired: bool = False) -> 
             continue
         if retired and retired_on is None:
             retired_on = ""
-        notes.append(Note(text=content, date=date, retired_on=retired_on))
+        notes.append(make_note(content, date, session_id=session_id, retired_on=retired_on))
     return notes
 
 
@@ -188,6 +204,10 @@ class NotesStore(Protocol):
 
     def search(self, query_terms: Sequence[str], top_k: int, *, include_retired: bool = True) -> list[Note]:
         """Notes sharing any of ``query_terms`` (index terms), best first."""
+        ...
+
+    def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
+        """Delete, for real, every note (active or retired) ``predicate`` picks; return them."""
         ...
 
     def version(self) -> Hashable:
@@ -291,6 +311,26 @@ class FileNotesStore:
         notes = self.load() + (self.retired() if include_retired else [])
         return _term_overlap_search(notes, query_terms, top_k)
 
+    def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
+        """Rewrite ``MEMORY.md`` and ``RETIRED.md`` without the notes ``predicate`` picks (an
+        emptied ``RETIRED.md`` is deleted); return the removed notes."""
+        with self.transaction():
+            active = self.load()
+            old = self.retired()
+            gone_active = [n for n in active if predicate(n)]
+            gone_retired = [n for n in old if predicate(n)]
+            if gone_active:
+                self.check()
+                atomic_write(self.path, render_notes([n for n in active if not predicate(n)]))
+            if gone_retired:
+                kept = [n for n in old if not predicate(n)]
+                if kept:
+                    atomic_write(self.retired_path, render_notes(kept, RETIRED_HEADER))
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        self.retired_path.unlink()
+        return [*gone_active, *gone_retired]
+
     def version(self) -> Hashable:
         """The file's modification time, size and inode (None when absent)."""
         try:
@@ -341,8 +381,9 @@ class FileNotesStore:
 
 
 def _notes_v1(conn: sqlite3.Connection) -> None:
+    # IF NOT EXISTS throughout: a schema another process created first is not an error
     conn.execute(
-        "CREATE TABLE notes ("
+        "CREATE TABLE IF NOT EXISTS notes ("
         " id INTEGER PRIMARY KEY,"
         " position INTEGER NOT NULL,"
         " text TEXT NOT NULL,"
@@ -351,25 +392,34 @@ def _notes_v1(conn: sqlite3.Connection) -> None:
         " created_at REAL NOT NULL,"
         " terms TEXT NOT NULL DEFAULT '')"
     )
-    conn.execute("CREATE INDEX notes_active ON notes (retired_on, position)")
+    conn.execute("CREATE INDEX IF NOT EXISTS notes_active ON notes (retired_on, position)")
     if fts5_available():
-        conn.execute("CREATE VIRTUAL TABLE notes_fts USING fts5(terms, content='notes', content_rowid='id')")
         conn.execute(
-            "CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(terms, content='notes', content_rowid='id')"
+        )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS notes_ai AFTER INSERT ON notes BEGIN"
             " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
         )
         conn.execute(
-            "CREATE TRIGGER notes_ad AFTER DELETE ON notes BEGIN"
+            "CREATE TRIGGER IF NOT EXISTS notes_ad AFTER DELETE ON notes BEGIN"
             " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms); END"
         )
         conn.execute(
-            "CREATE TRIGGER notes_au AFTER UPDATE OF terms ON notes BEGIN"
+            "CREATE TRIGGER IF NOT EXISTS notes_au AFTER UPDATE OF terms ON notes BEGIN"
             " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms);"
             " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
         )
 
 
-NOTES_MIGRATIONS = [Migration("0001_notes", _notes_v1)]
+def _notes_v2(conn: sqlite3.Connection) -> None:
+    """Notes carry the session they were learned in (``forget_session`` removes them)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(notes)")}
+    if "session_id" not in columns:
+        conn.execute("ALTER TABLE notes ADD COLUMN session_id TEXT NOT NULL DEFAULT ''")
+
+
+NOTES_MIGRATIONS = [Migration("0001_notes", _notes_v1), Migration("0002_note_sessions", _notes_v2)]
 
 
 class SQLiteNotesStore:
@@ -392,6 +442,9 @@ class SQLiteNotesStore:
             raise
         self._fts = self.db.table_exists("notes_fts")
         self._writes = 0
+        self._wal_dirty = False
+        with contextlib.suppress(sqlite3.Error, StorageError):  # deleted notes leave zeroes, not words
+            self.db.execute("PRAGMA secure_delete = ON")
 
     @staticmethod
     def _terms(text: str) -> str:
@@ -401,12 +454,57 @@ class SQLiteNotesStore:
 
     @staticmethod
     def _note(row: sqlite3.Row) -> Note:
-        return Note(text=row["text"], date=row["date"], retired_on=row["retired_on"])
+        return make_note(row["text"], row["date"], session_id=row["session_id"], retired_on=row["retired_on"])
 
     def load(self) -> list[Note]:
         """The active notes, in order."""
-        rows = self.db.query("SELECT text, date, retired_on FROM notes WHERE retired_on IS NULL ORDER BY position, id")
+        rows = self.db.query(
+            "SELECT text, date, retired_on, session_id FROM notes WHERE retired_on IS NULL ORDER BY position, id"
+        )
         return [self._note(r) for r in rows]
+
+    def _scrub(self, conn: sqlite3.Connection) -> None:
+        """After deletions: rebuild the full-text index, so its shadow tables keep no deleted term."""
+        if self._fts:
+            conn.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')")
+
+    def _truncate_wal(self) -> None:
+        """Copy the WAL into the database and truncate it (old page images hold deleted words).
+
+        Only outside a transaction, waiting at most 0.2 s for other processes' readers; when
+        that is not possible now, the next write or :meth:`close` tries again.
+        """
+        self._wal_dirty = True
+        if self.db.path == ":memory:":
+            self._wal_dirty = False
+            return
+        with self.db.lock:
+            if self.db.conn.in_transaction:
+                return
+            try:
+                self.db.conn.execute("PRAGMA busy_timeout = 200")
+                row = self.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                self._wal_dirty = bool(row is not None and row[0])
+            except sqlite3.Error:
+                pass
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.conn.execute(f"PRAGMA busy_timeout = {int(self.db.busy_timeout_ms)}")
+
+    def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
+        """Delete every note (active or retired) ``predicate`` picks, scrub the full-text index
+        and the WAL; return the removed notes."""
+        with self.db.atomic() as conn:
+            rows = conn.execute("SELECT id, text, date, retired_on, session_id FROM notes ORDER BY id").fetchall()
+            gone = [(int(r["id"]), self._note(r)) for r in rows]
+            gone = [(i, n) for i, n in gone if predicate(n)]
+            if gone:
+                conn.executemany("DELETE FROM notes WHERE id = ?", [(i,) for i, _ in gone])
+                self._scrub(conn)
+            self._writes += 1
+        if gone or self._wal_dirty:
+            self._truncate_wal()
+        return [n for _, n in gone]
 
     def save(self, notes: Sequence[Note]) -> None:
         """Replace the active notes: unchanged texts keep their rows, others are inserted or deleted."""
@@ -419,18 +517,25 @@ class SQLiteNotesStore:
             for position, note in enumerate(notes):
                 row_id = existing.get(note.text)
                 if row_id is not None and row_id not in keep:
-                    conn.execute("UPDATE notes SET position = ?, date = ? WHERE id = ?", (position, note.date, row_id))
+                    conn.execute(
+                        "UPDATE notes SET position = ?, date = ?, session_id = ? WHERE id = ?",
+                        (position, note.date, note.session_id, row_id),
+                    )
                     keep.add(row_id)
                 else:
                     cur = conn.execute(
-                        "INSERT INTO notes (position, text, date, retired_on, created_at, terms)"
-                        " VALUES (?, ?, ?, NULL, ?, ?)",
-                        (position, note.text, note.date, now, self._terms(note.text)),
+                        "INSERT INTO notes (position, text, date, retired_on, created_at, terms, session_id)"
+                        " VALUES (?, ?, ?, NULL, ?, ?, ?)",
+                        (position, note.text, note.date, now, self._terms(note.text), note.session_id),
                     )
                     keep.add(int(cur.lastrowid or 0))
             gone = [(i,) for i in existing.values() if i not in keep]
             conn.executemany("DELETE FROM notes WHERE id = ?", gone)
+            if gone:
+                self._scrub(conn)
             self._writes += 1
+        if gone or self._wal_dirty:
+            self._truncate_wal()
 
     def retire(self, notes: Sequence[Note], when: str) -> None:
         """Mark these active notes retired on ``when``."""
@@ -443,7 +548,7 @@ class SQLiteNotesStore:
     def retired(self) -> list[Note]:
         """The retired notes, oldest retirement first."""
         rows = self.db.query(
-            "SELECT text, date, retired_on FROM notes WHERE retired_on IS NOT NULL ORDER BY retired_on, id"
+            "SELECT text, date, retired_on, session_id FROM notes WHERE retired_on IS NOT NULL ORDER BY retired_on, id"
         )
         return [self._note(r) for r in rows]
 
@@ -470,8 +575,9 @@ class SQLiteNotesStore:
         now = time.time()
         with self.db.atomic() as conn:
             conn.executemany(
-                "INSERT INTO notes (position, text, date, retired_on, created_at, terms) VALUES (0, ?, ?, ?, ?, ?)",
-                [(n.text, n.date, n.retired_on or "", now, self._terms(n.text)) for n in notes],
+                "INSERT INTO notes (position, text, date, retired_on, created_at, terms, session_id)"
+                " VALUES (0, ?, ?, ?, ?, ?, ?)",
+                [(n.text, n.date, n.retired_on or "", now, self._terms(n.text), n.session_id) for n in notes],
             )
             self._writes += 1
 
@@ -486,7 +592,7 @@ class SQLiteNotesStore:
         match = " OR ".join(quote_fts_phrase(t) for t in terms)
         where = "" if include_retired else " AND n.retired_on IS NULL"
         rows = self.db.query(
-            "SELECT n.text, n.date, n.retired_on FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
+            "SELECT n.text, n.date, n.retired_on, n.session_id FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
             f" WHERE notes_fts MATCH ?{where} ORDER BY bm25(notes_fts), n.id LIMIT ?",
             (match, int(top_k)),
         )
@@ -507,7 +613,10 @@ class SQLiteNotesStore:
         return counts.get(True, 0), counts.get(False, 0)
 
     def close(self) -> None:
-        """Close the database when this store opened it."""
+        """Close the database when this store opened it (truncating a WAL that holds deleted notes)."""
+        if self._wal_dirty:
+            with contextlib.suppress(StorageError, sqlite3.Error):
+                self._truncate_wal()
         if self._owns_db:
             self.db.close()
 
