@@ -166,13 +166,16 @@ def _command_logging(output: Output, debug: bool) -> Iterator[None]:
         root.removeHandler(h)
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
-    # OVOS's LOG keeps its own stdout handlers on named loggers: quiet them for the command
-    quieted = []
-    for name in ("OVOS", "ovos_utils", "ovos_plugin_manager", "ovos_config"):
-        lg = logging.getLogger(name)
-        quieted.append((lg, lg.handlers[:], lg.propagate))
-        lg.handlers = []
-        lg.propagate = True
+    # OVOS's LOG gives its loggers their own stdout handlers: other plugins' chatter (ovos-persona's
+    # "'padatious' not installed", OPM's plugin scans) is not this command's business, errors aside
+    ovos_log: Any = None
+    ovos_level: Any = None
+    if not debug:
+        with contextlib.suppress(ImportError):
+            from ovos_utils.log import LOG as ovos_log
+
+            ovos_level = ovos_log.level
+            ovos_log.set_level("ERROR")
     try:
         yield
     finally:
@@ -180,9 +183,8 @@ def _command_logging(output: Output, debug: bool) -> Iterator[None]:
         for h in saved[1]:
             root.addHandler(h)
         root.setLevel(saved[0])
-        for lg, handlers, propagate in quieted:
-            lg.handlers = handlers
-            lg.propagate = propagate
+        if ovos_log is not None:
+            ovos_log.set_level(ovos_level)
 
 
 def _progress(total: int, unit: str, output: Output, quiet: bool) -> Any:
