@@ -607,7 +607,7 @@ def cmd_dream(args: argparse.Namespace, output: Output) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, output: Output) -> int:
-    if find_spec("fastapi") is None or find_spec("uvicorn") is None:
+    if not (_installed("fastapi") and _installed("uvicorn")):
         raise CommandError("the memory editor needs FastAPI and uvicorn: pip install 'ovos-memory-plugins[editor]'")
     from ovos_memory_plugins.editor import serve
     from ovos_memory_plugins.editor.security import check_bind_host
@@ -835,6 +835,14 @@ def _embedder_specs(cls: type[Any], config: dict[str, Any]) -> list[Any]:
     return specs
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (without importing it)."""
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
 def extra_warnings(cls: type[Any], config: dict[str, Any]) -> list[str]:
     """Warnings for packages the config needs that are not installed (``pip install`` extras)."""
     warnings = []
@@ -842,11 +850,11 @@ def extra_warnings(cls: type[Any], config: dict[str, Any]) -> list[str]:
         name = spec if isinstance(spec, str) else None
         if isinstance(spec, dict) and spec.get("type") == "local":
             name = str(spec.get("model") or "local")
-        missing = [m for m in LOCAL_EMBEDDER_MODULES.get(name or "", ()) if find_spec(m) is None]
+        missing = [m for m in LOCAL_EMBEDDER_MODULES.get(name or "", ()) if not _installed(m)]
         if missing:
             warnings.append(
-                f"the embedder {name!r} needs {', '.join(missing)}, which is not installed: every search and"
-                " store would fail; pip install --pre 'ovos-memory-plugins[local]'"
+                f"the embedder {name!r} needs {', '.join(missing)} (not installed): every search would find"
+                " nothing by meaning; pip install --pre 'ovos-memory-plugins[local]'"
             )
     return warnings
 
@@ -924,7 +932,7 @@ DEMO_CONFIGS: dict[str, dict[str, Any]] = {
 def _demo_config(name: str, root: Path) -> dict[str, Any]:
     config: dict[str, Any] = {"root": str(root), "system_prompt": DEMO_SYSTEM}
     config.update(json.loads(json.dumps(DEMO_CONFIGS.get(name, {}))))
-    if name == PREFIX + "vector" and find_spec("onnxruntime") is None:
+    if name == PREFIX + "vector" and not _installed("onnxruntime"):
         config["embedder"] = "hash"  # the offline model is an extra; the hashing embedder is built in
     return config
 

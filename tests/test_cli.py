@@ -749,7 +749,9 @@ def test_check_warns_about_missing_extras_and_chat_engines_that_cannot_reach_a_m
     code, out, _ = run(capsys, "--json", "check", str(path))
     warnings = json.loads(out)["warnings"]
     assert code == 0
-    assert any("needs onnxruntime" in w and "ovos-memory-plugins[local]" in w for w in warnings)
+    assert any(
+        "needs onnxruntime" in w and "(not installed)" in w and "ovos-memory-plugins[local]" in w for w in warnings
+    )
     assert any("sets no 'key' and no 'api_url'" in w for w in warnings)
 
     monkeypatch.delitem(sys.modules, "onnxruntime")
