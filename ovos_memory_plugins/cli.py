@@ -172,8 +172,9 @@ def _command_logging(output: Output, debug: bool) -> Iterator[None]:
     ovos_level: Any = None
     if not debug:
         with contextlib.suppress(ImportError):
-            from ovos_utils.log import LOG as ovos_log
+            from ovos_utils import log as ovos_utils_log
 
+            ovos_log = ovos_utils_log.LOG
             ovos_level = ovos_log.level
             ovos_log.set_level("ERROR")
     try:
