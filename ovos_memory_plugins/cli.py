@@ -733,7 +733,8 @@ def cmd_ingest(args: argparse.Namespace, output: Output) -> int:
     output.emit(
         data,
         f"ingested {report.files} file(s) into {where}: {report.exchanges} exchange(s),"
-        f" {report.documents} text chunk(s); {report.new} new (the rest were already there)",
+        f" {report.documents} text chunk(s)"
+        + (f"; {report.new} new (the rest were already there)" if report.new is not None else ""),
     )
     return 0
 

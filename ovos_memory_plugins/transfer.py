@@ -306,12 +306,13 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
 
 @dataclass
 class IngestReport:
-    """What :func:`ingest_paths` did; ``new`` counts exchanges and chunks that were not there before."""
+    """What :func:`ingest_paths` did; ``new`` counts exchanges and chunks that were not there before
+    (None when the memory cannot list its documents, so it cannot tell)."""
 
     files: int = 0
     exchanges: int = 0
     documents: int = 0
-    new: int = 0
+    new: int | None = 0
 
 
 def ingest_paths(
@@ -334,7 +335,7 @@ def ingest_paths(
     """
     files = collect_files(paths)
     known = _known_ids(memory)
-    report = IngestReport()
+    report = IngestReport(new=0 if known is not None else None)
     for i, path in enumerate(files, start=1):
         text = path.read_text(encoding="utf-8", errors="replace")
         messages = read_transcript(text, str(path))
@@ -343,22 +344,24 @@ def ingest_paths(
             session = session_id if session_id != "default" else path.stem
             for doc_id in _feed(memory, messages, session, source=str(path), default_time=mtime):
                 report.exchanges += 1
-                report.new += doc_id not in known
+                if known is not None and report.new is not None:
+                    report.new += doc_id not in known
         else:
             for n, chunk in enumerate(split_paragraphs(text)):
                 doc_id = memory.store(chunk, session_id, {"kind": "ingest", "source": str(path), "chunk": n})
                 report.documents += 1
-                report.new += doc_id not in known
+                if known is not None and report.new is not None:
+                    report.new += doc_id not in known
         report.files += 1
         if progress is not None:
             progress(i, len(files), str(path))
     return report
 
 
-def _known_ids(memory: Any) -> set[str]:
-    """The ids already stored (empty when the memory cannot list them)."""
+def _known_ids(memory: Any) -> set[str] | None:
+    """The ids already stored (None when the memory cannot list them)."""
     if not isinstance(memory, DocumentLister):
-        return set()
+        return None
     return {str(d.get("id")) for d in memory.iter_documents() if isinstance(d, dict)}
 
 
