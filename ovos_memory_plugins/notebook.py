@@ -94,8 +94,9 @@ def match_note(
     Args:
         description: a note's id, its words, or words that name it ("the bakery one").
         notes: the candidates.
-        min_score: the share (0 to 1, weighted by rarity) of the description's content words a
-            note must hold to be a candidate.
+        min_score: the share (0 to 1) of the description's content words a note must hold to
+            be a candidate. Candidates are then ranked by the shared words weighted by rarity
+            (idf over ``notes``), plus a little for how much of the note they are.
         ambiguity: a second candidate scoring at least this fraction of the best makes a close
             call (``ambiguous``).
         terms: a text's content words (a memory passes its language's stop words here).
@@ -142,10 +143,10 @@ def match_note(
         shared = wanted & ts
         if not shared:
             continue
-        cover = sum(idf(t) for t in shared) / total
-        if cover < min_score:
+        if len(shared) / len(wanted) < min_score:  # the share of the description's words it holds
             continue
-        scored.append((cover + 0.25 * len(shared) / len(wanted | ts), i, note))
+        weighted = sum(idf(t) for t in shared) / total  # rare words tell notes apart
+        scored.append((weighted + 0.25 * len(shared) / len(wanted | ts), i, note))
     if not scored:
         return Match("not_found")
     scored.sort(key=lambda s: (-s[0], not s[2].active, -s[1]))

@@ -209,7 +209,7 @@ class NotesOptions:
     header: str = option(NOTES_HEADER, doc="Text placed before the notes in the prompt (formerly `notes_header`).")
     forget_min_score: float = option(
         0.0,
-        doc="How much of a description (0 to 1, rare words weigh more) a note must hold to be picked "
+        doc="How much of a description (0 to 1: the share of its content words) a note must hold to be picked "
         "by `forget`/`update`/`retire`/`restore`; an exact id or the exact words always match.",
         minimum=0,
     )

@@ -442,6 +442,8 @@ def test_digest_and_dream_work_with_the_sqlite_store(tmp_path: Path) -> None:
         mem.update_history(exchange("I joined Acme", "congrats"), "s")
         assert mem.digest("s").status == "applied"
         assert [n.text for n in mem.notes()] == ["User works at Acme"]
-        retired = make_note("User works at Initech", "2020-01", session_id="default", retired_on=time.strftime("%Y-%m-%d"))
+        retired = make_note(
+            "User works at Initech", "2020-01", session_id="default", retired_on=time.strftime("%Y-%m-%d")
+        )
         assert mem.retired_notes() == [retired]
         assert mem.dream().status in ("rewritten", "unchanged")

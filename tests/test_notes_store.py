@@ -25,7 +25,8 @@ from ovos_memory_plugins.storage.notes_store import (
 )
 from ovos_memory_plugins.text import query_terms
 
-def N(text: str, date: str = "", retired_on: str | None = None) -> Note:  # noqa: N802 - reads like the type
+
+def N(text: str, date: str = "", retired_on: str | None = None) -> Note:
     return make_note(text, date, retired_on=retired_on)
 
 

@@ -59,6 +59,7 @@ __all__ = [
     "move_notes",
     "parse_notes",
     "prompt_line",
+    "truncate_wal",
 ]
 
 FILE_HEADER = (
@@ -422,6 +423,26 @@ def _notes_v2(conn: sqlite3.Connection) -> None:
 NOTES_MIGRATIONS = [Migration("0001_notes", _notes_v1), Migration("0002_note_sessions", _notes_v2)]
 
 
+def truncate_wal(db: Database) -> bool:
+    """Copy ``db``'s WAL into the database file and truncate it (old page images in a WAL hold
+    deleted words). Only outside a transaction, waiting at most 0.2 s for other processes'
+    readers; return whether it was done (an in-memory database needs nothing)."""
+    if db.path == ":memory:":
+        return True
+    with db.lock:
+        if db.conn.in_transaction:
+            return False
+        try:
+            db.conn.execute("PRAGMA busy_timeout = 200")
+            row = db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return row is not None and not row[0]
+        except sqlite3.Error:
+            return False
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                db.conn.execute(f"PRAGMA busy_timeout = {int(db.busy_timeout_ms)}")
+
+
 class SQLiteNotesStore:
     """Notes in a SQLite table; retired notes are kept with their dates and can be restored.
 
@@ -469,27 +490,8 @@ class SQLiteNotesStore:
             conn.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')")
 
     def _truncate_wal(self) -> None:
-        """Copy the WAL into the database and truncate it (old page images hold deleted words).
-
-        Only outside a transaction, waiting at most 0.2 s for other processes' readers; when
-        that is not possible now, the next write or :meth:`close` tries again.
-        """
-        self._wal_dirty = True
-        if self.db.path == ":memory:":
-            self._wal_dirty = False
-            return
-        with self.db.lock:
-            if self.db.conn.in_transaction:
-                return
-            try:
-                self.db.conn.execute("PRAGMA busy_timeout = 200")
-                row = self.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-                self._wal_dirty = bool(row is not None and row[0])
-            except sqlite3.Error:
-                pass
-            finally:
-                with contextlib.suppress(sqlite3.Error):
-                    self.db.conn.execute(f"PRAGMA busy_timeout = {int(self.db.busy_timeout_ms)}")
+        """Truncate the WAL now, or on the next write or :meth:`close` when it cannot be done now."""
+        self._wal_dirty = not truncate_wal(self.db)
 
     def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
         """Delete every note (active or retired) ``predicate`` picks, scrub the full-text index
