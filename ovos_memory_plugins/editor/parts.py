@@ -1,7 +1,7 @@
 """What the editor can show of a memory, found through the public protocols only.
 
-* **archive**: every memory built on :class:`~ovos_memory_plugins.base.BaseRetrievalMemory`
-  (``search``, ``delete``, ``put_document``, ``forget_session``, ``forget_all``, ``sessions``,
+* **archive**: every memory built on :class:`~ovos_memory_plugins.base.BaseRetrievalMemory`,
+  and the composite (``search``, ``delete``, ``put_document``, ``forget_session``, ``forget_all``, ``sessions``,
   ``messages``, ``stats``); its documents are listed where it is a
   :class:`~ovos_memory_plugins.protocols.DocumentLister`.
 * **notes**: a :class:`~ovos_memory_plugins.protocols.NotesKeeper` (curated notes, sticky notes,
@@ -96,7 +96,9 @@ def find_parts(memory: Any) -> Parts:
 
     A composite is one memory here: it exposes its members' capabilities itself.
     """
-    archive = memory if isinstance(memory, BaseRetrievalMemory) else None
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    archive = memory if isinstance(memory, (BaseRetrievalMemory, CompositeMemory)) else None
     notes = memory if isinstance(memory, NotesKeeper) else None
     return Parts(memory=memory, archive=archive, notes=notes)
 
