@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ovos_memory_plugins.common import normalize_content
-from ovos_memory_plugins.protocols import Note, NoteChange
+from ovos_memory_plugins.protocols import Note, NoteChange, words_key
 from ovos_memory_plugins.text import query_terms, tokenize
 
 LOG = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def match_note(
     min_score: float = 0.0,
     ambiguity: float = 0.8,
     terms: Callable[[str], Sequence[str]] = default_terms,
-    key: Callable[[str], str] = normalize_content,
+    key: Callable[[str], str] = words_key,
 ) -> Match:
     """The note ``description`` names among ``notes`` (active and retired alike).
 

@@ -66,7 +66,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
-from ovos_memory_plugins.common import MemoryHit, normalize_content
+from ovos_memory_plugins.common import MemoryHit
+from ovos_memory_plugins.concurrency import DaemonPool
 from ovos_memory_plugins.config import ParsedConfig, option
 from ovos_memory_plugins.errors import BackendError, CorruptFileError, StorageError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm, parse_json_reply
@@ -78,7 +79,7 @@ from ovos_memory_plugins.notebook import (
     refused,
     select_for_prompt,
 )
-from ovos_memory_plugins.protocols import Note, NoteChange
+from ovos_memory_plugins.protocols import Note, NoteChange, words_key
 from ovos_memory_plugins.ranking import BM25Ranker
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
@@ -121,6 +122,8 @@ MAX_NEW_PER_DIGEST = 5
 MAX_PENDING_EXCHANGES = 200
 #: After a dream fails (no model answer), automatic dreams wait this long.
 DREAM_RETRY_S = 3600.0
+#: Seconds ``close()`` waits for a running digest or dream.
+CLOSE_WAIT_S = 1.0
 
 _RULE = re.compile(
     r"\b(always|never|prefer|prefers|preferred|please|don't|do not|doesn't|call me|likes?|loves?|"
@@ -353,7 +356,8 @@ class NotesMemory(BaseRetrievalMemory):
         self._cond = threading.Condition()
         self._jobs: deque[tuple[str, str]] = deque()
         self._busy = 0
-        self._worker: threading.Thread | None = None
+        self._worker = DaemonPool("ovos-memory-notes", 1)  # the one background thread, on demand
+        self._worker_started = False
         self._stopping = False
         self._next_dream_try = 0.0
         self._counts = {"digests": 0, "facts_added": 0, "facts_retired": 0, "episodes": 0, "dreams": 0}
@@ -584,9 +588,9 @@ class NotesMemory(BaseRetrievalMemory):
         note = make_note(text, date or given or self._month(), session_id=sid)
         with self._mutex, self._notes_store.transaction():
             notes = self._notes_store.load()
-            key = normalize_content(text)
+            key = words_key(text)
             for existing in notes:
-                if normalize_content(existing.text) == key:
+                if words_key(existing.text) == key:
                     return NoteChange("duplicate", note=existing, message=f"already noted: {existing.text}")
             notes.append(note)
             self._notes_store.save(notes)
@@ -619,9 +623,10 @@ class NotesMemory(BaseRetrievalMemory):
             picked = self._match(description, self.list_notes(include_retired=True))
             if isinstance(picked, NoteChange):
                 return picked
-            key = normalize_content(picked.text)
-            self._notes_store.remove(lambda n: normalize_content(n.text) == key)
+            key = words_key(picked.text)
+            self._notes_store.remove(lambda n: words_key(n.text) == key)
             self._saved(self._notes_store.load())
+        self._notes_store.checkpoint()
         self._scrub({key})
         return NoteChange("forgotten", note=picked, message=f"forgot: {picked.text}")
 
@@ -642,12 +647,12 @@ class NotesMemory(BaseRetrievalMemory):
                 return picked
             old = picked
             index = notes.index(old)
-            if normalize_content(old.text) == normalize_content(text):
+            if words_key(old.text) == words_key(text):
                 return NoteChange("duplicate", note=old, message=f"already noted: {old.text}")
             new = make_note(text, given or self._month(), session_id=old.session_id)
             self._notes_store.retire([old], self._day())
             notes = self._notes_store.load()
-            notes = [n for n in notes if normalize_content(n.text) != normalize_content(text)]
+            notes = [n for n in notes if words_key(n.text) != words_key(text)]
             notes.insert(min(index, len(notes)), new)
             self._notes_store.save(notes)
             self._saved(notes)
@@ -722,15 +727,19 @@ class NotesMemory(BaseRetrievalMemory):
         text is kept in the history).
         """
         parsed = parse_notes(clean_text(body), source="the new notes")
+        learned: dict[str, str] = {}
+        with contextlib.suppress(CorruptFileError, StorageError):  # a broken MEMORY.md is being replaced
+            learned = {n.id: n.session_id for n in self.list_notes(include_retired=True)}
         notes: list[Note] = []
         seen: set[str] = set()
         for raw in parsed:
             text, _ = normalize_fact(raw.text)
-            key = normalize_content(text)
+            key = words_key(text)
             if not text or key in seen:
                 continue
             seen.add(key)
-            notes.append(make_note(text[:MAX_FACT_CHARS], raw.date or self._month(), session_id=raw.session_id))
+            note = make_note(text[:MAX_FACT_CHARS], raw.date or self._month())
+            notes.append(make_note(note.text, note.date, session_id=learned.get(note.id, "")))
         with self._mutex, self._notes_store.transaction():
             before = self._body()
             if expected_version is not None and self._version_of(before) != expected_version:
@@ -741,6 +750,7 @@ class NotesMemory(BaseRetrievalMemory):
             else:
                 self._notes_store.save(notes)
             self._saved(notes)
+        self._notes_store.checkpoint()
         return notes
 
     # -- rewrite history -------------------------------------------------------------------------
@@ -786,7 +796,11 @@ class NotesMemory(BaseRetrievalMemory):
         if steps < 1 or len(snapshots) < steps:
             return False
         target = snapshots[steps - 1]
-        notes = parse_notes(target.read_text(encoding="utf-8"), source=str(target))
+        learned = {n.id: n.session_id for n in self.list_notes(include_retired=True)}
+        notes = [
+            make_note(n.text, n.date, session_id=learned.get(n.id, ""))
+            for n in parse_notes(target.read_text(encoding="utf-8"), source=str(target))
+        ]
         with self._mutex, self._notes_store.transaction():
             if isinstance(self._notes_store, FileNotesStore):
                 atomic_write(self._notes_store.path, render_notes(notes))
@@ -813,7 +827,7 @@ class NotesMemory(BaseRetrievalMemory):
                     parsed = parse_notes(line)
                 except CorruptFileError:
                     parsed = []
-                if parsed and normalize_content(parsed[0].text) in keys:
+                if parsed and words_key(parsed[0].text) in keys:
                     continue
                 kept.append(line)
             if len(kept) != len(body.splitlines(keepends=True)):
@@ -874,7 +888,8 @@ class NotesMemory(BaseRetrievalMemory):
         with self._mutex, self._notes_store.transaction():
             gone = self._notes_store.remove(lambda n: n.session_id == session_id)
             self._saved(self._notes_store.load())
-        self._scrub({normalize_content(n.text) for n in gone})
+        self._notes_store.checkpoint()
+        self._scrub({words_key(n.text) for n in gone})
         with self._lock:
             n = int(self._archive.forget_session(session_id)) if self._archive is not None else 0
             self._history.clear_session(session_id)
@@ -895,6 +910,7 @@ class NotesMemory(BaseRetrievalMemory):
             for path in self._copies(include_moved=True):
                 with contextlib.suppress(OSError):
                     path.unlink()
+        self._notes_store.checkpoint()
         return super().forget_all() + len({g.id for g in gone})
 
     # -- digest ----------------------------------------------------------------------------------
@@ -1041,32 +1057,32 @@ class NotesMemory(BaseRetrievalMemory):
         if new_facts or replaces or retires:
             with self._mutex, self._notes_store.transaction():
                 notes: list[Note | None] = list(self._notes_store.load())
-                keys = {normalize_content(n.text): i for i, n in enumerate(notes) if n is not None}
+                keys = {words_key(n.text): i for i, n in enumerate(notes) if n is not None}
                 to_retire: list[Note] = []
                 for old, fact in replaces:
-                    index = keys.get(normalize_content(old.text))
+                    index = keys.get(words_key(old.text))
                     current = notes[index] if index is not None else None
-                    if index is None or current is None or normalize_content(fact) == normalize_content(old.text):
+                    if index is None or current is None or words_key(fact) == words_key(old.text):
                         continue
                     to_retire.append(current)
                     new = make_note(fact, month, session_id=session_id)
-                    if normalize_content(fact) not in keys:
+                    if words_key(fact) not in keys:
                         notes[index] = new
-                        keys[normalize_content(fact)] = index
+                        keys[words_key(fact)] = index
                         added.append(new)
                     else:
                         notes[index] = None
                 for old in retires:
-                    index = keys.get(normalize_content(old.text))
+                    index = keys.get(words_key(old.text))
                     current = notes[index] if index is not None else None
                     if index is not None and current is not None:
                         to_retire.append(current)
                         notes[index] = None
                 for fact in new_facts[:MAX_NEW_PER_DIGEST]:
-                    if normalize_content(fact) in keys:
+                    if words_key(fact) in keys:
                         continue
                     new = make_note(fact, month, session_id=session_id)
-                    keys[normalize_content(fact)] = len(notes)
+                    keys[words_key(fact)] = len(notes)
                     notes.append(new)
                     added.append(new)
                 kept = [n for n in notes if n is not None]
@@ -1155,9 +1171,10 @@ class NotesMemory(BaseRetrievalMemory):
             current = self._notes_store.load()
             if current != notes:
                 return DreamResult("rejected", before=len(notes), reason="the notes changed during the dream")
-            self._snapshot(self.notes_body(), "dream")
+            self._snapshot(self._body(), "dream")
             self._notes_store.save(rewritten)
             self._saved(rewritten)
+        self._notes_store.checkpoint()
         self._counts["dreams"] += 1
         return DreamResult("rewritten", before=len(notes), after=len(rewritten))
 
@@ -1166,7 +1183,7 @@ class NotesMemory(BaseRetrievalMemory):
         if not isinstance(items, list):
             return None, "the reply holds no list of notes"
         known_terms: set[str] = set()
-        sessions = {normalize_content(n.text): n.session_id for n in notes}
+        sessions = {words_key(n.text): n.session_id for n in notes}
         for n in notes:
             known_terms.update(tokenize(n.text))
         dates = {n.date for n in notes}
@@ -1190,7 +1207,7 @@ class NotesMemory(BaseRetrievalMemory):
             best = max(notes, key=lambda n: (len(terms.intersection(tokenize(n.text))), n.date))
             if date not in dates:
                 date = best.date
-            key = normalize_content(text)
+            key = words_key(text)
             if key in seen or len(text) > MAX_FACT_CHARS:
                 continue
             seen.add(key)
@@ -1213,9 +1230,9 @@ class NotesMemory(BaseRetrievalMemory):
         if not self.options.curate_in_background:
             return
         with self._cond:
-            if self._worker is None and not self._stopping:
-                self._worker = threading.Thread(target=self._work, name="ovos-memory-notes", daemon=True)
-                self._worker.start()
+            if not self._worker_started and not self._stopping:
+                self._worker.submit(self._work)
+                self._worker_started = True
 
     def _schedule(self, kind: str, arg: str) -> None:
         if not self.options.curate_in_background:
@@ -1320,9 +1337,9 @@ class NotesMemory(BaseRetrievalMemory):
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-            worker = self._worker
-        if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout=5)
+        # a digest or dream waiting on the model is left behind after a second (close never hangs)
+        if not self._worker.shutdown(cancel_pending=True, join_timeout=CLOSE_WAIT_S):
+            LOG.warning("NotesMemory: a background digest or dream is still running; closing anyway")
         close_llm(self._llm)
         if self._archive is not None:
             with contextlib.suppress(Exception):

@@ -49,6 +49,7 @@ __all__ = [
     "check_history_keeper",
     "check_retriever",
     "note_id",
+    "words_key",
 ]
 
 
@@ -118,10 +119,19 @@ class Note:
         return self.retired_on is None
 
 
+_TRAILING = " \t\r\n.。!！?？;；,，…"
+
+
+def words_key(text: str) -> str:
+    """What makes two notes "the same words": NFKC, case-folded, spacing collapsed, end
+    punctuation dropped ("My bike is red." is "my bike is red")."""
+    return normalize_content(text).rstrip(_TRAILING)
+
+
 def note_id(text: str) -> str:
-    """The id of a curated note: ``n-`` and a digest of its words (case and spacing ignored),
-    so it stays the same across processes, restarts and stores."""
-    digest = hashlib.sha256(normalize_content(text).encode("utf-8", "surrogatepass")).hexdigest()
+    """The id of a curated note: ``n-`` and a digest of its words (:func:`words_key`), so it
+    stays the same across processes, restarts and stores."""
+    digest = hashlib.sha256(words_key(text).encode("utf-8", "surrogatepass")).hexdigest()
     return "n-" + digest[:16]
 
 

@@ -595,14 +595,13 @@ class StickyMemory(BaseRetrievalMemory):
     @staticmethod
     def _public(row: StickyRow) -> Note:
         """A stored row as the shared :class:`~ovos_memory_plugins.protocols.Note`."""
-        meta = {**row.metadata, "created": row.created, "updated": row.updated, "lang": row.lang}
         return Note(
             id=row.id,
             text=row.text,
             date=_date(row.created),
             session_id=row.session_id,
             retired_on=row.retired_on,
-            metadata=meta,
+            metadata=dict(row.metadata),
         )
 
     def _rows(self, session_id: str | None = None, *, include_retired: bool = False) -> list[StickyRow]:

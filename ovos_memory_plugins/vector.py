@@ -284,6 +284,12 @@ class VectorMemory(BaseRetrievalMemory):
 
     # -- public extras -------------------------------------------------------------------------
 
+    @property
+    def semantic(self) -> bool:
+        """Whether search matches meaning: true with a real embedder, false with the hashing one
+        (it matches words) or none. A composite reads it for ``expand_query: auto``."""
+        return not str(getattr(self.embedder, "id", "")).startswith(("hash", "unavailable"))
+
     def iter_documents(self) -> Iterator[dict[str, Any]]:
         """Every stored document, oldest first, as ``{"id", "text", "session_id", "metadata"}``
         (``ovos-memory export``, the editor); vectors are not exported, they are re-made on import."""

@@ -226,7 +226,7 @@ def test_archive_null_keeps_nothing_of_the_conversation_on_disk(tmp_path: Path) 
         mem.remember("User prefers short answers")
         assert mem.search("PIN") == []
     files = sorted(p.name for p in (tmp_path / "mem").iterdir())
-    assert files == [".MEMORY.md.lock", "MEMORY.md"]
+    assert files == [".MEMORY.md.lock", ".MEMORY.sessions.json", "MEMORY.md"]  # sessions: ids only
     for path in (tmp_path / "mem").iterdir():
         assert b"1234" not in path.read_bytes()
 

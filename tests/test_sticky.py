@@ -201,7 +201,7 @@ def test_remember_recall_in_a_later_session_and_after_a_restart(tmp_path: Path, 
         assert json.dumps(fact, ensure_ascii=False) in context
         assert "You just saved this note" in context
         [note] = mem.notes()
-        assert note.text == fact and note.session_id == "kitchen" and note.metadata["lang"] == lang
+        assert note.text == fact and note.session_id == "kitchen" and mem.store_db.notes()[0].lang == lang
         later = system_text(mem.build_conversation_context("hello", "satellite"))
         assert json.dumps(fact, ensure_ascii=False) in later and "You just saved" not in later
     with make(tmp_path) as mem:  # a restart: a new instance on the same root

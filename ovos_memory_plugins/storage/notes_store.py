@@ -7,8 +7,9 @@ the prompt budget are the plugin's business (:mod:`ovos_memory_plugins.notes`).
 
 Both stores implement :class:`NotesStore`:
 
-* :class:`FileNotesStore`: ``<root>/MEMORY.md``, one ``- [YYYY-MM] fact`` line per note (a
-  trailing ``<!-- session: ID -->`` says which session it was learned in).
+* :class:`FileNotesStore`: ``<root>/MEMORY.md``, one ``- [YYYY-MM] fact`` line per note; the
+  session each note was learned in is kept beside it in ``<root>/.MEMORY.sessions.json`` (note
+  id -> session id, no words), so the file stays plain for people to edit.
   Lines that are not bullets (headings, blank lines, comments) are ignored on load; a bullet
   without a date is a note with an unknown date. A bullet whose leading ``[...]`` is not a
   ``YYYY-MM`` (or ``YYYY-MM-DD``) date, or a file that is not UTF-8, cannot be parsed:
@@ -28,6 +29,7 @@ Both stores implement :class:`NotesStore`:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sqlite3
@@ -77,9 +79,6 @@ _RETIRED_DATE = re.compile(
 )
 
 
-_SESSION = re.compile(r"\s*<!--\s*session:\s*(.*?)\s*-->\s*$")
-
-
 def make_note(text: str, date: str = "", *, session_id: str = "", retired_on: str | None = None) -> Note:
     """A :class:`Note` whose id is derived from ``text``."""
     return Note(id=note_id(text), text=text, date=date, session_id=session_id, retired_on=retired_on)
@@ -90,18 +89,11 @@ def prompt_line(note: Note) -> str:
     return f"- [{note.date}] {note.text}" if note.date else f"- {note.text}"
 
 
-def _session_comment(session_id: str) -> str:
-    clean = session_id.replace("-->", "--").replace("\n", " ").strip()
-    return f" <!-- session: {clean} -->" if clean else ""
-
-
 def format_note(note: Note) -> str:
-    """The ``MEMORY.md`` line of a note (``RETIRED.md`` form when it is retired), with its session."""
-    if note.retired_on is not None:
-        date = note.date + " " if note.date else ""
-        line = f"- [{date}retired {note.retired_on}] {note.text}" if note.retired_on else f"- [{note.date}] {note.text}"
-        return line + _session_comment(note.session_id)
-    return prompt_line(note) + _session_comment(note.session_id)
+    """The ``MEMORY.md`` line of a note (``RETIRED.md`` form when it is retired)."""
+    if note.retired_on:
+        return f"- [{note.date + ' ' if note.date else ''}retired {note.retired_on}] {note.text}"
+    return prompt_line(note)
 
 
 def parse_notes(body: str, *, source: str = "<text>", retired: bool = False) -> list[Note]:
@@ -116,10 +108,6 @@ def parse_notes(body: str, *, source: str = "<text>", retired: bool = False) -> 
         if not match or not match.group(1):
             continue
         content = match.group(1)
-        session = _SESSION.search(content)
-        session_id = ""
-        if session:
-            session_id, content = session.group(1), content[: session.start()]
         dated = _DATED.match(content)
         date, retired_on = "", None
         if dated:
@@ -140,7 +128,7 @@ def parse_notes(body: str, *, source: str = "<text>", retired: bool = False) -> 
             continue
         if retired and retired_on is None:
             retired_on = ""
-        notes.append(make_note(content, date, session_id=session_id, retired_on=retired_on))
+        notes.append(make_note(content, date, retired_on=retired_on))
     return notes
 
 
@@ -215,6 +203,10 @@ class NotesStore(Protocol):
         """A value that changes whenever the stored notes may have changed (cheap to compute)."""
         ...
 
+    def checkpoint(self) -> None:
+        """After a removal made inside a transaction: drop the copies a journal still holds."""
+        ...
+
     def transaction(self) -> contextlib.AbstractContextManager[object]:
         """A block in which a load-modify-save cycle is not interleaved with another process's."""
         ...
@@ -246,6 +238,7 @@ class FileNotesStore:
         self.root = Path(root)
         self.path = self.root / filename
         self.retired_path = self.root / "RETIRED.md"
+        self.sessions_path = self.root / ("." + Path(filename).stem + ".sessions.json")
         self._lock_path = self.root / ("." + filename + ".lock")
         self._thread_lock = threading.RLock()
         self._depth = 0
@@ -258,7 +251,39 @@ class FileNotesStore:
             return []
         except OSError as exc:
             raise StorageError(f"cannot read {path}: {exc}") from exc
-        return parse_notes(_decode(data, str(path)), source=str(path), retired=retired)
+        notes = parse_notes(_decode(data, str(path)), source=str(path), retired=retired)
+        sessions = self._sessions()
+        return [replace(n, session_id=sessions[n.id]) if n.id in sessions else n for n in notes]
+
+    def _sessions(self) -> dict[str, str]:
+        """Note id -> the session it was learned in (an unreadable file counts as empty)."""
+        try:
+            data = json.loads(self.sessions_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def _keep_sessions(self, learned: Sequence[Note] = ()) -> None:
+        """Rewrite the sessions file: the sessions of ``learned`` added, ids no longer in either
+        file dropped (an empty map removes the file)."""
+        sessions = self._sessions()
+        sessions.update({n.id: n.session_id for n in learned if n.session_id})
+        present = {
+            n.id for n in parse_notes(self._text(self.path)) + parse_notes(self._text(self.retired_path), retired=True)
+        }
+        kept = {k: v for k, v in sessions.items() if k in present}
+        if not kept:
+            with contextlib.suppress(FileNotFoundError):
+                self.sessions_path.unlink()
+        elif kept != self._sessions():
+            atomic_write(self.sessions_path, json.dumps(kept, ensure_ascii=False, sort_keys=True))
+
+    @staticmethod
+    def _text(path: Path) -> str:
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     def load(self) -> list[Note]:
         """The notes in ``MEMORY.md`` (none when it does not exist)."""
@@ -273,6 +298,7 @@ class FileNotesStore:
         with self.transaction():
             self.check()
             atomic_write(self.path, render_notes([replace(n, retired_on=None) for n in notes]))
+            self._keep_sessions(notes)
 
     def retired(self) -> list[Note]:
         """The notes in ``RETIRED.md``."""
@@ -330,6 +356,8 @@ class FileNotesStore:
                 else:
                     with contextlib.suppress(FileNotFoundError):
                         self.retired_path.unlink()
+            if gone_active or gone_retired:
+                self._keep_sessions()
         return [*gone_active, *gone_retired]
 
     def version(self) -> Hashable:
@@ -376,6 +404,9 @@ class FileNotesStore:
                         tmp.unlink()
                         removed += 1
         return removed
+
+    def checkpoint(self) -> None:
+        """Nothing to do: every write replaces the whole file."""
 
     def close(self) -> None:
         """Nothing to release (files are opened per call)."""
@@ -492,6 +523,11 @@ class SQLiteNotesStore:
     def _truncate_wal(self) -> None:
         """Truncate the WAL now, or on the next write or :meth:`close` when it cannot be done now."""
         self._wal_dirty = not truncate_wal(self.db)
+
+    def checkpoint(self) -> None:
+        """Truncate a WAL still holding deleted notes (a removal inside a transaction defers it)."""
+        if self._wal_dirty:
+            self._truncate_wal()
 
     def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
         """Delete every note (active or retired) ``predicate`` picks, scrub the full-text index
@@ -643,6 +679,7 @@ def move_notes(source: NotesStore, target: NotesStore) -> int:
                 target.add_retired(new_retired)
             elif isinstance(target, FileNotesStore):
                 atomic_write(target.retired_path, render_notes([*target.retired(), *new_retired], RETIRED_HEADER))
+                target._keep_sessions(new_retired)
             else:
                 raise StorageError(f"cannot move retired notes into {type(target).__name__}")
     return len(new_active) + len(new_retired)

@@ -30,8 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ovos_memory_plugins.common import normalize_content
 from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.protocols import words_key
 from ovos_memory_plugins.storage.notes_store import truncate_wal
 from ovos_memory_plugins.storage.sqlite import Database, Migration
 
@@ -65,12 +65,11 @@ def _v3(conn: sqlite3.Connection) -> None:
 
 MIGRATIONS = [Migration("0001_notes", _v1), Migration("0002_last_asks", _v2), Migration("0003_retire_and_digests", _v3)]
 
-_TRAILING = " \t\r\n.。!！?？;；,，…"
-
 
 def note_key(text: str) -> str:
-    """The dedup key of a note: NFKC, case-folded, whitespace collapsed, end punctuation dropped."""
-    return normalize_content(text).rstrip(_TRAILING)
+    """The dedup key of a note: NFKC, case-folded, whitespace collapsed, end punctuation dropped
+    (:func:`~ovos_memory_plugins.protocols.words_key`, the one notes use too)."""
+    return words_key(text)
 
 
 def ask_key(utterance_key: str) -> str:
