@@ -440,12 +440,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: How the command words each :data:`~ovos_memory_plugins.protocols.NoteStatus` that names a note.
+_CHANGE_WORDS = {
+    "added": "remembered",
+    "duplicate": "already remembered",
+    "forgotten": "forgot",
+    "retired": "retired",
+    "restored": "restored",
+}
+
+
 def _change_line(change: Any) -> str:
     """One human line for a :class:`~ovos_memory_plugins.protocols.NoteChange`."""
-    if change.message:
-        return str(change.message)
-    note = change.note.text if change.note is not None else ""
-    return f"{change.status}: {note}".rstrip(": ")
+    words = _CHANGE_WORDS.get(change.status)
+    if words and change.note is not None:
+        return f"{words}: {change.note.text}"
+    if change.status == "updated" and change.replaced_by is not None:
+        return f"updated: {change.replaced_by.text}"
+    return str(change.message or change.status)
 
 
 def cmd_remember(args: argparse.Namespace, output: Output) -> int:
@@ -578,10 +590,8 @@ def cmd_notes(args: argparse.Namespace, output: Output) -> int:
         items = notes.list_notes(include_retired=True)
         where = _where(memory)
         text = _notes_listing(notes)
-    output.emit(
-        {"root": where, "notes": [dataclasses.asdict(n) for n in items]},
-        (f"notes in {where}:\n{text}") if text else f"no notes yet in {where}",
-    )
+    output.note(f"notes in {where}")
+    output.emit({"root": where, "notes": [dataclasses.asdict(n) for n in items]}, text or "no notes yet")
     return 0
 
 

@@ -343,9 +343,9 @@ def test_sticky_remember_notes_forget(tmp_path: Path, capsys: pytest.CaptureFixt
     assert run(capsys, "remember", *t, "my bike is the red one")[0] == 0
     assert run(capsys, "remember", *t, "the bike lock code is 5521")[0] == 0
     assert run(capsys, "remember", *t, "my sister's bike is blue")[0] == 0
-    code, out, _ = run(capsys, "notes", *t)
+    code, out, err = run(capsys, "notes", *t)
     assert code == 0 and "my bike is the red one" in out and "the bike lock code is 5521" in out
-    assert f"notes in {tmp_path / 'm'}" in out
+    assert f"notes in {tmp_path / 'm'}" in err
     code, out, _ = run(capsys, "--json", "notes", *t)
     assert "the bike lock code is 5521" in [n["text"] for n in json.loads(out)["notes"]]
     code, out, _ = run(capsys, "--json", "search", *t, "lock code")
