@@ -366,3 +366,22 @@ def test_conversation_lists_documents_where_the_backend_can(tmp_path: Path) -> N
         assert request(server, "GET", "/api/sessions/kitchen")[1]["documents"] == []
         assert request(server, "POST", "/api/documents", gone["document"])[0] == 200
         assert request(server, "GET", "/api/sessions/kitchen")[1]["documents"] == convo["documents"]
+
+
+def test_purge_on_a_composite_reaches_every_member_file(tmp_path: Path) -> None:
+    import time
+
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    root = tmp_path / "composite"
+    members = [{"module": "ovos-memory-plugin-lexical"}, {"module": "ovos-memory-plugin-sticky"}]
+    with CompositeMemory({"root": str(root), "members": members}) as memory, EditorServer(memory) as server:
+        memory.build_conversation_context("remember that my safe code is dingofive", "garage")
+        memory.update_history(exchange("remember that my safe code is dingofive", "noted"), "garage")
+        deadline = time.monotonic() + 10
+        while not memory.search("safe code dingofive") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert files_holding(root, "dingofive")
+        status, _ = request(server, "DELETE", "/api/sessions/garage?confirm=garage")
+        assert status == 200
+        assert files_holding(root, "dingofive") == []

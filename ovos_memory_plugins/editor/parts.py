@@ -123,8 +123,8 @@ def databases_of(memory: Any) -> list[Database]:
                 found.append(db)
             if isinstance(value, BaseRetrievalMemory):
                 visit(value, depth + 1)
-            elif isinstance(value, (list, tuple)):
-                for item in value:
+            elif isinstance(value, (list, tuple, dict)):
+                for item in value.values() if isinstance(value, dict) else value:
                     inner = getattr(item, "instance", item)
                     if isinstance(inner, BaseRetrievalMemory):
                         visit(inner, depth + 1)
