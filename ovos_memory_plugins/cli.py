@@ -1220,9 +1220,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_of(argv: Sequence[str], parser: argparse.ArgumentParser) -> str:
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return next((a for a in argv if a in sub.choices), "")
+#: The command names, in the order ``--help`` lists them.
+COMMANDS = (
+    "demo",
+    "search",
+    "remember",
+    "forget",
+    "notes",
+    "dream",
+    "stats",
+    "serve",
+    "export",
+    "import",
+    "ingest",
+    "check",
+)
+
+
+def _command_of(argv: Sequence[str]) -> str:
+    """The command named in ``argv`` (for the error line of a usage error), or ``""``."""
+    return next((a for a in argv if a in COMMANDS), "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1230,7 +1247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     wants_json = "--json" in argv
-    command = _command_of(argv, parser)
+    command = _command_of(argv)
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:

@@ -801,3 +801,12 @@ def test_a_composite_persona_keeps_notes_as_its_member_does(tmp_path: Path) -> N
     done = cli("forget", *t, "--match", "bike lock code")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "5521" not in cli("notes", *t).stdout
+
+
+def test_the_command_list_matches_the_parser() -> None:
+    import argparse
+
+    from ovos_memory_plugins.cli import COMMANDS, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert tuple(sub.choices) == COMMANDS
