@@ -161,9 +161,7 @@ def _command_logging(output: Output, debug: bool) -> Iterator[None]:
         handler.setFormatter(_OneLine(debug))
     handler.addFilter(_Once())
     root = logging.getLogger()
-    saved = (root.level, list(root.handlers))
-    for h in saved[1]:
-        root.removeHandler(h)
+    saved_level = root.level
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
     # OVOS's LOG gives its loggers their own stdout handlers: other plugins' chatter (ovos-persona's
@@ -181,9 +179,7 @@ def _command_logging(output: Output, debug: bool) -> Iterator[None]:
         yield
     finally:
         root.removeHandler(handler)
-        for h in saved[1]:
-            root.addHandler(h)
-        root.setLevel(saved[0])
+        root.setLevel(saved_level)
         if ovos_log is not None:
             ovos_log.set_level(ovos_level)
 
