@@ -165,35 +165,55 @@ def import_jsonl(
     """Store every exported line: documents under their own ids, notes as notes.
 
     Every line is parsed and checked first (a bad line raises :class:`TranscriptError` and
-    nothing is written). A line without an ``id`` gets the id ``store`` would give it. Into a
-    :class:`NotesKeeper`, ``kind: note`` lines are remembered (with their date and session;
-    retired ones retired again); into any other memory they are stored as documents.
-    ``progress(1)`` is called after each line.
+    nothing is written). A line without an ``id`` gets the id ``store`` would give it. The
+    documents are written in one batch where the memory offers ``put_documents`` (one
+    transaction: all of them or none), else one by one. Into a :class:`NotesKeeper`,
+    ``kind: note`` lines are remembered (with their date and session; retired ones retired
+    again); into any other memory they are stored as documents. ``progress(n)`` is called as
+    lines are stored.
     """
+    from ovos_memory_plugins.base import BaseRetrievalMemory
+    from ovos_memory_plugins.text import clean_text
+
     items = list(lines)
     docs = [d for d in items if isinstance(d, ExportedDocument)]
     if len(docs) != len(items):
         docs = list(read_export((str(x) for x in items), name))
     notes = memory if isinstance(memory, NotesKeeper) else None
+    note_lines = [d for d in docs if notes is not None and d.metadata.get("kind") == "note"]
+    documents = [d for d in docs if not (notes is not None and d.metadata.get("kind") == "note")]
     report = ImportReport()
-    for doc in docs:
-        if notes is not None and doc.metadata.get("kind") == "note":
-            date = doc.metadata.get("date") or None
-            change = notes.remember(" ".join(doc.text.split()), session_id=doc.session_id, date=date)
-            if change.status not in ("added", "duplicate"):
-                report.skipped += 1
-                report.reasons.append(f"note {doc.text[:60]!r}: {change.message or change.status}")
-            else:
-                if doc.metadata.get("retired_on") and change.note is not None and change.status == "added":
-                    notes.retire(change.note.id)
-                report.notes += 1
-                report.imported += 1
-        else:
+    batch = getattr(memory, "put_documents", None)
+    if callable(batch) and documents:
+        rows = []
+        for doc in documents:
+            text = clean_text(doc.text)
+            # the exported id is kept, so exchange ids (chained, not content-derived) survive
+            doc_id = doc.id or BaseRetrievalMemory.document_id(doc.session_id, text)
+            rows.append((doc_id, text, doc.session_id, dict(doc.metadata)))
+        batch(rows)
+        report.imported += len(rows)
+        if progress is not None:
+            progress(len(rows))
+    else:
+        for doc in documents:
             if doc.id:
-                # the exported id is kept, so exchange ids (chained, not content-derived) survive
                 memory.put_document(doc.id, doc.text, doc.session_id, dict(doc.metadata))
             else:
                 memory.store(doc.text, doc.session_id, dict(doc.metadata))
+            report.imported += 1
+            if progress is not None:
+                progress(1)
+    for doc in note_lines if notes is not None else []:
+        date = doc.metadata.get("date") or None
+        change = notes.remember(" ".join(doc.text.split()), session_id=doc.session_id, date=date)
+        if change.status not in ("added", "duplicate"):
+            report.skipped += 1
+            report.reasons.append(f"note {doc.text[:60]!r}: {change.message or change.status}")
+        else:
+            if doc.metadata.get("retired_on") and change.note is not None and change.status == "added":
+                notes.retire(change.note.id)
+            report.notes += 1
             report.imported += 1
         if progress is not None:
             progress(1)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from conftest import our_memory_plugins
@@ -810,3 +810,24 @@ def test_the_command_list_matches_the_parser() -> None:
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert tuple(sub.choices) == COMMANDS
+
+
+def test_import_writes_documents_in_one_batch_where_the_memory_offers_it(tmp_path: Path) -> None:
+    from ovos_memory_plugins.testing import InMemoryMemory
+    from ovos_memory_plugins.transfer import import_jsonl
+
+    class Batched(InMemoryMemory):
+        batches: ClassVar[list[int]] = []
+
+        def put_documents(self, docs: Any) -> int:
+            rows = list(docs)
+            self.batches.append(len(rows))
+            for doc_id, text, session_id, metadata in rows:
+                self.put_document(doc_id, text, session_id, metadata)
+            return len(rows)
+
+    lines = ['{"id": "d-1", "text": "one"}', '{"text": "two", "session_id": "s"}', '{"id": "d-3", "text": "three"}']
+    with Batched({"root": str(tmp_path)}) as memory:
+        report = import_jsonl(memory, lines)
+        assert report.imported == 3 and Batched.batches == [3]
+        assert memory.search("two")[0].source == memory.document_id("s", "two")
