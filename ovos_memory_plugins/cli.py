@@ -987,12 +987,16 @@ def cmd_demo(args: argparse.Namespace, output: Output) -> int:
             notes = _notes_keeper(memory)
             if notes is not None and not notes.list_notes():
                 # no model digests the conversation offline: note the facts as the model's memory tool would
-                lines.append("")
+                lines += [
+                    "",
+                    "no model digests the conversation offline; the facts are noted as its memory tool would:",
+                ]
                 for _session, user, _answer in DEMO_CONVERSATION:
                     fact = user.removeprefix("Remember that ").rstrip(".") + "."
-                    change = notes.remember(fact[0].upper() + fact[1:], session_id=_session)
+                    fact = fact[0].upper() + fact[1:]
+                    change = notes.remember(fact, session_id=_session)
                     remembered.append(change.status)
-                    lines.append(f"remember({fact!r}) -> {change.status}")
+                    lines.append(f"  remember({fact!r}) -> {change.status}")
         finally:
             memory.close()
         lines += ["", "-- restart: the memory is closed and built again from its files --", ""]
