@@ -822,6 +822,9 @@ def test_import_writes_documents_in_one_batch_where_the_memory_offers_it(tmp_pat
         def put_documents(self, docs: Any) -> int:
             rows = list(docs)
             self.batches.append(len(rows))
+            parent = getattr(super(), "put_documents", None)  # the base's own batch, where it has one
+            if callable(parent):
+                return int(parent(rows))
             for doc_id, text, session_id, metadata in rows:
                 self.put_document(doc_id, text, session_id, metadata)
             return len(rows)
