@@ -1037,6 +1037,11 @@ def cmd_demo(args: argparse.Namespace, output: Output) -> int:
 # -- the parser --------------------------------------------------------------------------------
 
 
+#: Every command and its one-line description, in the order ``--help`` lists them (filled by
+#: :func:`build_parser`).
+COMMANDS: dict[str, str] = {}
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and exit 2 (raised as :class:`UsageError`)."""
 
@@ -1131,6 +1136,7 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         p.set_defaults(func=func)
+        COMMANDS.setdefault(name, help_text)
         return p
 
     p = command(
@@ -1218,23 +1224,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("persona_file", metavar="persona.json")
     return parser
-
-
-#: The command names, in the order ``--help`` lists them.
-COMMANDS = (
-    "demo",
-    "search",
-    "remember",
-    "forget",
-    "notes",
-    "dream",
-    "stats",
-    "serve",
-    "export",
-    "import",
-    "ingest",
-    "check",
-)
 
 
 def _command_of(argv: Sequence[str]) -> str:

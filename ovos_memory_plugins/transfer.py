@@ -204,7 +204,9 @@ def import_jsonl(
             report.imported += 1
             if progress is not None:
                 progress(1)
-    for doc in note_lines if notes is not None else []:
+    for doc in note_lines:
+        if notes is None:  # note lines are only set apart for a NotesKeeper
+            break
         date = doc.metadata.get("date") or None
         change = notes.remember(" ".join(doc.text.split()), session_id=doc.session_id, date=date)
         if change.status not in ("added", "duplicate"):

@@ -809,7 +809,7 @@ def test_the_command_list_matches_the_parser() -> None:
     from ovos_memory_plugins.cli import COMMANDS, build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert tuple(sub.choices) == COMMANDS
+    assert list(sub.choices) == list(COMMANDS)
 
 
 def test_import_writes_documents_in_one_batch_where_the_memory_offers_it(tmp_path: Path) -> None:
