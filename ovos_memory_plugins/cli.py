@@ -314,6 +314,7 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
             f"no memory in {root}: nothing was ever stored there (check --persona, --namespace or --root);"
             " nothing was created"
         )
+    before = _files_under(root) if read_only and root is not None else None
     memory = cls(config=config)
     try:
         yield memory
@@ -321,6 +322,22 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
         close = getattr(memory, "close", None)
         if callable(close):
             close()
+        if before is not None and root is not None:
+            new = sorted(str(p.relative_to(root)) for p in _files_under(root) - before)
+            if new:
+                output.note(
+                    f"warning: {root} held no {name} memory: opening it created {', '.join(new)};"
+                    " does --module (or the persona's memory_module) match the memory kept there?"
+                )
+
+
+def _files_under(root: Path) -> set[Path]:
+    """The files in ``root`` and its direct sub-folders (SQLite's ``-wal``/``-shm`` left out)."""
+    if not root.is_dir():
+        return set()
+    found = {p for p in root.iterdir() if p.is_file()}
+    found |= {p for d in root.iterdir() if d.is_dir() for p in d.iterdir() if p.is_file()}
+    return {p for p in found if not p.name.endswith(("-wal", "-shm", "-journal"))}
 
 
 def _ours(cls: Any) -> bool:

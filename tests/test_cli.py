@@ -652,6 +652,9 @@ def test_read_only_commands_create_nothing_and_name_the_folder(tmp_path: Path) -
     assert done.returncode == 0 and f"no memories match 'zebra' in {root}" in done.stdout
     done = cli("export", "--root", str(root))
     assert done.returncode == 0 and f"exported 1 document(s) from {root}" in done.stderr
+    assert "warning" not in done.stderr, "reading a memory with its own module creates nothing"
+    done = cli("notes", "--module", "sticky", "--root", str(root))  # the wrong module for that folder
+    assert f"warning: {root} held no ovos-memory-plugin-sticky memory: opening it created" in done.stderr
 
 
 def test_forget_says_when_it_found_nothing(tmp_path: Path) -> None:
