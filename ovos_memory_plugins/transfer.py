@@ -1,50 +1,49 @@
-"""Export and import a memory's documents as JSON Lines, and ingest transcripts and text files.
+"""Export and import a memory's documents and notes as JSON Lines; ingest transcripts and text files.
 
-One exported line per document::
+One exported line per document or note::
 
     {"id": "x-3f…", "text": "Q: …\\nA: …", "session_id": "kitchen", "metadata": {"kind": "exchange"}}
+    {"id": "n-9a…", "text": "Ingrid's birthday is 14 March.", "session_id": "kitchen",
+     "metadata": {"kind": "note", "date": "2026-03", "retired_on": null}}
 
-Importing a file into an empty root reproduces the same documents with the same ids, so the
-same searches return the same results. Export needs the backend to list its documents: a
-method ``iter_documents()`` yielding ``(doc_id, text, session_id, metadata)`` tuples, dicts
-with those keys, or objects with those attributes. Backends without it make export fail with
-a :class:`~ovos_memory_plugins.errors.BackendError` that says so.
+Front-ends reach memories through public protocols only
+(:mod:`ovos_memory_plugins.protocols`): documents are listed through
+:class:`~ovos_memory_plugins.protocols.DocumentLister` (``iter_documents()``), notes through
+:class:`~ovos_memory_plugins.protocols.NotesKeeper` (``list_notes``, ``remember``, ``retire``).
+Importing a file into an empty root reproduces the same documents with the same ids, so the same
+searches return the same results. Every line is parsed and checked before the first write.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from itertools import pairwise
 from pathlib import Path
 from typing import IO, Any
 
-from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
-
-from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.errors import BackendError, OvosMemoryPluginError
+from ovos_memory_plugins.protocols import DocumentLister, NotesKeeper
 
 __all__ = [
-    "DOCUMENT_LISTINGS",
     "ExportedDocument",
     "ImportReport",
+    "IngestReport",
     "TranscriptError",
+    "TranscriptMessage",
+    "collect_files",
     "export_jsonl",
     "import_jsonl",
     "ingest_paths",
-    "is_curated_notes",
     "iter_documents",
+    "read_export",
     "read_transcript",
     "split_paragraphs",
 ]
-
-#: Names of listing methods the export looks for, first found wins. ``notes`` is the sticky
-#: backend's list of notes (objects with ``id``, ``text``, ``session_id``, ``metadata``).
-LISTING_METHODS = ("iter_documents", "documents", "list_documents", "all_documents", "notes")
-#: The listing methods of document archives (``notes`` lists notes, not documents).
-DOCUMENT_LISTINGS = LISTING_METHODS[:-1]
 
 #: File suffixes ``ingest`` reads from a folder.
 TEXT_SUFFIXES = (".txt", ".md", ".jsonl", ".json")
@@ -56,7 +55,7 @@ class TranscriptError(OvosMemoryPluginError, ValueError):
 
 @dataclass
 class ExportedDocument:
-    """One document as exported: its id, text, session and metadata."""
+    """One document (or note) as exported: its id, text, session and metadata."""
 
     id: str
     text: str
@@ -70,79 +69,47 @@ class ExportedDocument:
 
 
 def _coerce(item: Any) -> ExportedDocument:
-    if isinstance(item, ExportedDocument):
-        return item
-    if isinstance(item, dict):
-        doc_id = item.get("id", item.get("doc_id"))
-        text = item.get("text", item.get("content"))
-        session = item.get("session_id", "default")
-        metadata = item.get("metadata") or {}
-    elif isinstance(item, (tuple, list)) and len(item) == 4:
-        doc_id, text, session, metadata = item
-    else:
-        doc_id = getattr(item, "id", getattr(item, "doc_id", None))
-        text = getattr(item, "text", getattr(item, "content", None))
-        session = getattr(item, "session_id", "default")
-        metadata = getattr(item, "metadata", None) or {}
-    if not isinstance(doc_id, str) or not isinstance(text, str):
-        raise BackendError(f"the backend listed a document without a string id and text: {item!r}")
-    return ExportedDocument(str(doc_id), text, str(session or "default"), dict(metadata))
+    """A listed document (``{"id", "text", "session_id", "metadata"}``) as an :class:`ExportedDocument`."""
+    if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("text"), str):
+        raise BackendError(f"the memory listed a document that is not {{'id': str, 'text': str, ...}}: {item!r}")
+    return ExportedDocument(
+        item["id"], item["text"], str(item.get("session_id") or "default"), dict(item.get("metadata") or {})
+    )
 
 
-def _listing(memory: Any, names: Sequence[str] = LISTING_METHODS) -> Callable[[], Iterable[Any]] | None:
-    for name in names:
-        method = getattr(memory, name, None)
-        if callable(method):
-            return method  # type: ignore[no-any-return]
-    return None
-
-
-def is_curated_notes(memory: Any) -> bool:
-    """Whether ``memory`` keeps curated notes (``notes_body``/``replace_notes``, the notes backend)."""
-    return all(callable(getattr(memory, name, None)) for name in ("notes", "notes_body", "replace_notes"))
-
-
-def _curated_notes(memory: Any) -> Iterator[ExportedDocument]:
-    """The notes backend's notes (active, then retired) as id-less ``kind: note`` lines."""
-    for note in memory.notes():
-        yield ExportedDocument("", note.text, "default", {"kind": "note", "date": getattr(note, "date", "")})
-    retired = getattr(memory, "retired_notes", None)
-    for note in retired() if callable(retired) else []:
-        meta = {"kind": "note", "date": getattr(note, "date", ""), "retired_on": getattr(note, "retired_on", None)}
-        yield ExportedDocument("", note.text, "default", meta)
+def _note_line(note: Any) -> ExportedDocument:
+    meta: dict[str, Any] = {**dict(note.metadata or {}), "kind": "note", "date": note.date}
+    if note.retired_on:
+        meta["retired_on"] = note.retired_on
+    return ExportedDocument(note.id, note.text, note.session_id or "default", meta)
 
 
 def iter_documents(memory: Any) -> Iterator[ExportedDocument]:
-    """Every document of ``memory``; raises :class:`BackendError` when it cannot list them.
+    """Every document and note of ``memory``; raises :class:`BackendError` when it can list neither.
 
-    Document archives list through ``iter_documents()`` (or another name of
-    ``DOCUMENT_LISTINGS``); the notes backend exports its notes (active and retired) as id-less
-    lines with ``{"kind": "note", "date": ...}``, then its archive's documents; the sticky
-    backend its ``notes()``.
+    Documents come from :class:`DocumentLister`, notes (active and retired) from
+    :class:`NotesKeeper`; a note that is also listed as a document (the same id) comes once,
+    as a note.
     """
-    listing = _listing(memory, DOCUMENT_LISTINGS)
-    if is_curated_notes(memory):  # its notes, then its archive's documents (if it keeps one)
-        yield from _curated_notes(memory)
-        for item in listing() if listing is not None else []:
-            yield _coerce(item)
-        return
-    listing = listing or _listing(memory)
-    if listing is None:
+    lists = isinstance(memory, DocumentLister)
+    notes = memory if isinstance(memory, NotesKeeper) else None
+    if not lists and notes is None:
         raise BackendError(
-            f"{type(memory).__name__} cannot list its documents (it has none of the methods "
-            f"{', '.join(LISTING_METHODS)}), so it cannot be exported"
+            f"{type(memory).__name__} can list neither its documents (iter_documents) nor its notes"
+            " (list_notes), so it cannot be exported"
         )
-    items = listing()
-    if isinstance(items, (str, bytes, dict)):
-        raise BackendError(
-            f"{type(memory).__name__}.{getattr(listing, '__name__', 'listing')}() does not list documents"
-        )
-    for item in items:
-        yield _coerce(item)
+    note_lines = [_note_line(n) for n in notes.list_notes(include_retired=True)] if notes is not None else []
+    note_ids = {n.id for n in note_lines}
+    if lists:
+        for item in memory.iter_documents():
+            doc = _coerce(item)
+            if doc.id not in note_ids:
+                yield doc
+    yield from note_lines
 
 
 def export_jsonl(memory: Any, out: IO[str]) -> int:
-    """Write every document of ``memory`` to ``out`` as JSON Lines; return how many."""
+    """Write every document and note of ``memory`` to ``out`` as JSON Lines; return how many."""
     n = 0
     for doc in iter_documents(memory):
         out.write(doc.to_json() + "\n")
@@ -151,7 +118,7 @@ def export_jsonl(memory: Any, out: IO[str]) -> int:
 
 
 def read_export(lines: Iterable[str], name: str = "<input>") -> Iterator[ExportedDocument]:
-    """Parse exported JSON Lines (blank lines skipped); raises :class:`TranscriptError`."""
+    """Parse exported JSON Lines (blank lines skipped); raises :class:`TranscriptError` naming the line."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -161,8 +128,12 @@ def read_export(lines: Iterable[str], name: str = "<input>") -> Iterator[Exporte
             raise TranscriptError(f"{name}:{number}: not JSON ({exc.msg})") from exc
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
             raise TranscriptError(f"{name}:{number}: expected an object with a string 'text'")
-        if not isinstance(data.get("id", ""), str):
+        if not data["text"].strip():
+            raise TranscriptError(f"{name}:{number}: 'text' is empty")
+        if not isinstance(data.get("id", ""), (str, type(None))):
             raise TranscriptError(f"{name}:{number}: 'id' must be a string when given")
+        if not isinstance(data.get("session_id", ""), (str, type(None))):
+            raise TranscriptError(f"{name}:{number}: 'session_id' must be a string when given")
         metadata = data.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise TranscriptError(f"{name}:{number}: 'metadata' must be an object")
@@ -171,59 +142,123 @@ def read_export(lines: Iterable[str], name: str = "<input>") -> Iterator[Exporte
 
 @dataclass
 class ImportReport:
-    """What ``import_jsonl`` did: documents (and notes) stored, and lines it could not store."""
+    """What :func:`import_jsonl` did: lines stored (``notes`` of them as notes) and lines it could not store."""
 
     imported: int = 0
+    notes: int = 0
     skipped: int = 0
     reasons: list[str] = field(default_factory=list)
 
 
-def import_jsonl(memory: BaseRetrievalMemory, lines: Iterable[str], name: str = "<input>") -> ImportReport:
-    """Store every exported document under its own id.
+def import_jsonl(
+    memory: Any,
+    lines: Iterable[str] | Iterable[ExportedDocument],
+    name: str = "<input>",
+    *,
+    progress: Callable[[int], Any] | None = None,
+) -> ImportReport:
+    """Store every exported line: documents under their own ids, notes as notes.
 
-    A line without an ``id`` (hand-made, or converted from another tool) gets the id ``store``
-    would give it, derived from its session and text. Into the notes backend, ``kind: note``
-    lines become notes (merged with the notes there, with their dates); retired notes are
-    skipped and counted, as that backend has no public way to add a retired note.
+    Every line is parsed and checked first (a bad line raises :class:`TranscriptError` and
+    nothing is written). A line without an ``id`` gets the id ``store`` would give it. The
+    documents are written in one batch where the memory offers ``put_documents`` (one
+    transaction: all of them or none), else one by one. Into a :class:`NotesKeeper`,
+    ``kind: note`` lines are remembered (with their date and session; retired ones retired
+    again); into any other memory they are stored as documents. ``progress(n)`` is called as
+    lines are stored.
     """
+    from ovos_memory_plugins.base import BaseRetrievalMemory
+    from ovos_memory_plugins.text import clean_text
+
+    items = list(lines)
+    docs = [d for d in items if isinstance(d, ExportedDocument)]
+    if len(docs) != len(items):
+        docs = list(read_export((str(x) for x in items), name))
+    notes = memory if isinstance(memory, NotesKeeper) else None
+    note_lines = [d for d in docs if notes is not None and d.metadata.get("kind") == "note"]
+    documents = [d for d in docs if not (notes is not None and d.metadata.get("kind") == "note")]
     report = ImportReport()
-    curated = is_curated_notes(memory)
-    bullets: list[str] = []
-    for doc in read_export(lines, name):
-        if not doc.text.strip():
-            continue
-        if curated and doc.metadata.get("kind") == "note":
-            if doc.metadata.get("retired_on"):
-                report.skipped += 1
-                continue
-            date = doc.metadata.get("date") or ""
-            text = " ".join(doc.text.split())
-            bullets.append(f"- [{date}] {text}" if date else f"- {text}")
-        elif doc.id:
+    batch = getattr(memory, "put_documents", None)
+    if callable(batch) and documents:
+        rows = []
+        for doc in documents:
+            text = clean_text(doc.text)
             # the exported id is kept, so exchange ids (chained, not content-derived) survive
-            memory.put_document(doc.id, doc.text, doc.session_id, dict(doc.metadata))
+            doc_id = doc.id or BaseRetrievalMemory.document_id(doc.session_id, text)
+            rows.append((doc_id, text, doc.session_id, dict(doc.metadata)))
+        batch(rows)
+        report.imported += len(rows)
+        if progress is not None:
+            progress(len(rows))
+    else:
+        for doc in documents:
+            if doc.id:
+                memory.put_document(doc.id, doc.text, doc.session_id, dict(doc.metadata))
+            else:
+                memory.store(doc.text, doc.session_id, dict(doc.metadata))
+            report.imported += 1
+            if progress is not None:
+                progress(1)
+    for doc in note_lines:
+        if notes is None:  # note lines are only set apart for a NotesKeeper
+            break
+        date = doc.metadata.get("date") or None
+        change = notes.remember(" ".join(doc.text.split()), session_id=doc.session_id, date=date)
+        if change.status not in ("added", "duplicate"):
+            report.skipped += 1
+            report.reasons.append(f"note {doc.text[:60]!r}: {change.message or change.status}")
         else:
-            memory.store(doc.text, doc.session_id, dict(doc.metadata))
-        report.imported += 1
-    if bullets:
-        notes: Any = memory  # duck-typed: the notes backend's own verbs
-        notes.replace_notes(notes.notes_body().rstrip("\n") + "\n" + "\n".join(bullets) + "\n")
-    if report.skipped:
-        report.reasons.append(f"{report.skipped} retired note(s) skipped: the notes backend cannot add retired notes")
+            if doc.metadata.get("retired_on") and change.note is not None and change.status == "added":
+                notes.retire(change.note.id)
+            report.notes += 1
+            report.imported += 1
+        if progress is not None:
+            progress(1)
     return report
 
 
 # -- ingest -------------------------------------------------------------------------------------
 
-_SPEAKER = re.compile(r"^\s*(user|human|me|q|assistant|ai|bot|a)\s*:\s?(.*)$", re.IGNORECASE)
+_DATE = r"\[?(?P<date>\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)\]?\s*"
+_SPEAKER = re.compile(rf"^\s*(?:{_DATE})?(?P<who>user|human|me|q|assistant|ai|bot|a)\s*:\s?(?P<text>.*)$", re.I)
 _USER_LABELS = {"user", "human", "me", "q"}
+_TIME_KEYS = ("time", "timestamp", "date", "created_at")
 
 
-def read_transcript(text: str, name: str = "<input>") -> list[tuple[str, str]] | None:
-    """``(role, content)`` messages of a transcript, or None when ``text`` is not one.
+@dataclass(frozen=True)
+class TranscriptMessage:
+    """One turn of a transcript: ``role`` (``user``/``assistant``), its text, and when (epoch seconds) if known."""
 
-    Two forms: JSON Lines of ``{"role": "user"|"assistant", "content": ...}`` objects, or plain
-    text whose turns start with ``User:``/``Assistant:`` (also ``Q:``/``A:``, ``Human:``/``AI:``);
+    role: str
+    content: str
+    time: float | None = None
+
+
+def parse_time(value: Any) -> float | None:
+    """Seconds since 1970 from an ISO 8601 text (naive: UTC) or a number; None when it is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value / 1000 if value > 1e11 else value)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip().replace("Z", "+00:00")
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+def read_transcript(text: str, name: str = "<input>") -> list[TranscriptMessage] | None:
+    """The messages of a transcript, or None when ``text`` is not one.
+
+    Two forms: JSON Lines of ``{"role": "user"|"assistant", "content": ..., "time": ...}``
+    objects (``time``/``timestamp``/``date``/``created_at``: ISO 8601 or epoch seconds,
+    optional), or plain text whose turns start with ``User:``/``Assistant:`` (also ``Q:``/``A:``,
+    ``Human:``/``AI:``, ``Me:``/``Bot:``), optionally after a date (``[2024-03-14 09:30] User: ...``);
     a turn runs until the next label.
     """
     lines = text.splitlines()
@@ -241,19 +276,20 @@ def read_transcript(text: str, name: str = "<input>") -> list[tuple[str, str]] |
             content = data.get("content") if isinstance(data, dict) else None
             if role not in ("user", "assistant") or not isinstance(content, str):
                 raise TranscriptError(f"{name}:{number}: expected {{'role': 'user'|'assistant', 'content': text}}")
-            out.append((role, content))
+            when = next((parse_time(data[k]) for k in _TIME_KEYS if k in data), None)
+            out.append(TranscriptMessage(role, content, when))
         return out
     if not stripped or not _SPEAKER.match(stripped[0]):
         return None
-    messages: list[tuple[str, str]] = []
+    messages: list[TranscriptMessage] = []
     for line in lines:
         match = _SPEAKER.match(line)
         if match:
-            role = "user" if match.group(1).lower() in _USER_LABELS else "assistant"
-            messages.append((role, match.group(2).strip()))
+            role = "user" if match.group("who").lower() in _USER_LABELS else "assistant"
+            messages.append(TranscriptMessage(role, match.group("text").strip(), parse_time(match.group("date"))))
         elif messages and line.strip():
-            role, content = messages[-1]
-            messages[-1] = (role, (content + "\n" + line.strip()).strip())
+            last = messages[-1]
+            messages[-1] = TranscriptMessage(last.role, (last.content + "\n" + line.strip()).strip(), last.time)
     return messages
 
 
@@ -287,60 +323,103 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
 
 @dataclass
 class IngestReport:
-    """What ``ingest_paths`` did."""
+    """What :func:`ingest_paths` did; ``new`` counts exchanges and chunks that were not there before
+    (None when the memory cannot list its documents, so it cannot tell)."""
 
     files: int = 0
     exchanges: int = 0
     documents: int = 0
+    new: int | None = 0
 
 
 def ingest_paths(
-    memory: BaseRetrievalMemory,
+    memory: Any,
     paths: Iterable[Path],
     session_id: str = "default",
     progress: Callable[[int, int, str], None] | None = None,
 ) -> IngestReport:
-    """Feed transcripts (as conversation turns) and other text (as paragraphs) into ``memory``.
+    """Feed transcripts (as conversation exchanges) and other text (as paragraphs) into ``memory``.
 
-    A transcript goes through ``update_history`` exactly as a live conversation would (its own
-    session id: the file name, unless ``session_id`` is given explicitly as non-default). Other
-    files are cut into paragraphs stored as documents with ``{"kind": "ingest", "source": path}``.
-    ``progress(done, total, name)`` is called after each file.
+    Idempotent: ingesting the same file again stores nothing new. A transcript's exchanges get
+    the ids a live conversation of the same turns would get in a fresh session (from the
+    session, the content and the position); the first time a session is ingested its turns
+    also go through the memory's public ``update_history`` (so its history, and whatever the
+    memory derives from conversations, are there too). Every exchange keeps the transcript's
+    date (``metadata.time``), or the file's modification time when the transcript has none.
+    Other files are cut into paragraphs stored as documents with ``{"kind": "ingest", "source":
+    path, "chunk": n}`` (ids from the session and text). ``progress(done, total, name)`` is
+    called after each file.
     """
     files = collect_files(paths)
-    report = IngestReport()
+    known = _known_ids(memory)
+    report = IngestReport(new=0 if known is not None else None)
     for i, path in enumerate(files, start=1):
         text = path.read_text(encoding="utf-8", errors="replace")
         messages = read_transcript(text, str(path))
+        mtime = os.stat(path).st_mtime
         if messages is not None:
             session = session_id if session_id != "default" else path.stem
-            report.exchanges += _feed(memory, messages, session)
+            for doc_id in _feed(memory, messages, session, source=str(path), default_time=mtime):
+                report.exchanges += 1
+                if known is not None and report.new is not None:
+                    report.new += doc_id not in known
         else:
             for n, chunk in enumerate(split_paragraphs(text)):
-                memory.store(chunk, session_id, {"kind": "ingest", "source": str(path), "chunk": n})
+                doc_id = memory.store(chunk, session_id, {"kind": "ingest", "source": str(path), "chunk": n})
                 report.documents += 1
+                if known is not None and report.new is not None:
+                    report.new += doc_id not in known
         report.files += 1
         if progress is not None:
             progress(i, len(files), str(path))
     return report
 
 
-def _feed(memory: BaseRetrievalMemory, messages: list[tuple[str, str]], session_id: str) -> int:
-    """Record transcript turns as exchanges (same-speaker turns merged); return how many."""
-    merged: list[tuple[str, str]] = []
-    for role, content in messages:
-        if merged and merged[-1][0] == role:
-            merged[-1] = (role, merged[-1][1] + "\n" + content)
+def _known_ids(memory: Any) -> set[str] | None:
+    """The ids already stored (None when the memory cannot list them)."""
+    if not isinstance(memory, DocumentLister):
+        return None
+    return {str(d.get("id")) for d in memory.iter_documents() if isinstance(d, dict)}
+
+
+def _exchanges(messages: list[TranscriptMessage]) -> list[tuple[str, str, float | None]]:
+    """``(user, assistant, time)`` of each user turn answered by the assistant (same-speaker turns merged)."""
+    merged: list[TranscriptMessage] = []
+    for m in messages:
+        if merged and merged[-1].role == m.role:
+            last = merged[-1]
+            merged[-1] = TranscriptMessage(m.role, last.content + "\n" + m.content, last.time or m.time)
         else:
-            merged.append((role, content))
-    exchanges = 0
-    for (role, content), (next_role, answer) in pairwise(merged):
-        if role != "user" or next_role != "assistant":
-            continue
-        pair = [
-            AgentMessage(role=MessageRole.USER, content=content),
-            AgentMessage(role=MessageRole.ASSISTANT, content=answer),
-        ]
-        memory._update_history(pair, session_id)
-        exchanges += 1
-    return exchanges
+            merged.append(m)
+    out = []
+    for a, b in pairwise(merged):
+        if a.role == "user" and b.role == "assistant":
+            out.append((a.content, b.content, a.time if a.time is not None else b.time))
+    return out
+
+
+def _feed(
+    memory: Any, messages: list[TranscriptMessage], session_id: str, *, source: str, default_time: float
+) -> list[str]:
+    """Record a transcript's exchanges; return their ids (the same ids every time)."""
+    from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+
+    from ovos_memory_plugins.base import BaseRetrievalMemory, exchange_text
+
+    exchanges = _exchanges(messages)
+    fresh = not memory.messages(session_id) if callable(getattr(memory, "messages", None)) else False
+    ids = []
+    previous = ""
+    for user, assistant, when in exchanges:
+        if fresh:
+            pair = [
+                AgentMessage(role=MessageRole.USER, content=user),
+                AgentMessage(role=MessageRole.ASSISTANT, content=assistant),
+            ]
+            memory.update_history(pair, session_id)
+        previous = BaseRetrievalMemory.exchange_id(session_id, previous, user, assistant)
+        meta = {"kind": "exchange", "time": when if when is not None else default_time, "source": source}
+        if user.strip() or assistant.strip():
+            memory.put_document(previous, exchange_text(user, assistant), session_id, meta)
+        ids.append(previous)
+    return ids

@@ -112,9 +112,20 @@ def test_archive_search_view_delete_and_script_as_text(browser: WebDriver, tmp_p
         memory.update_history(exchange("my bike is a red Gazelle", "a red Gazelle, noted"), "kitchen")
         memory.update_history(exchange(f"remember: Ada {SCRIPT_NOTE}", "noted"), "kitchen")
         memory.update_history(exchange("my sister lives in Porto", "Porto is lovely"), "bedroom")
-        with EditorServer(memory) as server:
+        with EditorServer(memory, title="Ada") as server:
             open_page(browser, server)
             assert browser.find_element(By.ID, "view-archive").is_displayed()
+            assert browser.title == "Ada — memory"
+            assert browser.find_element(By.ID, "title").text == "Ada: what the persona remembers"
+            assert "LexicalMemory" not in browser.find_element(By.TAG_NAME, "header").text
+            icon = browser.execute_script(
+                "const r = await fetch(document.querySelector('link[rel=icon]').href);"
+                " return [r.status, r.headers.get('content-type')];"
+            )
+            assert icon == [200, "image/svg+xml"]
+            browser.find_element(By.ID, "search-go").click()
+            wait(browser, lambda d: d.find_element(By.ID, "banner").is_displayed())
+            assert browser.find_element(By.ID, "banner-text").text == "Type what to search for first."
             browser.find_element(By.ID, "search-q").send_keys("tea Ada")
             browser.find_element(By.ID, "search-go").click()
             hit = item(browser, "search-results", "likes")
@@ -134,15 +145,29 @@ def test_archive_search_view_delete_and_script_as_text(browser: WebDriver, tmp_p
             hit.find_element(By.CSS_SELECTOR, "button.delete").click()
             wait(browser, lambda d: not any("red Gazelle" in t for t in texts(d, "#search-results > li")))
             assert memory.search("Gazelle bike") == []
+            # one delete, one undo: the bar at the bottom puts it back
+            wait(browser, lambda d: d.find_element(By.ID, "toast").is_displayed())
+            assert "red Gazelle" in browser.find_element(By.ID, "toast-text").text
+            shot(browser, "undo")
+            browser.find_element(By.ID, "toast-undo").click()
+            item(browser, "search-results", "red Gazelle")
+            assert memory.search("Gazelle bike")[0].content.startswith("Q: my bike is a red Gazelle")
 
             session = item(browser, "sessions", "bedroom")
             session.find_element(By.CSS_SELECTOR, "button.view").click()
             wait(browser, lambda d: "my sister lives in Porto" in d.find_element(By.ID, "messages").text)
             shot(browser, "conversation")
-            item(browser, "sessions", "bedroom").find_element(By.CSS_SELECTOR, "button.delete").click()
+            delete = item(browser, "sessions", "bedroom").find_element(By.CSS_SELECTOR, "button.delete")
+            delete.click()  # the first click only asks
+            wait(browser, lambda d: delete.text == "Delete it for good?")
+            assert memory.search("sister Porto"), "one click on a session's delete deletes nothing"
+            delete.click()
             wait(browser, lambda d: not any("bedroom" in t for t in texts(d, "#sessions > li")))
             assert memory.search("sister Porto") == [] and memory.get_history("bedroom") == []
 
+            browser.find_element(By.ID, "forget-all").click()  # without typing the word
+            wait(browser, lambda d: "type the word everything" in d.find_element(By.ID, "banner-text").text)
+            assert memory.stats()["history_messages"] > 0
             browser.find_element(By.ID, "confirm-all").send_keys("everything")
             browser.find_element(By.ID, "forget-all").click()
             wait(browser, lambda d: texts(d, "#sessions > li") == ["No recorded conversations."])
@@ -154,40 +179,60 @@ def context_text(memory: Any, utterance: str = "what do you know about me", sess
     return "\n".join(m.content for m in memory.build_conversation_context(utterance, session)[:-1])
 
 
-def test_sticky_add_edit_search_delete_reach_the_next_context(browser: WebDriver, tmp_path: Path) -> None:
+def test_sticky_add_edit_filter_delete_reach_the_next_context(browser: WebDriver, tmp_path: Path) -> None:
     from ovos_memory_plugins.sticky import StickyMemory
 
-    with StickyMemory({"root": str(tmp_path / "sticky")}) as memory:
+    with StickyMemory({"root": str(tmp_path / "sticky"), "namespace": "ada"}) as memory:
         memory.remember("the spare key is under the blue flower pot", session_id="kitchen")
         with EditorServer(memory) as server:
             open_page(browser, server)
-            assert browser.find_element(By.ID, "view-sticky").is_displayed()
-            item(browser, "sticky-list", "blue flower pot")
+            assert browser.find_element(By.ID, "view-notes").is_displayed()
+            assert browser.title == "namespace ada — memory"
+            item(browser, "notes-list", "blue flower pot")
+            assert browser.find_element(By.ID, "dream-box").is_displayed() is False
+            assert browser.find_element(By.ID, "notes-raw").is_displayed() is False
 
-            browser.find_element(By.ID, "sticky-new").send_keys("my locker code is 4471")
-            browser.find_element(By.ID, "sticky-add").click()
-            item(browser, "sticky-list", "locker code is 4471")
+            browser.find_element(By.ID, "note-add").click()
+            wait(browser, lambda d: d.find_element(By.ID, "banner-text").text == "Type the note first, then press Add.")
+            browser.find_element(By.ID, "note-new").send_keys("my locker code is 4471")
+            browser.find_element(By.ID, "note-add").click()
+            item(browser, "notes-list", "locker code is 4471")
             assert "locker code is 4471" in context_text(memory)
 
-            li = item(browser, "sticky-list", "locker code is 4471")
+            li = item(browser, "notes-list", "locker code is 4471")
             li.find_element(By.CSS_SELECTOR, "button.edit").click()
             field = li.find_element(By.CSS_SELECTOR, "input.edit-text")
             field.clear()
             field.send_keys("my locker code is 5582")
             li.find_element(By.CSS_SELECTOR, "button.save").click()
-            item(browser, "sticky-list", "locker code is 5582")
+            item(browser, "notes-list", "locker code is 5582")
             context = context_text(memory)
             assert "5582" in context and "4471" not in context
 
-            browser.find_element(By.ID, "sticky-q").send_keys("locker")
-            browser.find_element(By.ID, "sticky-search").click()
-            wait(browser, lambda d: texts(d, "#sticky-list .text") == ["my locker code is 5582"])
+            browser.find_element(By.ID, "notes-q").send_keys("locker")
+            # the edit kept the old text as a retired note, listed after the active ones
+            wait(
+                browser,
+                lambda d: (
+                    texts(d, "#notes-list > li:not([hidden]) .text")
+                    == ["my locker code is 5582", "my locker code is 4471"]
+                ),
+            )
+            assert "retired" in item(browser, "notes-list", "4471").get_attribute("class")
             shot(browser, "sticky")
 
-            item(browser, "sticky-list", "5582").find_element(By.CSS_SELECTOR, "button.delete").click()
-            wait(browser, lambda d: texts(d, "#sticky-list > li") == ["No sticky notes."])
+            # deleted elsewhere meanwhile: the page says so in words and offers to reload
+            gone = next(n for n in memory.list_notes() if "5582" in n.text)
+            memory.forget(gone.id)
+            item(browser, "notes-list", "5582").find_element(By.CSS_SELECTOR, "button.delete").click()
+            wait(browser, lambda d: d.find_element(By.ID, "banner").is_displayed())
+            assert browser.find_element(By.ID, "banner-text").text.startswith(
+                "The notes changed since this page loaded them"
+            )
+            browser.find_element(By.ID, "banner-reload").click()
+            wait(browser, lambda d: not any("5582" in t for t in texts(d, "#notes-list > li")))
             assert "locker" not in context_text(memory)
-            assert [n.text for n in memory.notes()] == ["the spare key is under the blue flower pot"]
+            assert [n.text for n in memory.list_notes()] == ["the spare key is under the blue flower pot"]
 
 
 def notes_config(root: Path, store: str) -> dict[str, Any]:
@@ -253,7 +298,14 @@ def test_notes_add_edit_search_retire_restore_delete_reach_the_next_context(brow
             item(browser, "notes-list", "daughter is called Mia").find_element(By.CSS_SELECTOR, "button.delete").click()
             wait(browser, lambda d: not any("Mia" in t for t in texts(d, "#notes-list > li")))
             assert "Mia" not in context_text(persona)
-            assert [n.text for n in memory.notes()] == [
+            browser.find_element(By.ID, "toast-undo").click()
+            item(browser, "notes-list", "daughter is called Mia")
+            assert "Mia" in context_text(persona)
+            item(browser, "notes-list", "daughter is called Mia").find_element(By.CSS_SELECTOR, "button.delete").click()
+            wait(browser, lambda d: not any("Mia" in t for t in texts(d, "#notes-list > li")))
+            browser.find_element(By.ID, "toast-close").click()
+            assert "Mia" not in context_text(persona)
+            assert [n.text for n in memory.list_notes()] == [
                 "User's bike is a blue Gazelle",
                 SCRIPT_NOTE,
                 "User drinks green tea every morning",  # a restored note goes to the end
@@ -299,20 +351,50 @@ def test_notes_file_changed_by_the_persona_asks_to_reload_and_dream_undo(browser
                 {"notes": ["[2026-10] User's daughter is called Mia; Mia is seven", "User's sister lives in Porto"]}
             )
         )
+        browser.execute_script("window.scrollTo(0, 0)")
         browser.find_element(By.ID, "dream").click()
-        wait(browser, lambda d: d.find_element(By.ID, "dream-result").is_displayed())
+        wait(browser, lambda d: "rewritten" in d.find_element(By.ID, "dream-status").text)
         assert "User's daughter Mia is seven" in browser.find_element(By.ID, "dream-before").text
         assert "User's daughter Mia is seven" not in browser.find_element(By.ID, "dream-after").text
-        browser.execute_script("document.getElementById('dream-box').scrollIntoView()")
+        # the result is on screen without scrolling
+        top, bottom = browser.execute_script(
+            "const r = document.getElementById('dream-status').getBoundingClientRect(); return [r.top, r.bottom];"
+        )
+        assert top >= 0 and bottom <= browser.execute_script("return window.innerHeight")
         shot(browser, "dream")
-        assert [n.text for n in memory.notes()] == [
+        assert [n.text for n in memory.list_notes()] == [
             "User's daughter is called Mia; Mia is seven",
             "User's sister lives in Porto",
         ]
         browser.find_element(By.ID, "dream-undo").click()
         wait(browser, lambda d: not d.find_element(By.ID, "dream-result").is_displayed())
-        assert [n.text for n in memory.notes()] == [
+        assert [n.text for n in memory.list_notes()] == [
             "User's daughter is called Mia",
             "User's daughter Mia is seven",
             "User's sister lives in Porto",
         ]
+
+
+def test_the_page_works_at_360_px(browser: WebDriver, tmp_path: Path) -> None:
+    from ovos_memory_plugins.notes import NotesMemory
+
+    size = browser.get_window_size()
+    browser.set_window_size(360, 740)
+    try:
+        with (
+            NotesMemory(notes_config(tmp_path / "notes", "file")) as memory,
+            EditorServer(memory, title="Ada") as server,
+        ):
+            memory.remember("[2026-10] User's daughter is called Mia and she goes to the school by the river")
+            memory.remember("[2026-10] User drinks green tea every morning")
+            open_page(browser, server)
+            li = item(browser, "notes-list", "daughter is called Mia")
+            width = browser.execute_script("return document.documentElement.clientWidth")
+            assert width <= 360
+            assert li.find_element(By.CSS_SELECTOR, ".text").size["width"] >= 0.75 * width, "notes squeezed"
+            assert browser.execute_script("return document.documentElement.scrollWidth") <= width, "sideways scroll"
+            for button in li.find_elements(By.CSS_SELECTOR, "button"):
+                assert button.is_displayed() and button.rect["x"] + button.rect["width"] <= width
+            shot(browser, "narrow")
+    finally:
+        browser.set_window_size(size["width"], size["height"])

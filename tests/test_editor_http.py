@@ -171,27 +171,38 @@ def test_archive_search_view_delete_export(server: EditorServer, memory: InMemor
     assert [m["role"] for m in convo["messages"]] == ["user", "assistant", "user", "assistant"]
     assert convo["messages"][0]["content"] == "my bike is a red Gazelle"
 
-    status, _ = request(server, "DELETE", f"/api/documents/{hit['source']}")
-    assert status == 200
+    status, gone = request(server, "DELETE", f"/api/documents/{hit['source']}")
+    assert status == 200 and gone["deleted"] == 1
     assert memory.search("Gazelle bike") == []
-    assert request(server, "DELETE", f"/api/documents/{hit['source']}")[0] == 404
+    status, body = request(server, "DELETE", f"/api/documents/{hit['source']}")
+    assert status == 404 and body["detail"] == "That memory is gone already (deleted meanwhile?)."
+    # undo: the page sends the document back
+    doc = {"id": hit["source"], "text": hit["content"], "session_id": "kitchen", "metadata": hit["metadata"]}
+    assert request(server, "POST", "/api/documents", doc)[0] == 200
+    assert memory.search("Gazelle bike")[0].source == hit["source"]
 
     status, exported = request(server, "GET", "/api/export")
     assert status == 200 and set(exported["sessions"]) == {"bedroom", "kitchen"}
 
-    status, gone = request(server, "DELETE", "/api/sessions/bedroom")
+    status, body = request(server, "DELETE", "/api/sessions/bedroom")
+    assert status == 400 and body["detail"].startswith("Confirm first")
+    assert memory.search("sister Porto"), "an unconfirmed session delete deletes nothing"
+    status, gone = request(server, "DELETE", "/api/sessions/bedroom?confirm=bedroom")
     assert status == 200 and gone["deleted"] == 1
     assert memory.search("sister Porto") == [] and memory.get_history("bedroom") == []
 
-    assert request(server, "POST", "/api/forget-all", {"confirm": "yes"})[0] == 400
+    status, body = request(server, "POST", "/api/forget-all", {"confirm": "yes"})
+    assert status == 400 and "type the word everything" in body["detail"]
     status, gone = request(server, "POST", "/api/forget-all", {"confirm": "everything"})
-    assert status == 200 and gone["deleted"] == 1
+    assert status == 200 and gone["deleted"] == 2
     assert memory.search("wifi password") == [] and memory.stats()["history_messages"] == 0
 
 
 def test_notes_routes_answer_404_without_notes(server: EditorServer) -> None:
     status, body = request(server, "GET", "/api/notes")
-    assert status == 404 and "no notes" in body["detail"]
+    assert status == 404 and body["detail"] == "This memory keeps no notes."
+    status, body = request(server, "POST", "/api/documents", {"id": "d-1", "text": ""})
+    assert status == 422 and body["detail"] == "The text is empty: type something first."
 
 
 def test_cli_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
@@ -201,17 +212,27 @@ def test_cli_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     import urllib.request
 
     root = tmp_path / "sticky"
-    cmd = [sys.executable, "-m", "ovos_memory_plugins.cli", "serve", "--module", "sticky", "--root", str(root)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    persona = tmp_path / "ada.json"
+    block = {"root": str(root)}
+    persona.write_text(
+        json.dumps({"name": "Ada", "memory_module": "ovos-memory-plugin-sticky", "ovos-memory-plugin-sticky": block})
+    )
+    script = Path(sys.executable).with_name("ovos-memory")
+    proc = subprocess.Popen(
+        [str(script), "serve", "--persona", str(persona)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert "memory editor for StickyMemory: http://127.0.0.1:" in line, line + proc.stderr.read()
-        url = line.split(": ", 1)[1].split()[0]
+        assert f"memory editor for Ada ({root}): http://127.0.0.1:" in line, line + proc.stderr.read()
+        url = line.split("): ", 1)[1].split()[0]
         base, token = url.split("/#token=")
         req = urllib.request.Request(base + "/api/info", headers={"X-Editor-Token": token})
         with urllib.request.urlopen(req, timeout=10) as response:
-            assert json.load(response)["backend"] == "StickyMemory"
+            info = json.load(response)
+        assert info["title"] == "Ada" and info["root"] == str(root) and info["backend"] == "StickyMemory"
+        with urllib.request.urlopen(base + "/favicon.ico", timeout=10) as response:
+            assert response.headers["content-type"] == "image/svg+xml" and b"<svg" in response.read()
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
     finally:
@@ -226,8 +247,9 @@ def test_cli_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
 def test_cli_serve_refuses_a_public_address(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from ovos_memory_plugins.cli import main
 
-    assert main(["serve", "--module", "sticky", "--root", str(tmp_path / "s"), "--host", "0.0.0.0"]) == 1
+    assert main(["serve", "--module", "sticky", "--root", str(tmp_path / "s"), "--host", "0.0.0.0"]) == 2
     assert "allow_remote" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
 
 
 def files_holding(root: Path, word: str) -> list[str]:
@@ -251,11 +273,11 @@ def test_purge_really_removes_the_text_from_the_files(tmp_path: Path) -> None:
         # the document is gone from every file; the session's history (kept) still holds the words
         assert memory.search("bike lock code") == []
 
-        status, _ = request(server, "DELETE", "/api/sessions/garage")
+        status, _ = request(server, "DELETE", "/api/sessions/garage?confirm=garage")
         assert status == 200
         assert files_holding(root, "quokkaseven") == []
 
-        status, _ = request(server, "DELETE", "/api/sessions/bedroom")
+        status, _ = request(server, "DELETE", "/api/sessions/bedroom?confirm=bedroom")
         assert status == 200
         assert files_holding(root, "wombatnine") == []
         assert files_holding(root, "platypusone")
@@ -270,19 +292,27 @@ def test_sticky_delete_and_edit_leave_no_trace_in_the_file(tmp_path: Path) -> No
 
     root = tmp_path / "sticky"
     with StickyMemory({"root": str(root)}) as memory, EditorServer(memory) as server:
-        secret = memory.remember("my bank pin is echidnafour").note.id
-        other = memory.remember("my locker is numbatfive").note.id
+        secret = memory.remember("my bank pin is echidnafour").note
+        other = memory.remember("my locker is numbatfive").note
+        assert secret is not None and other is not None
         assert files_holding(root, "echidnafour")
-        assert request(server, "DELETE", f"/api/sticky/{secret}")[0] == 200
+        status, state = request(server, "DELETE", f"/api/notes/items?id={secret.id}")
+        assert status == 200 and state["deleted"]["text"] == "my bank pin is echidnafour"
         assert files_holding(root, "echidnafour") == []
 
-        status, state = request(server, "PUT", f"/api/sticky/{other}", {"text": "my locker is 12", "old_text": "nope"})
+        version = state["version"]
+        status, _ = request(server, "PUT", "/api/notes/items", {"id": other.id, "text": "x", "version": "stale"})
         assert status == 409
-        edit = {"text": "my locker is 12", "old_text": "my locker is numbatfive"}
-        status, state = request(server, "PUT", f"/api/sticky/{other}", edit)
-        assert status == 200 and [n["text"] for n in state["items"]] == ["my locker is 12"]
-        assert files_holding(root, "numbatfive") == []
-        assert request(server, "DELETE", f"/api/sticky/{other}")[0] == 404
+        edit = {"id": other.id, "text": "my locker is 12", "version": version}
+        status, state = request(server, "PUT", "/api/notes/items", edit)
+        assert status == 200 and [n["text"] for n in state["items"] if n["status"] == "active"] == ["my locker is 12"]
+        # an edit keeps the old text as a retired note (NotesKeeper.update); deleting it leaves no trace
+        old = next(n for n in state["items"] if n["status"] == "retired")
+        assert old["text"] == "my locker is numbatfive"
+        status, state = request(server, "DELETE", f"/api/notes/items?id={old['id']}")
+        assert status == 200 and files_holding(root, "numbatfive") == []
+        status, body = request(server, "DELETE", f"/api/notes/items?id={old['id']}")
+        assert status == 404 and body["detail"].startswith("That note is gone")
 
 
 def test_composite_shows_every_member(tmp_path: Path) -> None:
@@ -304,22 +334,22 @@ def test_composite_shows_every_member(tmp_path: Path) -> None:
         while not memory.search("Gazelle bike") and time.monotonic() < deadline:
             time.sleep(0.02)
         caps = request(server, "GET", "/api/info")[1]["capabilities"]
-        assert caps["archive"] and caps["notes"] and caps["sticky"], caps
+        assert caps["archive"] and caps["notes"], caps
         found = request(server, "GET", "/api/search?q=Gazelle+bike")[1]
         assert any("red Gazelle" in h["content"] for h in found["hits"])
         assert "kitchen" in request(server, "GET", "/api/sessions")[1]["sessions"]
 
         assert request(server, "POST", "/api/notes/items", {"text": "User's daughter is called Mia"})[0] == 200
-        assert request(server, "POST", "/api/sticky", {"text": "the spare key is under the blue pot"})[0] == 200
         system = "\n".join(m.content for m in memory.build_conversation_context("hello", "kitchen")[:-1])
-        assert "daughter is called Mia" in system and "blue pot" in system
+        assert "daughter is called Mia" in system
 
 
 class ListingMemory(InMemoryMemory):
     """The stub storage plus the document listing export and the editor read."""
 
-    def iter_documents(self) -> list[tuple[str, str, str, dict[str, Any]]]:
-        return [(doc_id, text, sid, meta) for doc_id, (text, sid, meta) in self.docs.items()]
+    def iter_documents(self) -> Iterator[dict[str, Any]]:
+        for doc_id, (text, sid, meta) in self.docs.items():
+            yield {"id": doc_id, "text": text, "session_id": sid, "metadata": meta}
 
 
 def test_conversation_lists_documents_where_the_backend_can(tmp_path: Path) -> None:
@@ -331,5 +361,27 @@ def test_conversation_lists_documents_where_the_backend_can(tmp_path: Path) -> N
         assert [d["text"] for d in convo["documents"]] == ["Q: my bike is a red Gazelle\nA: noted"]
         status, exported = request(server, "GET", "/api/export")
         assert sorted(d["session_id"] for d in exported["documents"]) == ["bedroom", "kitchen"]
-        assert request(server, "DELETE", f"/api/documents/{convo['documents'][0]['id']}")[0] == 200
+        status, gone = request(server, "DELETE", f"/api/documents/{convo['documents'][0]['id']}")
+        assert status == 200 and gone["document"] == convo["documents"][0], "the page gets what it needs to undo"
         assert request(server, "GET", "/api/sessions/kitchen")[1]["documents"] == []
+        assert request(server, "POST", "/api/documents", gone["document"])[0] == 200
+        assert request(server, "GET", "/api/sessions/kitchen")[1]["documents"] == convo["documents"]
+
+
+def test_purge_on_a_composite_reaches_every_member_file(tmp_path: Path) -> None:
+    import time
+
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    root = tmp_path / "composite"
+    members = [{"module": "ovos-memory-plugin-lexical"}, {"module": "ovos-memory-plugin-sticky"}]
+    with CompositeMemory({"root": str(root), "members": members}) as memory, EditorServer(memory) as server:
+        memory.build_conversation_context("remember that my safe code is dingofive", "garage")
+        memory.update_history(exchange("remember that my safe code is dingofive", "noted"), "garage")
+        deadline = time.monotonic() + 10
+        while not memory.search("safe code dingofive") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert files_holding(root, "dingofive")
+        status, _ = request(server, "DELETE", "/api/sessions/garage?confirm=garage")
+        assert status == 200
+        assert files_holding(root, "dingofive") == []

@@ -146,7 +146,7 @@ def test_dream_before_after_and_undo(tmp_path: Path, store: str) -> None:
         assert "User's daughter Mia is seven" in dreamt["before"]
         assert "User's daughter Mia is seven" not in dreamt["after"]
         assert dreamt["result"]["status"] == "rewritten"
-        assert [n.text for n in memory.notes()] == ["User's daughter is called Mia; Mia is seven"]
+        assert [n.text for n in memory.list_notes()] == ["User's daughter is called Mia; Mia is seven"]
 
         status, state = request(server, "POST", "/api/notes/dream/undo", {"id": dreamt["undo"]})
         assert status == 200
@@ -158,15 +158,38 @@ def test_dream_before_after_and_undo(tmp_path: Path, store: str) -> None:
         memory.remember("User's son is called Leo")  # written after the dream: undo must not drop it
         status, _answer = request(server, "POST", "/api/notes/dream/undo", {"id": dreamt["undo"]})
         assert status == 409
-        assert "User's son is called Leo" in [n.text for n in memory.notes()]
+        assert "User's son is called Leo" in [n.text for n in memory.list_notes()]
 
         status, dreamt = request(server, "POST", "/api/notes/dream")  # no reply queued: the model fails
         assert status == 200 and not dreamt["changed"] and dreamt["undo"] is None
         assert dreamt["result"]["status"] == "failed"
 
 
-def test_info_lists_the_notes_verbs(server: EditorServer) -> None:
+def test_info_offers_dreaming_only_with_a_model(server: EditorServer, tmp_path: Path) -> None:
     _status, info = request(server, "GET", "/api/info")
     caps = info["capabilities"]
-    assert caps["notes"] and caps["notes_items"] and caps["notes_retire"] and caps["notes_restore"] and caps["dream"]
-    assert not caps["sticky"]
+    assert caps["notes"] and caps["notes_text"] and caps["archive"]
+    assert not caps["dream"], "no language model: the page must not offer Dream now"
+    status, body = request(server, "POST", "/api/notes/dream")
+    assert status == 405 and "needs a language model" in body["detail"]
+    with NotesMemory(config(tmp_path / "other", "file"), llm=ScriptedLLM()) as memory, EditorServer(memory) as srv:
+        assert request(srv, "GET", "/api/info")[1]["capabilities"]["dream"]
+
+
+def test_a_deleted_note_can_be_put_back(server: EditorServer, notes: NotesMemory) -> None:
+    status, state = request(server, "GET", "/api/notes")
+    mia = next(n for n in state["items"] if "Mia" in n["text"])
+    status, state = request(
+        server, "DELETE", f"/api/notes/items?{urlencode({'id': mia['id'], 'version': state['version']})}"
+    )
+    assert status == 200 and state["deleted"]["text"] == mia["text"]
+    back = {
+        "text": state["deleted"]["text"],
+        "session_id": state["deleted"]["session_id"],
+        "date": state["deleted"]["date"],
+    }
+    status, state = request(server, "POST", "/api/notes/items", back)
+    assert status == 200
+    again = next(n for n in state["items"] if "Mia" in n["text"])
+    assert (again["id"], again["text"], again["date"]) == (mia["id"], mia["text"], mia["date"])
+    assert "Mia" in context(notes)

@@ -252,7 +252,7 @@ def test_the_command_works_on_the_files_of_a_running_persona(
     assert "4471" in _earlier(persona_host.say("ada", "what is the garage door code?", "hallway"))
 
     if main(["forget", "--persona", persona_file, "--match", "garage door code"]) != 0:
-        assert "has no note removal" in capsys.readouterr().err
+        assert "keeps no notes" in capsys.readouterr().err
         main(["--json", "search", "--persona", persona_file, "garage door code 4471"])
         ids = [h["id"] for h in json.loads(capsys.readouterr().out) if "4471" in h["content"]]
         assert ids and main(["forget", "--persona", persona_file, *ids]) == 0

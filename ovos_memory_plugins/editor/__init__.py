@@ -53,11 +53,13 @@ def load_memory(config: dict[str, Any], plugin: str | None = None) -> Any:
         if not isinstance(plugin, str) or not plugin:
             raise BackendError("the persona names no memory_module; pass the plugin name")
         config = config.get(plugin) or {}
-    from ovos_plugin_manager.agents import load_memory_plugin
+    from importlib.metadata import entry_points
 
-    cls = load_memory_plugin(plugin)
-    if cls is None:
+    # only the named plugin is imported (OPM's loader would import every plugin of the group)
+    found = [ep for ep in entry_points(group="opm.agents.memory") if ep.name == plugin]
+    if not found:
         raise BackendError(f"no memory plugin named {plugin!r} is installed (entry-point group opm.agents.memory)")
+    cls = found[0].load()
     return cls(config=dict(config))
 
 
@@ -73,6 +75,7 @@ class EditorServer:
         allowed_hosts: extra ``Host`` header values to accept (``name`` or ``name:port``), for a
             server reached under another name on purpose.
         token: the per-run token (default: a fresh random one).
+        title: whose memory this is (a persona's name), shown as the page's title.
 
     Use as a context manager to serve in a background thread (tests, embedding)::
 
@@ -89,6 +92,7 @@ class EditorServer:
         allow_remote: bool = False,
         allowed_hosts: Iterable[str] = (),
         token: str | None = None,
+        title: str | None = None,
     ) -> None:
         check_bind_host(host, allow_remote)
         self.memory = memory
@@ -103,7 +107,7 @@ class EditorServer:
             self.socket.close()
             raise
         self.port: int = self.socket.getsockname()[1]
-        self.editor: EditorApp = make_app(memory, token=token)
+        self.editor: EditorApp = make_app(memory, token=token, title=title)
         self.editor.guard.set_allowed_hosts(allowed_hosts_for(host, self.port, allowed_hosts))
         config = uvicorn.Config(self.editor.app, log_level="warning", access_log=False, lifespan="off")
         self.server = uvicorn.Server(config)
@@ -170,6 +174,7 @@ def serve(
     token: str | None = None,
     open_browser: bool = False,
     announce: Callable[[str], None] = print,
+    title: str | None = None,
 ) -> None:
     """Serve the editor until interrupted (Ctrl-C returns normally).
 
@@ -180,10 +185,15 @@ def serve(
         plugin: the entry-point name when ``memory_or_config`` is a plugin's own config block.
         open_browser: open the page in the default browser.
         announce: called with the line giving the URL (default: ``print``).
+        title: whose memory this is (a persona's name), shown as the page's title.
     """
     memory = load_memory(memory_or_config, plugin) if isinstance(memory_or_config, dict) else memory_or_config
-    server = EditorServer(memory, host, port, allow_remote=allow_remote, allowed_hosts=allowed_hosts, token=token)
-    announce(f"memory editor for {type(memory).__name__}: {server.url}  (Ctrl-C to stop)")
+    server = EditorServer(
+        memory, host, port, allow_remote=allow_remote, allowed_hosts=allowed_hosts, token=token, title=title
+    )
+    who = server.editor.whose()
+    where = f" ({who['root']})" if who["root"] else ""
+    announce(f"memory editor for {who['label']}{where}: {server.url}  (Ctrl-C to stop)")
     if open_browser:
         import webbrowser
 

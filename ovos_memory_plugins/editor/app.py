@@ -2,33 +2,37 @@
 
 Built on FastAPI (which also serves the OpenAPI document at ``/api/openapi.json``). Every route
 is a plain function: FastAPI runs it in a worker thread, and the memory's own lock makes the
-calls safe next to a persona using the same instance.
+calls safe next to a persona using the same instance. The memory is reached through the public
+protocols only (see :mod:`ovos_memory_plugins.editor.parts`).
 
-Edits are never lost silently: ``GET /api/notes`` returns a ``version`` (a digest of the notes
-text the page shows) and every change sends it back; when the notes changed in between (the
-persona wrote to the same file), the change is refused with 409 and the page asks to reload.
+Edits are never lost silently: ``GET /api/notes`` returns a ``version`` and every change sends
+it back; when the notes changed in between (the persona wrote to them), the change is refused
+with 409 and the page asks to reload. Deleting one note or one document answers with what was
+deleted, so the page can offer to undo it (``POST /api/notes/items`` or ``POST
+/api/documents`` puts it back); a session and everything are deleted only after a confirmation.
+Every error answer carries a ``detail`` written for people.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from ovos_memory_plugins.editor.parts import Parts, find_parts, scrub, version_of
 from ovos_memory_plugins.editor.security import GuardMiddleware, new_token
 from ovos_memory_plugins.errors import OvosMemoryPluginError
+from ovos_memory_plugins.protocols import Note, NoteChange
 from ovos_memory_plugins.transfer import ExportedDocument, iter_documents
 
 LOG = logging.getLogger(__name__)
@@ -36,6 +40,9 @@ LOG = logging.getLogger(__name__)
 __all__ = ["EditorApp", "make_app"]
 
 STATIC = resources.files("ovos_memory_plugins.editor") / "static"
+
+#: What the page calls each field when a request is refused for it.
+FIELD_NAMES = {"text": "the text", "id": "the item", "body": "the notes text", "q": "the search words"}
 
 
 # -- request bodies ----------------------------------------------------------------------------
@@ -49,9 +56,11 @@ class NotesBody(BaseModel):
 
 
 class NoteText(BaseModel):
-    """A note to add."""
+    """A note to add (``session_id`` and ``date`` when putting a deleted note back)."""
 
     text: str = Field(min_length=1)
+    session_id: str | None = None
+    date: str | None = None
 
 
 class NoteEdit(BaseModel):
@@ -70,15 +79,17 @@ class NoteRef(BaseModel):
     version: str | None = None
 
 
-class StickyEdit(BaseModel):
-    """The new text of a sticky note and the text the page showed (to detect a change meanwhile)."""
+class Document(BaseModel):
+    """A document to put back (undo of a delete): as ``DELETE /api/documents/{id}`` returned it."""
 
+    id: str = Field(min_length=1)
     text: str = Field(min_length=1)
-    old_text: str | None = None
+    session_id: str = "default"
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class Confirm(BaseModel):
-    """Confirmation for deleting everything: ``confirm`` must be ``"everything"``."""
+    """Confirmation for deleting: ``confirm`` must be ``"everything"`` (or the session's id)."""
 
     confirm: str
 
@@ -109,26 +120,34 @@ def _doc(doc: ExportedDocument) -> dict[str, Any]:
     return {"id": doc.id, "text": doc.text, "session_id": doc.session_id, "metadata": doc.metadata}
 
 
-def _note(note: Any) -> dict[str, Any]:
-    """A note from a notes store as JSON: a string, a mapping, or an object with attributes."""
-    if isinstance(note, str):
-        return {"id": note, "text": note, "status": "active"}
-    if isinstance(note, dict):
-        data = dict(note)
-    elif hasattr(note, "__dict__"):
-        data = {k: v for k, v in vars(note).items() if not k.startswith("_")}
-    else:
-        data = {"text": str(note)}
-    text = data.get("text", data.get("content", ""))
-    data["text"] = text
-    data["id"] = str(data.get("id", data.get("note_id", text)))
-    retired = bool(data.get("retired")) or data.get("retired_on") is not None
-    data.setdefault("status", "retired" if retired else "active")
-    return {k: v if isinstance(v, (str, int, float, bool, type(None), list, dict)) else str(v) for k, v in data.items()}
+def _note(note: Note) -> dict[str, Any]:
+    data = json.loads(json.dumps(dataclasses.asdict(note), default=str))
+    data["status"] = "active" if note.active else "retired"
+    return data  # type: ignore[no-any-return]
+
+
+def _human_validation(exc: RequestValidationError) -> str:
+    """A validation error in words: which field, and what is wrong with it."""
+    problems = []
+    for error in exc.errors():
+        field = next((str(p) for p in reversed(error.get("loc", ())) if isinstance(p, str)), "")
+        name = FIELD_NAMES.get(field, field or "the request")
+        kind = str(error.get("type", ""))
+        if kind in ("missing", "string_too_short"):
+            problems.append(f"{name} is empty: type something first")
+        else:
+            problems.append(f"{name} was not understood ({error.get('msg', 'invalid')})")
+    return "; ".join(problems) or "the request was not understood"
 
 
 class EditorApp:
     """The application and its state: the memory, its parts, the token, undo records.
+
+    Args:
+        memory: the memory plugin instance.
+        token: the per-run token (default: a fresh random one).
+        allowed_hosts: accepted ``Host`` header values.
+        title: whose memory this is (a persona's name), shown as the page's title.
 
     Attributes:
         app: the ASGI application to serve (the FastAPI app wrapped in the guard).
@@ -137,10 +156,13 @@ class EditorApp:
         token: the per-run token.
     """
 
-    def __init__(self, memory: Any, token: str | None = None, allowed_hosts: set[str] | None = None) -> None:
+    def __init__(
+        self, memory: Any, token: str | None = None, allowed_hosts: set[str] | None = None, title: str | None = None
+    ) -> None:
         self.memory = memory
         self.parts: Parts = find_parts(memory)
         self.token = token or new_token()
+        self.title = title
         self._dreams: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
         self.api = self._build()
@@ -151,95 +173,58 @@ class EditorApp:
 
     def _notes(self) -> Any:
         if self.parts.notes is None:
-            raise HTTPException(404, "this memory keeps no notes")
+            raise HTTPException(404, "This memory keeps no notes.")
         return self.parts.notes
-
-    def _sticky(self) -> Any:
-        if self.parts.sticky is None:
-            raise HTTPException(404, "this memory keeps no sticky notes")
-        return self.parts.sticky
 
     def _archive(self) -> Any:
         if self.parts.archive is None:
-            raise HTTPException(404, "this memory keeps no archive")
+            raise HTTPException(404, "This memory keeps no conversations.")
         return self.parts.archive
 
+    def whose(self) -> dict[str, Any]:
+        """Whose memory this is: the persona's name when given, the namespace, the folder."""
+        settings = getattr(self.memory, "settings", None)
+        namespace = getattr(settings, "namespace", None)
+        root = getattr(self.memory, "root", None)
+        label = self.title or (f"namespace {namespace}" if namespace else "this persona")
+        return {"title": self.title, "namespace": namespace, "root": str(root) if root else None, "label": label}
+
+    def notes_version(self) -> str:
+        """The notes' version: the memory's own (:class:`NotesText`), else a digest of the listing."""
+        notes = self._notes()
+        if self.parts.capabilities()["notes_text"]:
+            return str(notes.notes_version())
+        listing = [(n.id, n.text, n.retired_on) for n in notes.list_notes(include_retired=True)]
+        return version_of(json.dumps(listing, ensure_ascii=False))
+
     def notes_state(self) -> dict[str, Any]:
-        """The notes as the page shows them: ``body`` (the text), its ``version``, and ``items``
-        (active notes, then retired ones) where the backend lists them."""
+        """The notes as the page shows them: ``items`` (active, then retired), their ``version``
+        and, where the notes are one text, that ``body``."""
         notes = self._notes()
-        body = str(notes.notes_body())
-        out: dict[str, Any] = {"body": body, "version": version_of(body), "items": None}
-        if callable(getattr(notes, "notes", None)):
-            items = [_note(n) for n in notes.notes()]
-            if callable(getattr(notes, "retired_notes", None)):
-                items += [_note(n) for n in notes.retired_notes()]
-            out["items"] = items
+        items = notes.list_notes(include_retired=True)
+        ordered = [n for n in items if n.active] + [n for n in items if not n.active]
+        out: dict[str, Any] = {"items": [_note(n) for n in ordered], "version": self.notes_version(), "body": None}
+        if self.parts.capabilities()["notes_text"]:
+            out["body"] = str(notes.notes_body())
         return out
-
-    def sticky_state(self, q: str | None = None) -> dict[str, Any]:
-        """The sticky notes, oldest first; with ``q``, the ones matching it, best first."""
-        sticky = self._sticky()
-        items = [_note(n) for n in sticky.notes()]
-        if q and q.strip():
-            order = [h.source for h in sticky.search(q, top_k=max(len(items), 1))]
-            by_id = {n["id"]: n for n in items}
-            items = [by_id[i] for i in order if i in by_id]
-        return {"items": items}
-
-    @contextlib.contextmanager
-    def notes_guard(self) -> Iterator[None]:
-        """Hold the notes still across a check and a write.
-
-        Takes the editor's lock and, where the notes memory has them, its own mutex and its
-        store's transaction (an advisory lock on ``MEMORY.md``, ``BEGIN IMMEDIATE`` on SQLite),
-        in the order the memory's own verbs take them, so a persona in another process cannot
-        write between the version check and the edit.
-        """
-        notes = self._notes()
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(self._lock)
-            mutex = getattr(notes, "_mutex", None)
-            if mutex is not None and hasattr(mutex, "__enter__"):
-                stack.enter_context(mutex)
-            store = getattr(notes, "_notes_store", None)
-            transaction = getattr(store, "transaction", None)
-            if callable(transaction):
-                stack.enter_context(transaction())
-            yield
 
     def _check_version(self, version: str | None) -> None:
         """409 when the notes changed since the page loaded ``version``."""
-        if version is None:
-            return
-        current = version_of(str(self._notes().notes_body()))
-        if current != version:
+        if version is not None and self.notes_version() != version:
             raise HTTPException(
-                409, "the notes changed since this page loaded them (the persona wrote to them); reload and redo"
+                409, "The notes changed since this page loaded them (the persona wrote to them). Reload and redo."
             )
 
     @staticmethod
-    def _changed(change: Any, what: str) -> None:
-        """Turn a verb's result into an HTTP answer: 404 not found, 409 ambiguous, else pass."""
-        status = getattr(change, "status", None)
-        if change is False or change == 0 or status == "not_found":
-            raise HTTPException(404, f"no {what} matches")
-        if status == "ambiguous":
-            raise HTTPException(409, f"several {what}s match; nothing changed")
-
-    def _retire(self, notes: Any, note_id: str) -> None:
-        """Retire one active note: the backend's ``retire`` verb, else its store's ``retire``."""
-        retire = getattr(notes, "retire", None)
-        if callable(retire):
-            self._changed(retire(note_id), "note")
-            return
-        store = getattr(notes, "_notes_store", None)
-        if store is None or not callable(getattr(store, "retire", None)):
-            raise HTTPException(405, "this notes store cannot retire notes")
-        active = [n for n in notes.notes() if getattr(n, "text", None) == note_id]
-        if not active:
-            raise HTTPException(404, "no note matches")
-        store.retire(active, time.strftime("%Y-%m-%d"))
+    def _changed(change: NoteChange, what: str = "note") -> NoteChange:
+        """Turn a verb's result into an HTTP answer: 404 not found, 409 ambiguous, 400 refused."""
+        if change.status == "not_found":
+            raise HTTPException(404, f"That {what} is gone (deleted meanwhile?). The list was reloaded.")
+        if change.status == "ambiguous":
+            raise HTTPException(409, f"Several {what}s match; nothing changed. Reload and pick one.")
+        if change.status == "refused":
+            raise HTTPException(400, change.message or f"That {what} cannot be changed.")
+        return change
 
     # -- the application ---------------------------------------------------------------------
 
@@ -247,25 +232,35 @@ class EditorApp:
         api = FastAPI(
             title="ovos-memory editor",
             summary="See, search, correct and wipe what an OpenVoiceOS persona remembers.",
-            version="1",
+            version="2",
             openapi_url="/api/openapi.json",
             docs_url=None,
             redoc_url=None,
         )
 
         @api.exception_handler(OvosMemoryPluginError)
-        def _memory_error(request: Any, exc: OvosMemoryPluginError) -> JSONResponse:
-            return JSONResponse({"detail": str(exc)}, status_code=400)
+        def _memory_error(request: Request, exc: OvosMemoryPluginError) -> JSONResponse:
+            LOG.warning("memory editor: %s", exc)
+            return JSONResponse({"detail": f"The memory refused: {exc}"}, status_code=400)
 
         @api.exception_handler(ValueError)
-        def _value_error(request: Any, exc: ValueError) -> JSONResponse:
-            return JSONResponse({"detail": str(exc)}, status_code=400)
+        def _value_error(request: Request, exc: ValueError) -> JSONResponse:
+            return JSONResponse({"detail": f"The memory refused: {exc}"}, status_code=400)
+
+        @api.exception_handler(RequestValidationError)
+        def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+            text = _human_validation(exc)
+            return JSONResponse({"detail": text[:1].upper() + text[1:] + "."}, status_code=422)
 
         # -- the page ------------------------------------------------------------------------
 
         @api.get("/", include_in_schema=False)
         def index() -> Response:
             return Response((STATIC / "index.html").read_bytes(), media_type="text/html; charset=utf-8")
+
+        @api.get("/favicon.ico", include_in_schema=False)
+        def favicon() -> Response:
+            return Response((STATIC / "favicon.svg").read_bytes(), media_type="image/svg+xml")
 
         @api.get("/static/{name}", include_in_schema=False)
         def static(name: str) -> Response:
@@ -282,12 +277,17 @@ class EditorApp:
 
         @api.get("/api/info", tags=["memory"])
         def info() -> dict[str, Any]:
-            """The memory's backend, its figures and which views the page can offer."""
+            """Whose memory this is, its figures and which views and verbs the page can offer."""
             stats: dict[str, Any] = {}
             stats_of = getattr(self.memory, "stats", None)
             if callable(stats_of):
                 stats = stats_of()
-            return {"backend": type(self.memory).__name__, "stats": stats, "capabilities": self.parts.capabilities()}
+            return {
+                **self.whose(),
+                "backend": type(self.memory).__name__,
+                "stats": stats,
+                "capabilities": self.parts.capabilities(),
+            }
 
         # -- notes ---------------------------------------------------------------------------
 
@@ -295,64 +295,65 @@ class EditorApp:
 
         @api.get("/api/notes", tags=["notes"])
         def get_notes() -> dict[str, Any]:
-            """The notes: ``body`` (the text), ``version``, and ``items`` (active, then retired)."""
+            """The notes: ``items`` (active, then retired), ``version`` and, for one-text notes, ``body``."""
             return self.notes_state()
 
         @api.put("/api/notes", tags=["notes"], responses=conflict)
         def put_notes(edit: NotesBody) -> dict[str, Any]:
-            """Replace the whole notes text (``replace_notes``); 409 when they changed since ``version``."""
+            """Replace the whole notes text; 409 when they changed since ``version``."""
             notes = self._notes()
-            with self.notes_guard():
+            if not self.parts.capabilities()["notes_text"]:
+                raise HTTPException(405, "These notes cannot be edited as one text; edit them one by one.")
+            with self._lock:
                 self._check_version(edit.version)
-                notes.replace_notes(edit.body)
+                try:
+                    notes.replace_notes(edit.body, expected_version=edit.version)
+                except OvosMemoryPluginError as exc:
+                    raise HTTPException(409, f"The notes were not saved: {exc}. Reload and redo.") from exc
             return self.notes_state()
 
         @api.post("/api/notes/items", tags=["notes"])
         def add_note(note: NoteText) -> dict[str, Any]:
-            """Add one note (``remember``)."""
+            """Add one note (``remember``; with ``session_id``/``date`` to put a deleted note back)."""
             notes = self._notes()
-            if not callable(getattr(notes, "remember", None)):
-                raise HTTPException(405, "this notes store cannot add single notes")
-            notes.remember(note.text)
-            return self.notes_state()
+            change = notes.remember(note.text, session_id=note.session_id or "default", date=note.date)
+            self._changed(change)
+            return {**self.notes_state(), "status": change.status, "message": change.message}
 
         @api.put("/api/notes/items", tags=["notes"], responses=conflict)
         def update_note(edit: NoteEdit) -> dict[str, Any]:
-            """Change one note's text (``update``: the old text is retired); 409 when the notes changed."""
+            """Change one note's text (``update``); 409 when the notes changed since ``version``."""
             notes = self._notes()
-            if not callable(getattr(notes, "update", None)):
-                raise HTTPException(405, "this notes store cannot edit single notes")
-            with self.notes_guard():
+            with self._lock:
                 self._check_version(edit.version)
-                self._changed(notes.update(edit.id, edit.text), "note")
+                self._changed(notes.update(edit.id, edit.text))
             return self.notes_state()
 
         @api.delete("/api/notes/items", tags=["notes"], responses=conflict)
         def forget_note(id: str = Query(min_length=1), version: str | None = None) -> dict[str, Any]:
-            """Delete one active note (``forget``); 409 when the notes changed since ``version``."""
+            """Delete one note (``forget``); the answer's ``deleted`` is the note, to undo with ``POST``."""
             notes = self._notes()
-            with self.notes_guard():
+            with self._lock:
                 self._check_version(version)
-                self._changed(notes.forget(id), "note")
-            scrub(notes)
-            return self.notes_state()
+                change = self._changed(notes.forget(id))
+            scrub(self.memory)
+            deleted = _note(change.note) if change.note is not None else None
+            return {**self.notes_state(), "deleted": deleted}
 
         @api.post("/api/notes/retire", tags=["notes"], responses=conflict)
         def retire_note(ref: NoteRef) -> dict[str, Any]:
             """Retire one note: kept, marked as no longer true, out of the prompt."""
             notes = self._notes()
-            with self.notes_guard():
+            with self._lock:
                 self._check_version(ref.version)
-                self._retire(notes, ref.id)
+                self._changed(notes.retire(ref.id))
             return self.notes_state()
 
         @api.post("/api/notes/restore", tags=["notes"], responses=conflict)
         def restore_note(ref: NoteRef) -> dict[str, Any]:
             """Make a retired note active again (``restore``)."""
             notes = self._notes()
-            if not callable(getattr(notes, "restore", None)):
-                raise HTTPException(405, "this notes store cannot restore notes")
-            with self.notes_guard():
+            with self._lock:
                 self._check_version(ref.version)
                 self._changed(notes.restore(ref.id), "retired note")
             return self.notes_state()
@@ -361,20 +362,22 @@ class EditorApp:
         def dream() -> dict[str, Any]:
             """Consolidate the notes now (``dream``): ``before``, ``after``, ``result`` and an ``undo`` id."""
             notes = self._notes()
-            if not callable(getattr(notes, "dream", None)):
-                raise HTTPException(405, "this memory cannot dream")
+            caps = self.parts.capabilities()
+            if not caps["dream"]:
+                raise HTTPException(405, "Dreaming needs a language model: set the notes memory's llm block.")
             with self._lock:
-                before = str(notes.notes_body())
+                before = str(notes.notes_body()) if caps["notes_text"] else ""
                 result = notes.dream()
-                after = str(notes.notes_body())
+                after = str(notes.notes_body()) if caps["notes_text"] else ""
                 undo_id = uuid.uuid4().hex
-                if before != after:
-                    self._dreams[undo_id] = (before, version_of(after))
+                changed = before != after
+                if changed:
+                    self._dreams[undo_id] = (before, self.notes_version())
             return {
                 "before": before,
                 "after": after,
-                "changed": before != after,
-                "undo": undo_id if before != after else None,
+                "changed": changed,
+                "undo": undo_id if changed else None,
                 "result": _jsonable(result),
                 "notes": self.notes_state(),
             }
@@ -383,53 +386,15 @@ class EditorApp:
         def undo_dream(undo: Undo) -> dict[str, Any]:
             """Put back the notes as they were before a dream; 409 when they changed since."""
             notes = self._notes()
-            with self.notes_guard():
+            with self._lock:
                 record = self._dreams.get(undo.id)
                 if record is None:
-                    raise HTTPException(404, "unknown dream (already undone, or from another run)")
+                    raise HTTPException(404, "That dream was already undone (or is from an earlier run).")
                 before, after_version = record
                 self._check_version(after_version)
-                notes.replace_notes(before)
+                notes.replace_notes(before, expected_version=after_version)
                 del self._dreams[undo.id]
             return self.notes_state()
-
-        # -- sticky notes --------------------------------------------------------------------
-
-        @api.get("/api/sticky", tags=["sticky"])
-        def get_sticky(q: str | None = Query(None, max_length=4000)) -> dict[str, Any]:
-            """The sticky notes, oldest first; with ``q``, the ones matching it, best first."""
-            return self.sticky_state(q)
-
-        @api.post("/api/sticky", tags=["sticky"])
-        def add_sticky(note: NoteText) -> dict[str, Any]:
-            """Add a sticky note (``remember``)."""
-            self._sticky().remember(note.text)
-            return self.sticky_state()
-
-        @api.put("/api/sticky/{note_id}", tags=["sticky"], responses={409: {"description": "changed meanwhile"}})
-        def edit_sticky(note_id: str, note: StickyEdit) -> dict[str, Any]:
-            """Change a sticky note's text (kept in its session); 409 when it changed since the page loaded it."""
-            sticky = self._sticky()
-            with self._lock:
-                current = next((n for n in sticky.notes() if str(getattr(n, "id", "")) == note_id), None)
-                if current is None:
-                    raise HTTPException(409, "this sticky note is gone (deleted meanwhile); reload")
-                if note.old_text is not None and current.text != note.old_text:
-                    raise HTTPException(409, "this sticky note changed since the page loaded it; reload")
-                session = str(getattr(current, "session_id", "default"))
-                new_id = sticky.remember(note.text, session_id=session)
-                if new_id != note_id:
-                    sticky.delete([note_id])
-            scrub(sticky)
-            return self.sticky_state()
-
-        @api.delete("/api/sticky/{note_id}", tags=["sticky"])
-        def forget_sticky(note_id: str) -> dict[str, Any]:
-            """Delete a sticky note by id (``delete``)."""
-            if not self._sticky().delete([note_id]):
-                raise HTTPException(404, f"no sticky note {note_id!r}")
-            scrub(self._sticky())
-            return self.sticky_state()
 
         # -- the archive ---------------------------------------------------------------------
 
@@ -446,7 +411,7 @@ class EditorApp:
         @api.get("/api/sessions", tags=["archive"])
         def sessions() -> dict[str, Any]:
             """The sessions with recorded history."""
-            return {"sessions": self._sessions()}
+            return {"sessions": [str(s) for s in self._archive().sessions()]}
 
         @api.get("/api/sessions/{session_id}", tags=["archive"])
         def conversation(session_id: str) -> dict[str, Any]:
@@ -454,28 +419,44 @@ class EditorApp:
             archive = self._archive()
             out: dict[str, Any] = {"session": session_id, "messages": self._messages(session_id), "documents": None}
             if self.parts.capabilities()["archive_list"]:
-                out["documents"] = [_doc(d) for d in iter_documents(archive) if d.session_id == session_id]
+                out["documents"] = [
+                    _doc(d)
+                    for d in iter_documents(archive)
+                    if d.session_id == session_id and d.metadata.get("kind") != "note"
+                ]
             return out
 
         @api.delete("/api/sessions/{session_id}", tags=["archive"])
-        def forget_session(session_id: str) -> dict[str, Any]:
-            """Delete a session's documents and history (``forget_session``)."""
+        def forget_session(session_id: str, confirm: str = Query("")) -> dict[str, Any]:
+            """Delete a session's documents and history (``forget_session``); ``confirm`` must repeat its id."""
+            if confirm != session_id:
+                raise HTTPException(400, "Confirm first: deleting a session cannot be undone.")
             n = self._archive().forget_session(session_id)
             return {"deleted": n, "compacted": scrub(self.memory)}
 
         @api.delete("/api/documents/{doc_id}", tags=["archive"])
         def delete_document(doc_id: str) -> dict[str, Any]:
-            """Delete one document (``delete``); 404 when there was none."""
-            n = self._archive().delete([doc_id])
+            """Delete one document (``delete``); ``document`` is what was deleted, to undo with ``POST``."""
+            archive = self._archive()
+            before = None
+            if self.parts.capabilities()["archive_list"]:
+                before = next((_doc(d) for d in iter_documents(archive) if d.id == doc_id), None)
+            n = archive.delete([doc_id])
             if not n:
-                raise HTTPException(404, f"no document {doc_id!r}")
-            return {"deleted": n, "compacted": scrub(self.memory)}
+                raise HTTPException(404, "That memory is gone already (deleted meanwhile?).")
+            return {"deleted": n, "document": before, "compacted": scrub(self.memory)}
+
+        @api.post("/api/documents", tags=["archive"])
+        def put_document(doc: Document) -> dict[str, Any]:
+            """Store a document under its id (``put_document``): the undo of a delete."""
+            self._archive().put_document(doc.id, doc.text, doc.session_id, dict(doc.metadata))
+            return {"stored": doc.id}
 
         @api.post("/api/forget-all", tags=["archive"])
         def forget_all(confirm: Confirm) -> dict[str, Any]:
             """Delete every document and all history (``forget_all``); ``confirm`` must be "everything"."""
             if confirm.confirm != "everything":
-                raise HTTPException(400, 'send {"confirm": "everything"} to delete everything')
+                raise HTTPException(400, "Nothing was deleted: type the word everything in the box to confirm.")
             n = self._archive().forget_all()
             return {"deleted": n, "compacted": scrub(self.memory)}
 
@@ -483,16 +464,15 @@ class EditorApp:
         def export() -> JSONResponse:
             """Everything the editor can see, as one JSON download."""
             data: dict[str, Any] = {"exported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            data.update(self.whose())
             data["backend"] = type(self.memory).__name__
             if self.parts.notes is not None:
                 data["notes"] = self.notes_state()
-            if self.parts.sticky is not None:
-                data["sticky"] = [_note(n) for n in self.parts.sticky.notes()]
             if self.parts.archive is not None:
                 archive = self.parts.archive
-                data["sessions"] = {s: self._messages(s) for s in self._sessions()}
+                data["sessions"] = {s: self._messages(s) for s in archive.sessions()}
                 if self.parts.capabilities()["archive_list"]:
-                    data["documents"] = [_doc(d) for d in iter_documents(archive)]
+                    data["documents"] = [_doc(d) for d in iter_documents(archive) if d.metadata.get("kind") != "note"]
             headers = {"content-disposition": 'attachment; filename="memory-export.json"'}
             return JSONResponse(data, headers=headers)
 
@@ -500,23 +480,15 @@ class EditorApp:
 
     # -- archive helpers ---------------------------------------------------------------------
 
-    def _sessions(self) -> list[str]:
-        """The archive's sessions (``BaseRetrievalMemory.sessions``; a composite's primary's)."""
-        archive = self._archive()
-        if callable(getattr(archive, "sessions", None)):
-            return [str(s) for s in archive.sessions()]
-        return []
-
     def _messages(self, session_id: str) -> list[dict[str, str]]:
-        """A session's recorded messages: every kept one where the archive lists them, else its
-        history window."""
-        archive = self._archive()
-        listed = archive.messages(session_id) if callable(getattr(archive, "messages", None)) else None
-        messages = listed if listed is not None else archive.get_history(session_id)
+        """A session's recorded messages, oldest first (``messages``)."""
+        messages = self._archive().messages(session_id)
         return [{"role": str(getattr(m.role, "value", m.role)), "content": m.content} for m in messages]
 
 
-def make_app(memory: Any, token: str | None = None, allowed_hosts: set[str] | None = None) -> EditorApp:
+def make_app(
+    memory: Any, token: str | None = None, allowed_hosts: set[str] | None = None, title: str | None = None
+) -> EditorApp:
     """The editor for ``memory``: an :class:`EditorApp` whose ``app`` attribute is the ASGI app.
 
     Args:
@@ -524,5 +496,6 @@ def make_app(memory: Any, token: str | None = None, allowed_hosts: set[str] | No
             third-party ``BaseRetrievalMemory``).
         token: the per-run token (default: a fresh random one).
         allowed_hosts: accepted ``Host`` header values (``name:port``); :func:`serve` sets them.
+        title: whose memory this is (a persona's name), shown as the page's title.
     """
-    return EditorApp(memory, token=token, allowed_hosts=allowed_hosts)
+    return EditorApp(memory, token=token, allowed_hosts=allowed_hosts, title=title)

@@ -1,55 +1,67 @@
-"""What the editor can show of a memory: its archive, its notes, its sticky notes.
+"""What the editor can show of a memory, found through the public protocols only.
 
-The editor talks to memories through their public methods only, found by duck typing, so it
-works with any backend of this package, a composite of them, or a third-party backend built on
-:class:`~ovos_memory_plugins.base.BaseRetrievalMemory`:
+* **archive**: every memory built on :class:`~ovos_memory_plugins.base.BaseRetrievalMemory`,
+  and the composite (``search``, ``delete``, ``put_document``, ``forget_session``, ``forget_all``, ``sessions``,
+  ``messages``, ``stats``); its documents are listed where it is a
+  :class:`~ovos_memory_plugins.protocols.DocumentLister`.
+* **notes**: a :class:`~ovos_memory_plugins.protocols.NotesKeeper` (curated notes, sticky notes,
+  or a composite with either): list, remember, update, forget, retire, restore.
+* **notes as text**: a :class:`NotesText` (the curated notes' ``MEMORY.md``): read the whole
+  text with its version, replace it only if it is still that version.
+* **dream**: a :class:`Dreamer` whose ``stats()`` reports a language model (``"llm"``).
 
-* **archive**: ``search``/``delete``/``forget_session``/``forget_all``/``stats`` (every backend);
-  document listing through ``iter_documents()`` (or the other names export looks for);
-* **notes**: ``notes_body()`` and ``replace_notes(text)`` (both notes stores), plus
-  ``remember``/``update``/``forget`` and, on the SQLite store, ``retire``/``restore``;
-* **sticky**: ``remember``/``forget``/``notes`` without ``notes_body``.
+Nothing here reads a memory's private attributes or guesses a capability from a name.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
+from ovos_memory_plugins.protocols import DocumentLister, NotesKeeper
 from ovos_memory_plugins.storage.sqlite import Database
 
 LOG = logging.getLogger(__name__)
 
-#: Methods that list archived documents (``transfer.iter_documents`` reads them). ``notes`` is
-#: left out: a notes list is not an archive of documents.
-DOCUMENT_LISTINGS = ("iter_documents", "documents", "list_documents", "all_documents")
+__all__ = ["Dreamer", "NotesText", "Parts", "databases_of", "find_parts", "scrub", "version_of"]
 
-__all__ = ["DOCUMENT_LISTINGS", "Parts", "databases_of", "find_parts", "members_of", "scrub", "version_of"]
+
+@runtime_checkable
+class NotesText(Protocol):
+    """Notes that can be read and replaced as one text (the curated notes' ``MEMORY.md``)."""
+
+    def notes_body(self) -> str:
+        """The whole notes text."""
+        ...
+
+    def notes_version(self) -> str:
+        """A token that changes whenever the notes change (by anyone, in any process)."""
+        ...
+
+    def replace_notes(self, body: str, *, expected_version: str | None = None) -> Any:
+        """Replace the notes with ``body``; refused when they are no longer ``expected_version``."""
+        ...
+
+
+@runtime_checkable
+class Dreamer(Protocol):
+    """Notes a language model can consolidate (``dream``)."""
+
+    def dream(self) -> Any:
+        """Consolidate the notes now; the result says what happened."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Figures; ``"llm"`` is present when a language model is configured."""
+        ...
 
 
 def version_of(text: str) -> str:
-    """The version the page sends back with an edit: a digest of the text it loaded."""
+    """A digest of a text (the version of a notes listing the page sends back with an edit)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
-
-
-def _has(obj: Any, *names: str) -> bool:
-    return all(callable(getattr(obj, name, None)) for name in names)
-
-
-def members_of(memory: Any) -> Iterator[Any]:
-    """The memory and, for a composite, its members (depth first)."""
-    yield memory
-    members = getattr(memory, "members", None)
-    if isinstance(members, dict):
-        members = list(members.values())
-    if isinstance(members, (list, tuple)):
-        for member in members:
-            member = getattr(member, "memory", member)
-            yield from members_of(member)
 
 
 @dataclass
@@ -59,60 +71,44 @@ class Parts:
     memory: Any
     archive: Any | None
     notes: Any | None
-    sticky: Any | None
 
     def capabilities(self) -> dict[str, bool]:
-        """Which views and verbs the page may offer."""
-        notes, sticky, archive = self.notes, self.sticky, self.archive
+        """Which views and verbs the page may offer (each only where it can work)."""
+        notes, archive = self.notes, self.archive
+        dream = False
+        if isinstance(notes, Dreamer):
+            try:
+                dream = "llm" in notes.stats()
+            except Exception as exc:
+                LOG.warning("memory editor: cannot read the notes' figures (%s); dreaming not offered", exc)
         return {
             "archive": archive is not None,
-            "archive_delete": archive is not None and _can_delete(archive),
-            "archive_list": archive is not None and any(_has(archive, name) for name in DOCUMENT_LISTINGS),
+            "archive_delete": archive is not None,
+            "archive_list": isinstance(archive, DocumentLister),
             "notes": notes is not None,
-            "notes_items": notes is not None and _has(notes, "notes"),
-            "notes_remember": notes is not None and _has(notes, "remember"),
-            "notes_update": notes is not None and _has(notes, "update"),
-            "notes_forget": notes is not None and _has(notes, "forget"),
-            "notes_retire": notes is not None and _can_retire(notes),
-            "notes_restore": notes is not None and _has(notes, "restore"),
-            "dream": notes is not None and _has(notes, "dream"),
-            "sticky": sticky is not None,
+            "notes_text": isinstance(notes, NotesText),
+            "dream": dream,
         }
 
 
-def _can_retire(notes: Any) -> bool:
-    """A ``retire`` verb, or (until the notes backend has one) a store that can retire."""
-    return _has(notes, "retire") or _has(getattr(notes, "_notes_store", None), "retire")
-
-
-def _can_delete(memory: Any) -> bool:
-    can = getattr(memory, "_can", None)
-    return bool(can("_delete_documents")) if callable(can) else _has(memory, "delete")
-
-
 def find_parts(memory: Any) -> Parts:
-    """Find the archive, notes and sticky parts of ``memory`` (or of a composite's members).
+    """The archive, notes and notes-text parts of ``memory``, by the protocols it implements.
 
-    The archive is the memory itself (a composite fans searches and deletes out to its
-    members; the notes backend to its archive), unless it is a sticky-notes memory, whose
-    search only covers its notes.
+    A composite is one memory here: it exposes its members' capabilities itself.
     """
-    notes = sticky = None
-    for part in members_of(memory):
-        if notes is None and _has(part, "notes_body", "replace_notes"):
-            notes = part
-        elif sticky is None and _has(part, "remember", "forget", "notes") and not _has(part, "notes_body"):
-            sticky = part
-    archive = memory if _has(memory, "search", "stats") and memory is not sticky else None
-    return Parts(memory=memory, archive=archive, notes=notes, sticky=sticky)
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    archive = memory if isinstance(memory, (BaseRetrievalMemory, CompositeMemory)) else None
+    notes = memory if isinstance(memory, NotesKeeper) else None
+    return Parts(memory=memory, archive=archive, notes=notes)
 
 
 def databases_of(memory: Any) -> list[Database]:
-    """The SQLite files a memory (its members, its archive) keeps data in.
+    """The SQLite files a memory keeps data in: the :class:`Database` objects it holds.
 
-    Found by looking at the memory's attributes: a :class:`Database`, or an object holding one
-    as ``db`` (the history store, a notes or sticky store); other memories held as attributes
-    (the notes backend's archive) are searched too. In-RAM databases are left out.
+    Looks at the values of the memory's attributes (and of memories it holds) for ``Database``
+    objects or objects holding one as ``db``; it reads no attribute by name. In-RAM databases
+    are left out.
     """
     found: list[Database] = []
     seen: set[int] = set()
@@ -127,9 +123,13 @@ def databases_of(memory: Any) -> list[Database]:
                 found.append(db)
             if isinstance(value, BaseRetrievalMemory):
                 visit(value, depth + 1)
+            elif isinstance(value, (list, tuple, dict)):
+                for item in value.values() if isinstance(value, dict) else value:
+                    inner = getattr(item, "instance", item)
+                    if isinstance(inner, BaseRetrievalMemory):
+                        visit(inner, depth + 1)
 
-    for part in members_of(memory):
-        visit(part, 0)
+    visit(memory, 0)
     return found
 
 

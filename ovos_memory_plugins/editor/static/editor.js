@@ -1,11 +1,14 @@
 // The memory editor page. Plain JavaScript, no build step.
 // Every remembered text is put on the page with textContent (never parsed as HTML), so a memory
 // that looks like HTML or script is shown as the characters it is.
+// Deleting one note or one memory can be undone for a few seconds (a bar at the bottom); deleting
+// a session asks first; deleting everything needs the word "everything" typed.
 "use strict";
 
 (function () {
   const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
-  const state = { caps: {}, notesVersion: null, undo: null };
+  const state = { caps: {}, notesVersion: null, undo: null, toastTimer: null, toastUndo: null };
+  const UNDO_SECONDS = 10;
 
   const $ = (id) => document.getElementById(id);
 
@@ -34,10 +37,27 @@
     $("banner-text").textContent = message;
     $("banner-reload").hidden = !reload;
     $("banner").hidden = false;
+    $("banner").scrollIntoView({ block: "nearest" });
   }
 
   function clearBanner() {
     $("banner").hidden = true;
+  }
+
+  // The bar at the bottom: what was just deleted, and a button that puts it back.
+  function offerUndo(message, undo) {
+    clearTimeout(state.toastTimer);
+    $("toast-text").textContent = message;
+    state.toastUndo = undo;
+    $("toast-undo").hidden = !undo;
+    $("toast").hidden = false;
+    state.toastTimer = setTimeout(closeToast, UNDO_SECONDS * 1000);
+  }
+
+  function closeToast() {
+    clearTimeout(state.toastTimer);
+    state.toastUndo = null;
+    $("toast").hidden = true;
   }
 
   class ApiError extends Error {
@@ -47,13 +67,32 @@
     }
   }
 
+  // What to tell a person when a request fails: the server's own sentence where it wrote one.
+  function humanError(status, detail) {
+    if (status === 0) {
+      return "The memory editor is not answering. Is `ovos-memory serve` still running? Start it again and open the address it prints.";
+    }
+    if (status === 401 || status === 403) {
+      return "This page is not allowed to change the memory: open the exact address `ovos-memory serve` printed (it carries a key).";
+    }
+    if (status >= 500 || !detail) {
+      return "Something went wrong in the memory editor, so this change may not have been saved. The terminal running `ovos-memory serve` shows the details.";
+    }
+    return detail;
+  }
+
   async function api(method, path, body) {
     const options = { method, headers: { "X-Editor-Token": token }, credentials: "omit", cache: "no-store" };
     if (body !== undefined) {
       options.headers["Content-Type"] = "application/json";
       options.body = JSON.stringify(body);
     }
-    const response = await fetch(path, options);
+    let response;
+    try {
+      response = await fetch(path, options);
+    } catch (e) {
+      throw new ApiError(0, "");
+    }
     let data = null;
     try {
       data = await response.json();
@@ -61,47 +100,57 @@
       data = null;
     }
     if (!response.ok) {
-      let detail = data && data.detail !== undefined ? data.detail : response.statusText;
-      if (typeof detail !== "string") detail = JSON.stringify(detail);
-      throw new ApiError(response.status, detail);
+      const detail = data && typeof data.detail === "string" ? data.detail : "";
+      throw new ApiError(response.status, humanError(response.status, detail));
     }
     return data;
   }
 
-  // Runs an action; a 409 (the notes changed meanwhile) asks the user to reload.
+  // Runs an action; a failure is shown as one sentence, and a 409 offers to reload.
   async function act(action) {
     try {
       clearBanner();
       await action();
     } catch (err) {
       if (err instanceof ApiError && err.status === 409) {
-        banner("The notes changed since this page loaded them (the persona may have written to them). " +
-          "Your change was not saved. Reload to see the current notes, then redo it.", true);
-      } else if (err instanceof ApiError && err.status === 401) {
-        banner("This page has no valid token: open the exact URL the server printed.", false);
+        banner(err.message || "The notes changed since this page loaded them. Your change was not saved: reload, then redo it.", true);
+      } else if (err instanceof ApiError) {
+        banner(err.message, false);
+        if (err.status === 404) refreshCurrent();
       } else {
-        banner(String(err.message || err), false);
+        banner("Something went wrong on this page: " + String(err.message || err), false);
       }
     }
+  }
+
+  // A button that asks once more before doing something that cannot be undone.
+  function confirmButton(label, question, action) {
+    const button = el("button", { type: "button", className: "delete danger-button" }, label);
+    button.addEventListener("click", () => {
+      if (button.dataset.armed === "1") {
+        button.dataset.armed = "";
+        button.textContent = label;
+        act(action);
+        return;
+      }
+      button.dataset.armed = "1";
+      button.textContent = question;
+      setTimeout(() => { button.dataset.armed = ""; button.textContent = label; }, 5000);
+    });
+    return button;
   }
 
   // -- notes ---------------------------------------------------------------------------------
 
   function renderNotes(notes) {
     state.notesVersion = notes.version;
-    $("notes-body").value = notes.body;
+    const hasText = notes.body !== null && notes.body !== undefined;
+    $("notes-raw").hidden = !hasText;
+    if (hasText) $("notes-body").value = notes.body;
     const list = $("notes-list");
     list.replaceChildren();
-    const items = notes.items;
-    $("note-add-form").hidden = !state.caps.notes_remember;
-    if (!items) {
-      list.hidden = true;
-      $("notes-raw").open = true;
-      return;
-    }
-    list.hidden = false;
-    if (items.length === 0) list.append(textNode("li", "No notes yet.", "empty"));
-    for (const note of items) list.append(noteItem(note));
+    if (notes.items.length === 0) list.append(textNode("li", "No notes yet.", "empty"));
+    for (const note of notes.items) list.append(noteItem(note));
     filterNotes();
   }
 
@@ -120,34 +169,46 @@
     const retired = note.status === "retired";
     const li = el("li", { class: retired ? "note retired" : "note", "data-id": note.id });
     li.append(textNode("span", note.text, "text"));
-    if (note.date) li.append(textNode("span", note.date, "badge"));
-    if (retired) li.append(textNode("span", note.retired_on ? `retired ${note.retired_on}` : "retired", "badge"));
+    const badges = el("span", { class: "badges" });
+    if (note.date) badges.append(textNode("span", note.date, "badge"));
+    if (note.session_id && note.session_id !== "default") badges.append(textNode("span", note.session_id, "badge"));
+    if (retired) badges.append(textNode("span", note.retired_on ? `retired ${note.retired_on}` : "retired", "badge"));
+    li.append(badges);
     const tools = el("span", { class: "tools" });
     const change = (method, path, body) => act(async () => renderNotes(await api(method, path, body)));
-    if (!retired && state.caps.notes_update) {
+    if (!retired) {
       tools.append(el("button", { type: "button", className: "edit", onclick: () => editNote(li, note) }, "Edit"));
-    }
-    if (!retired && state.caps.notes_retire) {
       tools.append(el("button", {
-        type: "button", className: "retire",
+        type: "button", className: "retire", title: "Keep it, but as no longer true",
         onclick: () => change("POST", "/api/notes/retire", { id: note.id, version: state.notesVersion }),
       }, "Retire"));
-    }
-    if (retired && state.caps.notes_restore) {
+    } else {
       tools.append(el("button", {
         type: "button", className: "restore",
         onclick: () => change("POST", "/api/notes/restore", { id: note.id, version: state.notesVersion }),
       }, "Restore"));
     }
-    if (!retired && state.caps.notes_forget) {
-      const query = new URLSearchParams({ id: note.id, version: state.notesVersion });
-      tools.append(el("button", {
-        type: "button", className: "delete danger-button",
-        onclick: () => change("DELETE", `/api/notes/items?${query}`),
-      }, "Delete"));
-    }
+    tools.append(el("button", {
+      type: "button", className: "delete danger-button",
+      onclick: () => act(() => deleteNote(note)),
+    }, "Delete"));
     li.append(tools);
     return li;
+  }
+
+  async function deleteNote(note) {
+    const query = new URLSearchParams({ id: note.id, version: state.notesVersion });
+    const data = await api("DELETE", `/api/notes/items?${query}`);
+    renderNotes(data);
+    const gone = data.deleted || note;
+    offerUndo(`Deleted the note "${shorten(gone.text)}".`, async () => {
+      const back = { text: gone.text, session_id: gone.session_id || null, date: gone.date || null };
+      renderNotes(await api("POST", "/api/notes/items", back));
+    });
+  }
+
+  function shorten(text) {
+    return text.length > 60 ? text.slice(0, 57) + "…" : text;
   }
 
   function editNote(li, note) {
@@ -166,48 +227,27 @@
     await act(async () => renderNotes(await api("GET", "/api/notes")));
   }
 
-  // -- sticky notes --------------------------------------------------------------------------
-
-  function renderSticky(data) {
-    const list = $("sticky-list");
-    list.replaceChildren();
-    if (data.items.length === 0) list.append(textNode("li", "No sticky notes.", "empty"));
-    for (const note of data.items) {
-      const li = el("li", { class: "note", "data-id": note.id }, textNode("span", note.text, "text"));
-      if (note.session_id) li.append(textNode("span", note.session_id, "badge"));
-      li.append(el("span", { class: "tools" },
-        el("button", { type: "button", className: "edit", onclick: () => editSticky(li, note) }, "Edit"),
-        el("button", {
-          type: "button", className: "delete danger-button",
-          onclick: () => act(async () => {
-            await api("DELETE", `/api/sticky/${encodeURIComponent(note.id)}`);
-            await loadSticky();
-          }),
-        }, "Delete")));
-      list.append(li);
-    }
-  }
-
-  function editSticky(li, note) {
-    const input = el("input", { type: "text", className: "edit-text", value: note.text });
-    const save = el("button", {
-      type: "button", className: "save",
-      onclick: () => act(async () => {
-        await api("PUT", `/api/sticky/${encodeURIComponent(note.id)}`, { text: input.value, old_text: note.text });
-        await loadSticky();
-      }),
-    }, "Save");
-    const cancel = el("button", { type: "button", className: "cancel", onclick: () => act(loadSticky) }, "Cancel");
-    li.replaceChildren(input, el("span", { class: "tools" }, save, cancel));
-    input.focus();
-  }
-
-  async function loadSticky() {
-    const q = $("sticky-q").value.trim();
-    renderSticky(await api("GET", q ? `/api/sticky?${new URLSearchParams({ q })}` : "/api/sticky"));
-  }
-
   // -- archive -------------------------------------------------------------------------------
+
+  // Deletes one stored memory; where the memory can list what it stores, the bar offers undo,
+  // elsewhere the button asks first.
+  function documentDelete(docId, after) {
+    const run = async () => {
+      const data = await api("DELETE", `/api/documents/${encodeURIComponent(docId)}`);
+      await after();
+      await loadInfo();
+      const doc = data.document;
+      offerUndo(doc ? `Deleted the memory "${shorten(doc.text)}".` : "Deleted the memory.", doc ? async () => {
+        await api("POST", "/api/documents", doc);
+        await after();
+        await loadInfo();
+      } : null);
+    };
+    if (state.caps.archive_list) {
+      return el("button", { type: "button", className: "delete danger-button", onclick: () => act(run) }, "Delete");
+    }
+    return confirmButton("Delete", "Delete for good?", run);
+  }
 
   function renderHits(data) {
     const list = $("search-results");
@@ -219,18 +259,20 @@
       const session = hit.metadata && hit.metadata.session_id ? ` · session ${hit.metadata.session_id}` : "";
       const meta = textNode("span", `${hit.source} · score ${Number(hit.score).toPrecision(3)}${session}`, "meta");
       if (state.caps.archive_delete) {
-        li.append(el("span", { class: "tools" }, el("button", {
-          type: "button", className: "delete danger-button",
-          onclick: () => act(async () => {
-            await api("DELETE", `/api/documents/${encodeURIComponent(hit.source)}`);
-            li.remove();
-            await loadInfo();
-          }),
-        }, "Delete")));
+        li.append(el("span", { class: "tools" }, documentDelete(hit.source, rerunSearch)));
       }
       li.append(meta);
       list.append(li);
     }
+  }
+
+  async function rerunSearch() {
+    const q = $("search-q").value.trim();
+    if (!q) return;
+    const params = new URLSearchParams({ q });
+    const session = $("search-session").value.trim();
+    if (session) params.set("session", session);
+    renderHits(await api("GET", `/api/search?${params}`));
   }
 
   async function loadSessions() {
@@ -243,15 +285,13 @@
       const tools = el("span", { class: "tools" });
       tools.append(el("button", { type: "button", className: "view", onclick: () => act(() => showSession(sid)) }, "View"));
       if (state.caps.archive_delete) {
-        tools.append(el("button", {
-          type: "button", className: "delete danger-button",
-          onclick: () => act(async () => {
-            await api("DELETE", `/api/sessions/${encodeURIComponent(sid)}`);
-            $("conversation").hidden = true;
-            await loadSessions();
-            await loadInfo();
-          }),
-        }, "Delete session"));
+        tools.append(confirmButton("Delete session", "Delete it for good?", async () => {
+          await api("DELETE", `/api/sessions/${encodeURIComponent(sid)}?${new URLSearchParams({ confirm: sid })}`);
+          $("conversation").hidden = true;
+          await loadSessions();
+          await loadInfo();
+          offerUndo(`Deleted the session "${shorten(sid)}".`, null);
+        }));
       }
       li.append(tools);
       list.append(li);
@@ -272,14 +312,7 @@
     for (const doc of data.documents || []) {
       const li = el("li", { class: "doc", "data-id": doc.id }, textNode("pre", doc.text, "text"));
       if (state.caps.archive_delete) {
-        li.append(el("span", { class: "tools" }, el("button", {
-          type: "button", className: "delete danger-button",
-          onclick: () => act(async () => {
-            await api("DELETE", `/api/documents/${encodeURIComponent(doc.id)}`);
-            await showSession(sid);
-            await loadInfo();
-          }),
-        }, "Delete")));
+        li.append(el("span", { class: "tools" }, documentDelete(doc.id, () => showSession(sid))));
       }
       li.append(textNode("span", doc.id, "meta"));
       docs.append(li);
@@ -292,22 +325,33 @@
   async function loadInfo() {
     const info = await api("GET", "/api/info");
     state.caps = info.capabilities;
-    const shown = ["notes", "retired_notes", "documents", "history_sessions", "history_messages", "root"];
+    const heading = info.title ? `${info.title}: what the persona remembers` : `Memory of ${info.label}`;
+    $("title").textContent = heading;
+    document.title = info.title ? `${info.title} — memory` : `${info.label} — memory`;
     const stats = info.stats || {};
-    const figures = shown.filter((k) => typeof stats[k] === "number" || typeof stats[k] === "string")
-      .map((k) => `${k.replace(/_/g, " ")}: ${stats[k]}`);
-    $("summary").textContent = `${info.backend}${figures.length ? " — " + figures.join(" · ") : ""}`;
+    const figures = [];
+    if (typeof stats.notes === "number") figures.push(`${stats.notes} notes`);
+    if (typeof stats.documents === "number") figures.push(`${stats.documents} memories`);
+    if (typeof stats.history_sessions === "number") figures.push(`${stats.history_sessions} sessions`);
+    if (info.root) figures.push(`kept in ${info.root}`);
+    $("summary").textContent = figures.join(" · ");
     return info;
   }
 
+  let current = null;
+
   function show(view) {
-    for (const name of ["notes", "sticky", "archive"]) {
+    current = view;
+    for (const name of ["notes", "archive"]) {
       $(`view-${name}`).hidden = name !== view;
       $(`tab-${name}`).classList.toggle("active", name === view);
     }
-    if (view === "notes") loadNotes();
-    if (view === "sticky") act(loadSticky);
-    if (view === "archive") act(loadSessions);
+    refreshCurrent();
+  }
+
+  function refreshCurrent() {
+    if (current === "notes") loadNotes();
+    if (current === "archive") act(loadSessions);
   }
 
   async function exportAll() {
@@ -326,10 +370,19 @@
     $("export").addEventListener("click", () => act(exportAll));
     $("banner-close").addEventListener("click", clearBanner);
     $("banner-reload").addEventListener("click", () => { clearBanner(); loadNotes(); });
+    $("toast-close").addEventListener("click", closeToast);
+    $("toast-undo").addEventListener("click", () => {
+      const undo = state.toastUndo;
+      closeToast();
+      if (undo) act(undo);
+    });
     $("note-add-form").addEventListener("submit", (e) => {
       e.preventDefault();
       const text = $("note-new").value.trim();
-      if (!text) return;
+      if (!text) {
+        banner("Type the note first, then press Add.", false);
+        return;
+      }
       act(async () => {
         renderNotes(await api("POST", "/api/notes/items", { text }));
         $("note-new").value = "";
@@ -351,6 +404,8 @@
     }));
     $("dream").addEventListener("click", () => act(async () => {
       $("dream").disabled = true;
+      $("dream-status").textContent = "Dreaming… (the language model is rewriting the notes)";
+      $("dream-result").hidden = false;
       try {
         const data = await api("POST", "/api/notes/dream");
         $("dream-before").textContent = data.before;
@@ -360,10 +415,13 @@
         $("dream-status").textContent = data.changed
           ? "The notes were rewritten. Compare, and undo if you prefer the old ones."
           : `Nothing changed: ${result.status || "no result"}${why}.`;
-        $("dream-result").hidden = false;
         $("dream-undo").hidden = !data.undo;
         state.undo = data.undo;
         renderNotes(data.notes);
+        $("dream-result").scrollIntoView({ block: "nearest" });
+      } catch (err) {
+        $("dream-result").hidden = true;
+        throw err;
       } finally {
         $("dream").disabled = false;
       }
@@ -372,37 +430,31 @@
       renderNotes(await api("POST", "/api/notes/dream/undo", { id: state.undo }));
       $("dream-result").hidden = true;
     }));
-    $("sticky-add-form").addEventListener("submit", (e) => {
-      e.preventDefault();
-      const text = $("sticky-new").value.trim();
-      if (!text) return;
-      act(async () => {
-        renderSticky(await api("POST", "/api/sticky", { text }));
-        $("sticky-new").value = "";
-      });
-    });
-    $("sticky-search-form").addEventListener("submit", (e) => {
-      e.preventDefault();
-      act(loadSticky);
-    });
     $("notes-q").addEventListener("input", filterNotes);
     $("search-form").addEventListener("submit", (e) => {
       e.preventDefault();
-      const q = $("search-q").value.trim();
-      if (!q) return;
-      const params = new URLSearchParams({ q });
-      const session = $("search-session").value.trim();
-      if (session) params.set("session", session);
-      act(async () => renderHits(await api("GET", `/api/search?${params}`)));
+      if (!$("search-q").value.trim()) {
+        banner("Type what to search for first.", false);
+        return;
+      }
+      act(rerunSearch);
     });
-    $("forget-all").addEventListener("click", () => act(async () => {
-      await api("POST", "/api/forget-all", { confirm: $("confirm-all").value.trim() });
-      $("confirm-all").value = "";
-      $("search-results").replaceChildren();
-      $("conversation").hidden = true;
-      await loadSessions();
-      await loadInfo();
-    }));
+    $("forget-all").addEventListener("click", () => {
+      if ($("confirm-all").value.trim() !== "everything") {
+        banner("Nothing was deleted: type the word everything in the box first, then press Delete everything.", false);
+        $("confirm-all").focus();
+        return;
+      }
+      act(async () => {
+        await api("POST", "/api/forget-all", { confirm: $("confirm-all").value.trim() });
+        $("confirm-all").value = "";
+        $("search-results").replaceChildren();
+        $("conversation").hidden = true;
+        await loadSessions();
+        await loadInfo();
+        offerUndo("Deleted every memory and all history.", null);
+      });
+    });
   }
 
   async function start() {
@@ -411,11 +463,9 @@
       const info = await loadInfo();
       const caps = info.capabilities;
       $("tab-notes").hidden = !caps.notes;
-      $("tab-sticky").hidden = !caps.sticky;
       $("tab-archive").hidden = !caps.archive;
       $("dream-box").hidden = !caps.dream;
-      const first = caps.notes ? "notes" : caps.sticky ? "sticky" : "archive";
-      show(first);
+      show(caps.notes ? "notes" : "archive");
       document.body.dataset.ready = "1";
     });
   }
