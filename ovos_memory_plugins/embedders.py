@@ -558,6 +558,8 @@ class OPMEmbedder:
             raise ConfigError([f"key 'embedder.module': {module!r} is not accepted; expected a plugin name"])
         self.module = module
         self.config = dict(config or {})
+        self.timeout = _positive(timeout, "timeout")
+        backoff = (_positive(backoff_s, "backoff_s", zero=True), _positive(backoff_max_s, "backoff_max_s", zero=True))
         if plugin is None:
             from ovos_plugin_manager.embeddings import load_text_embeddings_plugin
 
@@ -570,12 +572,8 @@ class OPMEmbedder:
         if not callable(getattr(plugin, "get_embeddings", None)):
             raise BackendError(f"OPM plugin {module!r} ({type(plugin).__name__}) has no get_embeddings(text)")
         self.plugin = plugin
-        self.timeout = _positive(timeout, "timeout")
         self.guard = CallGuard(
-            f"embeddings plugin {module}",
-            self.timeout,
-            backoff_s=_positive(backoff_s, "backoff_s", zero=True),
-            backoff_max_s=_positive(backoff_max_s, "backoff_max_s", zero=True),
+            f"embeddings plugin {module}", self.timeout, backoff_s=backoff[0], backoff_max_s=backoff[1]
         )
         self.id = f"opm:{module}:{self.config.get('model', 'default')}"
 
