@@ -479,3 +479,21 @@ def test_opm_embedder_deadline_and_back_off() -> None:
     assert Hanging.calls == 1
     with pytest.raises(ConfigError, match="timeout"):
         make_embedder({"type": "opm", "module": "x", "timeout": 0})
+
+
+@pytest.mark.skipif(not _HAS_USE, reason="the [local] extra is absent")
+def test_vector_memory_with_the_multilingual_model_recalls_across_languages(tmp_path: Path) -> None:
+    from ovos_memory_plugins.vector import VectorMemory
+
+    mem = VectorMemory({"root": str(tmp_path), "embedder": "local-multilingual", "hybrid": True, "vector_weight": 0.75})
+    try:
+        assert mem.config_problems == []
+        mem.store("我的自行车钥匙在蓝色花盆下面", "s1")
+        mem.store("明天下午三点要去看牙医", "s1")
+        mem.store("Mi hermana se mudó a Lisboa el año pasado", "s1")
+        hits = mem.search("Where is my bike key?", top_k=1)
+        assert hits and "自行车钥匙" in hits[0].content
+        hits = mem.search("Where does my sister live now?", top_k=1)
+        assert hits and "Lisboa" in hits[0].content
+    finally:
+        mem.close()
