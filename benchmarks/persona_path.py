@@ -277,9 +277,7 @@ def report(set_name: str, tallies: dict[str, Tally], seconds: dict[str, float]) 
         cells = "".join(f"{row[c]:>12.0f}" if c == "n" else f"{row[c]:>12.2f}" for c in cols)
         print(f"{label[:29]:<30}{cells}{seconds[label]:>10.1f}")
     for label, tally in tallies.items():
-        cats = ", ".join(
-            f"{cat} {100.0 * h / n:.0f} % (n={n})" for cat, (n, h) in sorted(tally.per_category.items())
-        )
+        cats = ", ".join(f"{cat} {100.0 * h / n:.0f} % (n={n})" for cat, (n, h) in sorted(tally.per_category.items()))
         print(f"  hit per category, {label}: {cats}")
 
 

@@ -37,12 +37,16 @@ from typing import Any, ClassVar
 
 from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole, ToolCall
 
+from ovos_memory_plugins.admission import is_low_signal
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
+from ovos_memory_plugins.select import clip_context, needs_context, select_hits
 from ovos_memory_plugins.storage.history import HistoryStore
 from ovos_memory_plugins.storage.sqlite import Database
-from ovos_memory_plugins.text import clean_text, clip_query
+from ovos_memory_plugins.storage.summary_store import SummaryStore
+from ovos_memory_plugins.summary import RollingSummary, summary_block
+from ovos_memory_plugins.text import clean_text, clip_query, query_terms
 
 LOG = logging.getLogger(__name__)
 
@@ -100,6 +104,9 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     persistent: ClassVar[bool] = False
     #: The relative score cut-off used when ``retrieval.min_relative_score`` is null.
     default_min_relative_score: ClassVar[float | None] = None
+    #: The relative cut-off of the hits a turn injects (``recall``) when
+    #: ``retrieval.min_relative_score`` is null; ``search`` keeps ``default_min_relative_score``.
+    default_prompt_min_relative: ClassVar[float | None] = None
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -113,6 +120,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         self._lock = threading.RLock()
         self._closed = False
         self._history = HistoryStore(self._open_state_database())
+        self._summary = self._open_summary()
 
     # -- storage locations -------------------------------------------------------------------
 
@@ -125,6 +133,17 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             except (StorageError, OSError) as exc:
                 LOG.error("%s: cannot open %s (%s); history is kept in RAM only", type(self).__name__, path, exc)
         return Database(":memory:")
+
+    def _open_summary(self) -> RollingSummary | None:
+        """The rolling summary over the state database; None when off or unusable (never raises)."""
+        cfg = self.settings.summary
+        if not cfg.enabled:
+            return None
+        try:
+            return RollingSummary(SummaryStore(self._history.db), cfg.max_chars, cfg.llm)
+        except Exception:
+            LOG.exception("%s: the rolling summary is unavailable", type(self).__name__)
+            return None
 
     @property
     def system_prompt(self) -> str:
@@ -159,6 +178,19 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
 
     def _close(self) -> None:
         """Optional: release the backend's files and connections."""
+
+    def word_terms(self, text: str, *, query: bool = False) -> frozenset[str] | None:
+        """Optional: the terms a backend that matches words sees in ``text`` (a query's, with
+        ``query=True``); None for backends that do not match words (the default).
+        """
+        return None
+
+    def hit_terms(self, hits: Sequence[MemoryHit]) -> list[frozenset[str]] | None:
+        """Optional: each hit's own terms (not those of the turn before it), for backends that
+        match words; None otherwise (the default). ``recall`` drops a hit sharing no term with
+        the query (:mod:`ovos_memory_plugins.select`).
+        """
+        return None
 
     @property
     def tracks_sessions(self) -> bool:
@@ -289,6 +321,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         with self._lock:
             n = self.delete(self._session_document_ids(session_id))
             self._history.clear_session(session_id)
+            if self._summary is not None:
+                self._summary.forget(session_id)
         return n
 
     def _session_document_ids(self, session_id: str) -> list[str]:
@@ -304,6 +338,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             else:
                 n = self.delete(self._history.all_documents())
             self._history.clear_all()
+            if self._summary is not None:
+                self._summary.forget()
         return n
 
     def sessions(self) -> list[str]:
@@ -383,17 +419,58 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                     previous_id = self.exchange_id(session_id, previous_id, last_content, content)
                     exchanges.append((previous_id, last_content, content))
                 last_role, last_content = role, content
+            before = [(m.role, m.content) for m in tail]
             keep = max(self.settings.max_history * 2 + 4, 24)
             self._history.append(session_id, incoming, keep, previous_id if exchanges else None)
+            turns = [*before, *incoming]
             for doc_id, user, assistant in exchanges:
                 if not (user.strip() or assistant.strip()):
                     continue
+                if self.settings.admission and is_low_signal(user, assistant):
+                    continue  # low-signal: in the history window, not archived (admission.py)
+                metadata: dict[str, Any] = {"kind": "exchange", "time": time.time()}
+                context = self._context_before(turns, user, assistant)
+                if context:
+                    metadata["context_before"] = context
                 try:
-                    self._store(
-                        doc_id, exchange_text(user, assistant), session_id, {"kind": "exchange", "time": time.time()}
-                    )
+                    self._store(doc_id, exchange_text(user, assistant), session_id, metadata)
                 except Exception:
                     LOG.exception("%s: could not store exchange %s", type(self).__name__, doc_id)
+            if exchanges and self._summary is not None:
+                self._fold_summary(session_id, len(exchanges))
+
+    @staticmethod
+    def _context_before(turns: Sequence[tuple[str, str]], user: str, assistant: str) -> str:
+        """The turn before an exchange, clipped, when its user turn is a reply that needs it."""
+        if not needs_context(len(set(query_terms(user, None, unigrams=True))), user):
+            return ""
+        for i in range(len(turns) - 1, 0, -1):
+            if turns[i] == (ASSISTANT, assistant) and turns[i - 1] == (USER, user):
+                if i >= 2 and turns[i - 2][0] == ASSISTANT and turns[i - 2][1].strip():
+                    return clip_context(turns[i - 2][1])
+                return ""
+        return ""
+
+    def _fold_summary(self, session_id: str, new_exchanges: int) -> None:
+        """Fold the exchanges that just left the history window into the session's summary."""
+        if self._summary is None:
+            return
+        window = self.settings.max_history // 2
+        stored = self._history.recent(session_id, 2 * (window + new_exchanges) + 4)
+        pairs = [(p.content, c.content) for p, c in pairwise(stored) if p.role == USER and c.role == ASSISTANT]
+        leaving = pairs[: max(len(pairs) - window, 0)][-new_exchanges:]
+        if leaving:
+            try:
+                self._summary.fold(session_id, leaving)
+            except Exception:
+                LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+
+    def session_summary(self, session_id: str) -> str:
+        """The running summary of a session's turns that left the history window ('' for none)."""
+        if self._summary is None:
+            return ""
+        with self._lock:
+            return self._summary.text(session_id)
 
     def build_conversation_context(self, utterance: str, session_id: str) -> list[AgentMessage]:
         """The messages for the next answer, in the configured inject mode. Never raises.
@@ -433,7 +510,13 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             if prev.role == MessageRole.USER and cur.role == MessageRole.ASSISTANT:
                 in_window.add(normalize_content(exchange_text(prev.content, cur.content)))
         hits = self.search(query, session_id=scoped, top_k=k + len(in_window))
-        return [h for h in hits if normalize_content(h.content) not in in_window][:k]
+        r = self.settings.retrieval
+        relative = r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative
+        terms = self.word_terms(query, query=True)
+        own = self.hit_terms(hits) if terms is not None and hits else None
+        return select_hits(
+            hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
+        )
 
     def render_context(self, hits: Sequence[MemoryHit]) -> str:
         """The recalled memories as one text block (without the header).
@@ -444,6 +527,9 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         chunks = []
         for hit in hits:
             text = hit.content.strip().replace("\n", "\n  ")
+            before = hit.metadata.get("context_before")
+            if isinstance(before, str) and before.strip():
+                text = f"(context, the turn before: {' '.join(before.split())})\n  {text}"
             if c.include_sources and hit.source:
                 text += f" [{hit.source}]"
             chunks.append(c.chunk_prefix + text)
@@ -459,7 +545,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         hits = self.recall(utterance, session_id, history) if s.retrieval.max_num_results > 0 else []
         context = self.render_context(hits) if hits else ""
         header = s.context.header
-        blocks = [b for b in self.context_blocks(utterance, session_id) if b.strip()]
+        summary = summary_block(self.session_summary(session_id)) if self._summary is not None else ""
+        blocks = [b for b in [summary, *self.context_blocks(utterance, session_id)] if b.strip()]
         system = "\n\n".join([p for p in [self.system_prompt, *blocks] if p])
         sys_msgs = [AgentMessage(role=MessageRole.SYSTEM, content=system)] if system else []
         user_msg = AgentMessage(role=MessageRole.USER, content=utterance)
@@ -500,6 +587,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             try:
                 self._close()
             finally:
+                if self._summary is not None:
+                    self._summary.close()
                 self._history.db.close()
 
     def __enter__(self) -> BaseRetrievalMemory:

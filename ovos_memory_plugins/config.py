@@ -35,6 +35,7 @@ __all__ = [
     "MemoryConfig",
     "ParsedConfig",
     "RetrievalConfig",
+    "SummaryConfig",
     "describe",
     "option",
     "parse_config",
@@ -125,6 +126,34 @@ class ContextConfig:
     tool_name: str = option("recall_memory", doc="Tool name used by the `tool` inject mode.")
 
 
+def _check_summary_llm(value: Any) -> str | None:
+    if value is None:
+        return None
+    from ovos_memory_plugins.llm import check_llm_config  # lazy: llm imports nothing from here
+
+    problems = check_llm_config(value)
+    return "; ".join(problems) if problems else None
+
+
+@dataclass
+class SummaryConfig:
+    """The rolling summary of a session's older turns (key ``summary``; see ``docs/recall.md``)."""
+
+    enabled: bool = option(
+        True,
+        doc="Fold the turns that leave the `max_history` window into a short running summary, sent "
+        "after the system prompt.",
+    )
+    max_chars: int = option(600, doc="The summary's length at most, in characters.", minimum=80)
+    llm: dict[str, Any] | None = option(
+        None,
+        doc='The language model that writes the summary: `{"base_url", "api_key", "model", "timeout"}` '
+        '(OpenAI-compatible) or `{"module": "<chat plugin>", "config": {...}}`; null: an extractive '
+        "summary (the user's own sentences, newest kept).",
+        check=_check_summary_llm,
+    )
+
+
 @dataclass
 class MemoryConfig:
     """The keys every memory plugin of this package accepts."""
@@ -166,6 +195,12 @@ class MemoryConfig:
         "personas share what they remember.",
         check=_check_namespace,
     )
+    admission: bool = option(
+        True,
+        doc="Leave low-signal exchanges (greetings, thanks, `stop`, `what time is it`, in every supported "
+        "language) out of long-term memory; they stay in the history window.",
+    )
+    summary: SummaryConfig = option(default_factory=SummaryConfig, doc="Rolling summary settings.")
 
 
 @dataclass

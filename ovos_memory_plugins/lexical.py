@@ -177,6 +177,8 @@ class LexicalMemory(BaseRetrievalMemory):
     options_class: ClassVar[type[Any] | None] = LexicalOptions
     persistent: ClassVar[bool] = True
     default_min_relative_score: ClassVar[float | None] = 0.3
+    #: A turn injects hits scoring at least half the best one (docs/recall.md; search keeps 0.3).
+    default_prompt_min_relative: ClassVar[float | None] = 0.5
     #: Set to False (in a subclass or a test) to use the no-FTS5 path even where FTS5 exists.
     use_fts5: ClassVar[bool] = True
 
@@ -440,6 +442,25 @@ class LexicalMemory(BaseRetrievalMemory):
             newest = list(dict.fromkeys(reversed(terms)))[: opts.max_query_terms]
             counts = Counter({t: counts[t] for t in newest})
         return counts
+
+    def word_terms(self, text: str, *, query: bool = False) -> frozenset[str] | None:
+        """The terms this backend matches in ``text``: a query's (stop words out) or a document's."""
+        if query:
+            return frozenset(self._query_terms(text))
+        return frozenset(tokenize(text, unigrams=True))
+
+    def hit_terms(self, hits: Sequence[MemoryHit]) -> list[frozenset[str]] | None:
+        """Each hit's own stored terms (its text and head, not the turn before), in one read."""
+        ids = list(dict.fromkeys(h.source for h in hits))
+        stored: dict[str, frozenset[str]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self._db.query(
+                f"SELECT doc_id, body_terms, head_terms FROM lexical_docs WHERE doc_id IN ({marks})", chunk
+            ):
+                stored[r["doc_id"]] = frozenset(f"{r['body_terms']} {r['head_terms']}".split())
+        return [stored[h.source] if h.source in stored else frozenset(tokenize(h.content, unigrams=True)) for h in hits]
 
     @staticmethod
     def _match_expression(counts: Counter[str]) -> str:
