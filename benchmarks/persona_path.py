@@ -267,6 +267,22 @@ def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limi
     return tally
 
 
+def refused_share(units: Iterator[Unit], limit: int | None) -> tuple[int, int]:
+    """``(refused, exchanges)``: how many complete exchanges admission leaves out of the archive."""
+    from ovos_memory_plugins.admission import is_low_signal
+
+    refused = total = 0
+    for index, unit in enumerate(units):
+        if limit is not None and index >= limit:
+            break
+        for _, exchanges in unit.sessions:
+            for ex in exchanges:
+                if ex.user and ex.assistant:
+                    total += 1
+                    refused += is_low_signal(ex.user, ex.assistant)
+    return refused, total
+
+
 def report(set_name: str, tallies: dict[str, Tally], seconds: dict[str, float]) -> None:
     """One table per set: a row per setup, then hit per category."""
     cols = ["n", "hit", "precision", "inj/q", "irr/q", "ctx chars/q", "p50 ms", "p95 ms"]
@@ -324,6 +340,10 @@ def main(argv: list[str] | None = None) -> int:
             tallies[label] = evaluate(cls, config, units(), args.limit)
             seconds[label] = time.perf_counter() - start
         report(set_name, tallies, seconds)
+        refused, total = refused_share(units(), args.limit)
+        print(
+            f"  admission (when on) leaves out {refused} of {total} exchanges ({100.0 * refused / max(total, 1):.1f} %)"
+        )
         sys.stdout.flush()
     return 0
 
