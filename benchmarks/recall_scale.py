@@ -7,17 +7,20 @@ documents and searches the rest rarest first until their postings add up to
 ``../shared/bench/README.md``) of each conversation alone against the same conversation stored
 into a memory already holding the distractors, and the search latency there.
 
-Distractors: the turns of the other LoCoMo dev conversations and the user messages of the
-LongMemEval_S haystacks (every haystack session once), each ``[date] text``, in rounds until
-``--size`` documents; round r > 0 gives each document the date of round r (so the texts differ
-and nothing is deduplicated away; the words repeat, as in a real memory of many years).
+Distractors, all distinct texts: the turns of the other LoCoMo dev conversations, then the user
+messages of the LongMemEval_S haystacks and their assistant messages paragraph by paragraph
+(``[date] text``, each haystack session once), up to ``--size`` documents in all (about 93,000:
+that is all the dev data holds). The conversation is stored last, in its own sessions, and
+searched across every session as ``benchmarks/recall.py`` does, once with the backend as it is
+and once with term pruning switched off (the same memory), which isolates what pruning costs
+from what the extra documents cost.
 
 Usage (from the project root)::
 
     python benchmarks/recall_scale.py [--size 100000] [--conversations 6] [--config '{...}']
 
-The distractor memory is built once (a few minutes on a loaded 2-core machine) and copied for
-each conversation. Skips (exit code 0) when the data folder is absent.
+The LongMemEval part is stored once (a minute or two) and copied for each conversation; the run
+takes about ten minutes on a loaded 2-core machine. Skips (exit code 0) when the data folder is absent.
 """
 
 from __future__ import annotations
@@ -39,31 +42,31 @@ from recall import DATA, locomo_units  # a sibling script, not a package
 KS = (5, 10)
 
 
-def distractors(exclude: str, size: int) -> list[tuple[str, str]]:
-    """``(text, session_id)`` pairs: other conversations' turns and LongMemEval user messages."""
-    base: list[tuple[str, str]] = []
-    for unit in locomo_units():
-        if unit.name != exclude:
-            base.extend((text, f"{unit.name}-{session}") for _, text, session in unit.documents)
+def longmemeval_documents(size: int) -> list[tuple[str, str]]:
+    """Up to ``size`` distinct ``(text, session_id)`` documents from the LongMemEval_S haystacks:
+    every user message, then the assistant messages paragraph by paragraph (each haystack
+    session once, identical texts once)."""
     data = json.loads((DATA / "longmemeval" / "longmemeval_s_dev.json").read_text("utf-8"))
-    seen: set[str] = set()
+    users: list[tuple[str, str]] = []
+    paragraphs: list[tuple[str, str]] = []
+    seen_sessions: set[str] = set()
+    seen_texts: set[str] = set()
     for q in data:
         for sid, date, session in zip(
             q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"], strict=True
         ):
-            if sid in seen:
+            if sid in seen_sessions:
                 continue
-            seen.add(sid)
-            base.extend((f"[{date}] {m['content']}", f"lme-{sid}") for m in session if m.get("role") == "user")
-    out: list[tuple[str, str]] = []
-    rnd = 0
-    while len(out) < size and base:
-        for text, session in base:
-            if len(out) >= size:
-                break
-            out.append((text if rnd == 0 else f"[round {rnd}] {text}", f"{session}-r{rnd}"))
-        rnd += 1
-    return out
+            seen_sessions.add(sid)
+            for m in session:
+                parts = [str(m["content"])] if m.get("role") == "user" else str(m["content"]).split("\n\n")
+                for part in parts:
+                    part = part.strip()
+                    if len(part) < 40 or part in seen_texts:
+                        continue
+                    seen_texts.add(part)
+                    (users if m.get("role") == "user" else paragraphs).append((f"[{date}] {part}", f"lme-{sid}"))
+    return (users + paragraphs)[:size]
 
 
 def recall_of(mem: Any, unit: Any) -> tuple[dict[int, list[float]], list[float]]:
@@ -101,15 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     lat_alone: list[float] = []
     lat_hidden: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory(prefix="recall-scale-") as tmp:
-        # one distractor memory (built without the first conversation's turns; the others'
-        # turns hide the later ones too, which only makes the task harder for them)
+        # one memory of LongMemEval documents, copied for each conversation, which then gets the
+        # other conversations' turns and its own
         build_start = time.perf_counter()
-        pool = distractors(units[0].name, args.size)
+        others = sum(len(u.documents) for u in units) - min(len(u.documents) for u in units)
+        pool = longmemeval_documents(args.size - others)
         template = Path(tmp) / "template"
         with LexicalMemory({**extra, "root": str(template)}) as mem:
             for i, (text, session) in enumerate(pool):
                 mem.store(text, session, {"ref": f"x{i}"})
-        print(f"distractor memory: {len(pool)} documents, built in {time.perf_counter() - build_start:.0f} s")
+        print(f"LongMemEval documents: {len(pool)}, stored in {time.perf_counter() - build_start:.0f} s")
         for unit in units:
             with LexicalMemory({**extra, "root": str(Path(tmp) / f"alone-{unit.name}")}) as mem:
                 for ref, text, session in unit.documents:
@@ -121,8 +125,13 @@ def main(argv: list[str] | None = None) -> int:
             root = Path(tmp) / f"hidden-{unit.name}"
             shutil.copytree(template, root)
             with LexicalMemory({**extra, "root": str(root)}) as mem:
+                for other in units:
+                    if other.name != unit.name:
+                        for ref, text, session in other.documents:
+                            mem.store(text, f"{other.name}-{session}", {"ref": f"{other.name}:{ref}"})
                 for ref, text, session in unit.documents:
                     mem.store(text, f"{unit.name}-{session}", {"ref": ref})
+                total = mem.stats()["documents"]
                 mem.search("warm up", top_k=1)  # index the conversation before timing
                 for prune in (True, False):
                     lexical.PRUNE_MIN_DOCUMENTS = prune_at if prune else 10**12
@@ -136,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root)
             n = len(unit.questions)
             print(
-                f"{unit.name}: R@10 alone {100 * statistics.mean(alone[10][-n:]):.1f}, hidden "
+                f"{unit.name} among {total:,} documents: R@10 alone "
+                f"{100 * statistics.mean(alone[10][-n:]):.1f}, hidden "
                 f"{100 * statistics.mean(hidden[True][10][-n:]):.1f} (without pruning "
                 f"{100 * statistics.mean(hidden[False][10][-n:]):.1f})",
                 flush=True,
@@ -152,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'memory':<52}{'n':>6}{'R@5':>8}{'R@10':>8}{'p50 ms':>9}{'p95 ms':>9}")
     rows = [
         ("the conversation alone", alone, lat_alone),
-        (f"among {len(pool):,} other documents", hidden[True], lat_hidden[True]),
-        (f"among {len(pool):,} other documents, no term pruning", hidden[False], lat_hidden[False]),
+        (f"among {others + len(pool):,} other documents", hidden[True], lat_hidden[True]),
+        (f"among {others + len(pool):,} other documents, no term pruning", hidden[False], lat_hidden[False]),
     ]
     for label, scores_k, lat in rows:
         cells = f"{len(scores_k[5]):>6}{pct(scores_k[5]):>8}{pct(scores_k[10]):>8}{ms(lat, 0.5):>9}{ms(lat, 0.95):>9}"
