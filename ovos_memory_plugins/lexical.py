@@ -177,8 +177,8 @@ class LexicalMemory(BaseRetrievalMemory):
     options_class: ClassVar[type[Any] | None] = LexicalOptions
     persistent: ClassVar[bool] = True
     default_min_relative_score: ClassVar[float | None] = 0.3
-    #: A turn injects hits scoring at least half the best one (docs/recall.md; search keeps 0.3).
-    default_prompt_min_relative: ClassVar[float | None] = 0.5
+    #: A turn injects hits scoring at least 0.4 of the best one (docs/recall.md; search keeps 0.3).
+    default_prompt_min_relative: ClassVar[float | None] = 0.4
     #: Set to False (in a subclass or a test) to use the no-FTS5 path even where FTS5 exists.
     use_fts5: ClassVar[bool] = True
 
