@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100_000, help="distractor documents")
     parser.add_argument("--conversations", type=int, default=6, help="LoCoMo conversations to measure")
     parser.add_argument("--config", default="{}", help="JSON merged into the keyword backend's config")
+    parser.add_argument(
+        "--postings",
+        default="",
+        help="also measure these values of lexical.PRUNE_POSTINGS (comma-separated), on the same memory",
+    )
     args = parser.parse_args(argv)
     if not (DATA / "locomo" / "locomo_dev.json").exists() or not (DATA / "longmemeval").is_dir():
         print(f"SKIPPED: the benchmark data ({DATA}) is absent.")
@@ -96,13 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     from ovos_memory_plugins.lexical import LexicalMemory
 
     prune_at = lexical.PRUNE_MIN_DOCUMENTS
+    postings_now = lexical.PRUNE_POSTINGS
+    # what is measured on the hidden memory: (label, PRUNE_MIN_DOCUMENTS, PRUNE_POSTINGS)
+    variants = [("as shipped", prune_at, postings_now), ("no term pruning", 10**12, postings_now)]
+    variants += [(f"PRUNE_POSTINGS {int(v):,}", prune_at, int(v)) for v in args.postings.split(",") if v.strip()]
 
     extra = json.loads(args.config)
     units = list(locomo_units())[: args.conversations]
     alone: dict[int, list[float]] = {k: [] for k in KS}
-    hidden: dict[bool, dict[int, list[float]]] = {p: {k: [] for k in KS} for p in (True, False)}
+    hidden: dict[str, dict[int, list[float]]] = {v[0]: {k: [] for k in KS} for v in variants}
     lat_alone: list[float] = []
-    lat_hidden: dict[bool, list[float]] = {True: [], False: []}
+    lat_hidden: dict[str, list[float]] = {v[0]: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="recall-scale-") as tmp:
         # one memory of LongMemEval documents, copied for each conversation, which then gets the
         # other conversations' turns and its own
@@ -133,22 +142,21 @@ def main(argv: list[str] | None = None) -> int:
                     mem.store(text, f"{unit.name}-{session}", {"ref": ref})
                 total = mem.stats()["documents"]
                 mem.search("warm up", top_k=1)  # index the conversation before timing
-                for prune in (True, False):
-                    lexical.PRUNE_MIN_DOCUMENTS = prune_at if prune else 10**12
+                for label, min_docs, postings in variants:
+                    lexical.PRUNE_MIN_DOCUMENTS, lexical.PRUNE_POSTINGS = min_docs, postings
                     try:
                         scores, seconds = recall_of(mem, unit)
                     finally:
-                        lexical.PRUNE_MIN_DOCUMENTS = prune_at
+                        lexical.PRUNE_MIN_DOCUMENTS, lexical.PRUNE_POSTINGS = prune_at, postings_now
                     for k in KS:
-                        hidden[prune][k].extend(scores[k])
-                    lat_hidden[prune].extend(seconds)
+                        hidden[label][k].extend(scores[k])
+                    lat_hidden[label].extend(seconds)
             shutil.rmtree(root)
             n = len(unit.questions)
             print(
                 f"{unit.name} among {total:,} documents: R@10 alone "
                 f"{100 * statistics.mean(alone[10][-n:]):.1f}, hidden "
-                f"{100 * statistics.mean(hidden[True][10][-n:]):.1f} (without pruning "
-                f"{100 * statistics.mean(hidden[False][10][-n:]):.1f})",
+                + ", ".join(f"{label} {100 * statistics.mean(hidden[label][10][-n:]):.1f}" for label, _, _ in variants),
                 flush=True,
             )
 
@@ -162,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{'memory':<52}{'n':>6}{'R@5':>8}{'R@10':>8}{'p50 ms':>9}{'p95 ms':>9}")
     rows = [
         ("the conversation alone", alone, lat_alone),
-        (f"among {others + len(pool):,} other documents", hidden[True], lat_hidden[True]),
-        (f"among {others + len(pool):,} other documents, no term pruning", hidden[False], lat_hidden[False]),
+        *[
+            (f"among {others + len(pool):,} others, {label}", hidden[label], lat_hidden[label])
+            for label, _, _ in variants
+        ],
     ]
     for label, scores_k, lat in rows:
         cells = f"{len(scores_k[5]):>6}{pct(scores_k[5]):>8}{pct(scores_k[10]):>8}{ms(lat, 0.5):>9}{ms(lat, 0.95):>9}"
