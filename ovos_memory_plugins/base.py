@@ -436,8 +436,12 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                     self._store(doc_id, exchange_text(user, assistant), session_id, metadata)
                 except Exception:
                     LOG.exception("%s: could not store exchange %s", type(self).__name__, doc_id)
-            if exchanges and self._summary is not None:
-                self._fold_summary(session_id, len(exchanges))
+            leaving = self._leaving_window(session_id, len(exchanges)) if exchanges else []
+        if leaving and self._summary is not None:  # outside the lock: a model call may take seconds
+            try:
+                self._summary.fold(session_id, leaving)
+            except Exception:
+                LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
 
     @staticmethod
     def _context_before(turns: Sequence[tuple[str, str]], user: str, assistant: str) -> str:
@@ -451,19 +455,15 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 return ""
         return ""
 
-    def _fold_summary(self, session_id: str, new_exchanges: int) -> None:
-        """Fold the exchanges that just left the history window into the session's summary."""
-        if self._summary is None:
-            return
+    def _leaving_window(self, session_id: str, new_exchanges: int) -> list[tuple[str, str]]:
+        """The exchanges that the newest ``new_exchanges`` pushed out of the history window
+        (none when the summary is off or there is no window)."""
         window = self.settings.max_history // 2
+        if self._summary is None or window <= 0:
+            return []
         stored = self._history.recent(session_id, 2 * (window + new_exchanges) + 4)
         pairs = [(p.content, c.content) for p, c in pairwise(stored) if p.role == USER and c.role == ASSISTANT]
-        leaving = pairs[: max(len(pairs) - window, 0)][-new_exchanges:]
-        if leaving:
-            try:
-                self._summary.fold(session_id, leaving)
-            except Exception:
-                LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+        return pairs[: max(len(pairs) - window, 0)][-new_exchanges:]
 
     def session_summary(self, session_id: str) -> str:
         """The running summary of a session's turns that left the history window ('' for none)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -270,3 +271,18 @@ def test_a_late_language_model_fails_open_to_the_extractive_summary(tmp_path: Pa
             summary = mem.session_summary("s")
             assert "locker code is 1000" in summary and "locker code is 1001" in summary
             assert mem.build_conversation_context("hi", "s")[-1].content == "hi"
+
+
+def test_a_slow_summary_never_holds_up_another_turn(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(chat=[Delay(1.5, "The user keeps locker codes.")]) as server:
+        llm = {"base_url": server.base_url, "api_key": "k", "model": "m", "timeout": 5}
+        with lexical(tmp_path, max_history=2, summary={"llm": llm}) as mem:
+            talk(mem, "s", 1)
+            worker = threading.Thread(target=talk, args=(mem, "s", 1, 1))  # pushes exchange 0 out: a model call
+            worker.start()
+            time.sleep(0.3)
+            start = time.monotonic()
+            msgs = mem.build_conversation_context("what is my locker code?", "other")
+            assert time.monotonic() - start < 0.5 and msgs[-1].content == "what is my locker code?"
+            worker.join(5)
+            assert mem.session_summary("s") == "The user keeps locker codes."
