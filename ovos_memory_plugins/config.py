@@ -104,7 +104,8 @@ class RetrievalConfig:
     min_relative_score: float | None = option(
         None,
         doc="Drop hits scoring below this fraction of the best hit's score (0 to 1). "
-        "null uses the backend's own default (0.3 for the keyword backend, none elsewhere).",
+        "null uses the backend's own defaults (keyword backend: 0.3 for `search`, 0.4 for what a turn "
+        "injects; none elsewhere).",
         minimum=0,
     )
     query_mode: QueryMode = option(
