@@ -407,23 +407,25 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         incoming = [(role, content) for role, content in incoming if role in (USER, ASSISTANT)]
         if not incoming:
             return
-        exchanges: list[tuple[str, str, str]] = []
+        exchanges: list[tuple[str, str, str, str]] = []
         with self._lock:
-            tail = self._history.recent(session_id, 2)
+            recent = self._history.recent(session_id, 3)
+            tail = recent[-2:]
             if len(incoming) == 2 and [(m.role, m.content) for m in tail] == incoming:
                 return  # the same exchange again: a replay
             previous_id = self._history.last_exchange_id(session_id)
             last_role, last_content = (tail[-1].role, tail[-1].content) if tail else ("", "")
             for role, content in incoming:
                 if role == ASSISTANT and last_role == USER:
+                    before_id = previous_id
                     previous_id = self.exchange_id(session_id, previous_id, last_content, content)
-                    exchanges.append((previous_id, last_content, content))
+                    exchanges.append((previous_id, before_id, last_content, content))
                 last_role, last_content = role, content
-            before = [(m.role, m.content) for m in tail]
+            before = [(m.role, m.content) for m in recent]
             keep = max(self.settings.max_history * 2 + 4, 24)
             self._history.append(session_id, incoming, keep, previous_id if exchanges else None)
             turns = [*before, *incoming]
-            for doc_id, user, assistant in exchanges:
+            for doc_id, before_id, user, assistant in exchanges:
                 if not (user.strip() or assistant.strip()):
                     continue
                 if self.settings.admission and is_low_signal(user, assistant):
@@ -434,6 +436,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                     metadata["context_before"] = context
                 try:
                     self._store(doc_id, exchange_text(user, assistant), session_id, metadata)
+                    if context:  # the exchange this reply answers gets the reply as its turn after
+                        self._attach_after(session_id, before_id, turns, user, assistant)
                 except Exception:
                     LOG.exception("%s: could not store exchange %s", type(self).__name__, doc_id)
             leaving = self._leaving_window(session_id, len(exchanges)) if exchanges else []
@@ -446,14 +450,47 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     @staticmethod
     def _context_before(turns: Sequence[tuple[str, str]], user: str, assistant: str) -> str:
         """The turn before an exchange, clipped, when its user turn is a reply that needs it."""
-        if not needs_context(len(set(query_terms(user, None, unigrams=True))), user):
-            return ""
         for i in range(len(turns) - 1, 0, -1):
             if turns[i] == (ASSISTANT, assistant) and turns[i - 1] == (USER, user):
                 if i >= 2 and turns[i - 2][0] == ASSISTANT and turns[i - 2][1].strip():
-                    return clip_context(turns[i - 2][1])
+                    previous = turns[i - 2][1]
+                    if needs_context(len(set(query_terms(user, None, unigrams=True))), user, previous):
+                        return clip_context(previous)
                 return ""
         return ""
+
+    @staticmethod
+    def _exchange_before(turns: Sequence[tuple[str, str]], user: str, assistant: str) -> tuple[str, str, str] | None:
+        """``(user, assistant, turn before it)`` of the exchange before ``(user, assistant)`` in
+        ``turns``, when they hold it."""
+        for i in range(len(turns) - 1, 2, -1):
+            if turns[i] == (ASSISTANT, assistant) and turns[i - 1] == (USER, user):
+                if turns[i - 2][0] == ASSISTANT and turns[i - 3][0] == USER:
+                    earlier = turns[i - 4][1] if i >= 4 and turns[i - 4][0] == ASSISTANT else ""
+                    return turns[i - 3][1], turns[i - 2][1], earlier
+                return None
+        return None
+
+    def _attach_after(
+        self, session_id: str, doc_id: str, turns: Sequence[tuple[str, str]], user: str, assistant: str
+    ) -> None:
+        """Store the exchange before a short reply again, with the reply as ``context_after``.
+
+        Its other metadata is rebuilt from the history (``time`` becomes now). Nothing happens
+        when that exchange was not archived (admission) or is no longer in the history read.
+        """
+        previous = self._exchange_before(turns, user, assistant)
+        if not doc_id or previous is None:
+            return
+        prev_user, prev_assistant, earlier = previous
+        if not (prev_user.strip() or prev_assistant.strip()):
+            return
+        if self.settings.admission and is_low_signal(prev_user, prev_assistant):
+            return
+        metadata: dict[str, Any] = {"kind": "exchange", "time": time.time(), "context_after": clip_context(user)}
+        if earlier and needs_context(len(set(query_terms(prev_user, None, unigrams=True))), prev_user, earlier):
+            metadata["context_before"] = clip_context(earlier)
+        self._store(doc_id, exchange_text(prev_user, prev_assistant), session_id, metadata)
 
     def _leaving_window(self, session_id: str, new_exchanges: int) -> list[tuple[str, str]]:
         """The exchanges that the newest ``new_exchanges`` pushed out of the history window
@@ -530,6 +567,9 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             before = hit.metadata.get("context_before")
             if isinstance(before, str) and before.strip():
                 text = f"(context, the turn before: {' '.join(before.split())})\n  {text}"
+            after = hit.metadata.get("context_after")
+            if isinstance(after, str) and after.strip():
+                text = f"{text}\n  (context, the turn after: {' '.join(after.split())})"
             if c.include_sources and hit.source:
                 text += f" [{hit.source}]"
             chunks.append(c.chunk_prefix + text)

@@ -15,9 +15,10 @@
 5. at most ``limit`` hits.
 
 :func:`needs_context` and :func:`clip_context` decide, when an exchange is recorded, whether its
-user turn is a reply that cannot stand alone ("yes, the blue one", "last Tuesday") and what of
-the turn before goes with it (``metadata["context_before"]``, at most
-:data:`CONTEXT_CHARS` characters); the prompt renders it marked as context.
+user turn is a short answer to a question that cannot stand alone ("yes, the blue one", "last
+Tuesday") and what of the question goes with it (``metadata["context_before"]``, at most
+:data:`CONTEXT_CHARS` characters); the exchange that asked gets the answer as
+``metadata["context_after"]``. The prompt renders both marked as context.
 
 See ``docs/recall.md``.
 """
@@ -32,8 +33,9 @@ __all__ = ["CONTEXT_CHARS", "CONTEXT_MAX_TERMS", "clip_context", "needs_context"
 
 #: The turn before a hit is shown in at most this many characters.
 CONTEXT_CHARS = 240
-#: A user turn with at most this many content terms is a reply that needs the turn before.
-CONTEXT_MAX_TERMS = 3
+#: A user turn answering a question with at most this many content terms needs the question.
+CONTEXT_MAX_TERMS = 4
+_QUESTION_MARKS = ("?", "\uff1f", "\u061f")
 
 
 def select_hits(
@@ -77,13 +79,17 @@ def select_hits(
     return kept[:limit]
 
 
-def needs_context(user_terms: int, user_text: str) -> bool:
+def needs_context(user_terms: int, user_text: str, previous_turn: str) -> bool:
     """Whether a user turn is a reply that needs the turn before it to be understood.
 
-    ``user_terms`` is how many content terms (stop words left out) the turn has: a short reply
-    ("yes", "the blue one", "last Tuesday", "是的") carries too few to stand alone.
+    It does when the turn before (the assistant's) asked something and the reply is short:
+    ``user_terms`` content terms (stop words left out), at most :data:`CONTEXT_MAX_TERMS`
+    ("yes, the blue one", "Casa Pepe please", "last Tuesday", "是的"). A statement after a
+    statement ("I am allergic to peanuts" after "I'll remember that.") stands on its own.
     """
-    return bool(user_text.strip()) and user_terms <= CONTEXT_MAX_TERMS
+    if not user_text.strip() or user_terms > CONTEXT_MAX_TERMS:
+        return False
+    return any(mark in previous_turn for mark in _QUESTION_MARKS)
 
 
 def clip_context(text: str, budget: int = CONTEXT_CHARS) -> str:

@@ -286,3 +286,30 @@ def test_a_slow_summary_never_holds_up_another_turn(tmp_path: Path) -> None:
             assert time.monotonic() - start < 0.5 and msgs[-1].content == "what is my locker code?"
             worker.join(5)
             assert mem.session_summary("s") == "The user keeps locker codes."
+
+
+def test_the_exchange_a_short_reply_answers_comes_with_the_reply_after_it(tmp_path: Path) -> None:
+    with lexical(tmp_path) as mem:
+        mem.update_history(exchange("Where do you want to eat?", "Anywhere is fine."), "s")
+        mem.update_history(
+            exchange("Book me a table for Friday.", "Which restaurant, Sushi Bar or the Spanish place?"), "s"
+        )
+        mem.update_history(exchange("Casa Pepe please", "Done, Friday at eight."), "s")
+        mem.update_history(exchange("I moved to Porto last spring.", "How exciting!"), "s")
+        booking = mem.search("book a table")[0]
+        assert booking.content.startswith("Q: Book me a table")
+        assert booking.metadata["context_after"] == "Casa Pepe please"
+        assert "context_before" not in booking.metadata  # it stands on its own
+        assert mem.stats()["documents"] == 4  # stored again under its own id, not twice
+        text = memory_lines(mem.build_conversation_context("book a table", "new"))
+        assert text.index("Book me a table") < text.index("Casa Pepe please")
+        after = [line for line in text.splitlines() if "Casa Pepe please" in line]
+        assert "(context" in after[0]
+
+
+def test_no_turn_after_is_attached_to_an_exchange_admission_left_out(tmp_path: Path) -> None:
+    with lexical(tmp_path) as mem:
+        mem.update_history(exchange("ok", "Anything else?"), "s")
+        mem.update_history(exchange("Lisbon", "Lisbon noted."), "s")
+        assert mem.stats()["documents"] == 1
+        assert mem.search("Lisbon")[0].metadata["context_before"] == "Anything else?"
