@@ -59,12 +59,16 @@ from typing import Any, ClassVar
 from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole
 
 from ovos_memory_plugins import prompt
+from ovos_memory_plugins.admission import is_low_signal
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
+from ovos_memory_plugins.select import clip_context, needs_context, select_hits
 from ovos_memory_plugins.storage.engine import Document, ForgetReport, Index, Storage, StoredDocument, check_id
 from ovos_memory_plugins.storage.sqlite import Database
-from ovos_memory_plugins.text import clean_text, clip_query
+from ovos_memory_plugins.storage.summary_store import SummaryStore
+from ovos_memory_plugins.summary import RollingSummary
+from ovos_memory_plugins.text import clean_text, clip_query, query_terms
 
 LOG = logging.getLogger(__name__)
 
@@ -133,6 +137,9 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     persistent: ClassVar[bool] = False
     #: The relative score cut-off used when ``retrieval.min_relative_score`` is null.
     default_min_relative_score: ClassVar[float | None] = None
+    #: The relative cut-off of the hits a turn injects (``recall``) when
+    #: ``retrieval.min_relative_score`` is null; ``search`` keeps ``default_min_relative_score``.
+    default_prompt_min_relative: ClassVar[float | None] = None
     #: The name of this memory's one database file under ``root``.
     database_file: ClassVar[str] = "history.db"
     #: True when every copy of a document lives in the memory's storage (documents table and
@@ -154,6 +161,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         self.indexes: list[Index] = []
         self.storage: Storage = self._open_storage()
         self._history = self.storage.history
+        self._summary = self._open_summary()
 
     # -- storage locations -------------------------------------------------------------------
 
@@ -216,6 +224,20 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         storage.db.fallback_reason = reason
         return storage
 
+    def _open_summary(self) -> RollingSummary | None:
+        """The rolling summary over the memory's database; None when off or unusable (never raises)."""
+        cfg = self.settings.summary
+        if not cfg.enabled:
+            return None
+        if not isinstance(self.storage.db, Database):
+            LOG.warning("%s: the rolling summary is kept only on the SQLite engine for now", type(self).__name__)
+            return None
+        try:
+            return RollingSummary(SummaryStore(self.storage.db), cfg.max_chars, cfg.llm)
+        except Exception:
+            LOG.exception("%s: the rolling summary is unavailable", type(self).__name__)
+            return None
+
     @property
     def system_prompt(self) -> str:
         """The persona's system prompt (config key ``system_prompt``)."""
@@ -268,10 +290,26 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def _can(self, hook: str) -> bool:
         return getattr(type(self), hook) is not getattr(BaseRetrievalMemory, hook)
 
+    def word_terms(self, text: str, *, query: bool = False) -> frozenset[str] | None:
+        """Optional: the terms a backend that matches words sees in ``text`` (a query's, with
+        ``query=True``); None for backends that do not match words (the default).
+        """
+        return None
+
+    def hit_terms(self, hits: Sequence[MemoryHit]) -> list[frozenset[str]] | None:
+        """Optional: each hit's own terms (not those of the turn before it), for backends that
+        match words; None otherwise (the default). ``recall`` drops a hit sharing no term with
+        the query (:mod:`ovos_memory_plugins.select`).
+        """
+        return None
+
     def session_summary(self, session_id: str) -> str:
-        """Optional: the running summary of the session's older turns, rendered as one block
-        after the system prompt; none here (empty)."""
-        return ""
+        """The running summary of a session's turns that left the history window, rendered as
+        one block after the system prompt ('' for none; ``summary.enabled`` turns it off)."""
+        if self._summary is None:
+            return ""
+        with self._lock:
+            return self._summary.text(session_id)
 
     # -- ids ---------------------------------------------------------------------------------
 
@@ -456,6 +494,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             with self.storage.atomic():
                 tiers = self._forget_documents(ids) if ids else Counter()
                 tiers["history_messages"] += self.storage.history.clear_session(session_id)
+                if self._summary is not None:
+                    tiers["summaries"] += self._summary.forget(session_id)
             return self._report(tiers)
 
     def _session_document_ids(self, session_id: str) -> list[str]:
@@ -482,6 +522,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                         tiers["backend"] += int(self._delete_documents(ids) or 0)
                 tiers["documents"] += self.storage.documents.remove_all()
                 tiers["history_messages"] += self.storage.history.clear_all()
+                if self._summary is not None:
+                    tiers["summaries"] += self._summary.forget()
             return self._report(tiers)
 
     def sessions(self) -> list[str]:
@@ -568,9 +610,10 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         if not incoming:
             return
         history = self.storage.history
-        exchanges: list[tuple[str, str, str]] = []
+        exchanges: list[tuple[str, str, str, str]] = []
         with self._lock:
-            tail = history.recent(session_id, 2)
+            recent = history.recent(session_id, 3)
+            tail = recent[-2:]
             if len(incoming) == 2 and [(m.role, m.content) for m in tail] == incoming:
                 return  # the same exchange again: a replay
             previous_id = history.last_exchange_id(session_id)
@@ -579,28 +622,100 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             tag_tail: str | None = None
             for i, (role, content) in enumerate(incoming):
                 if role == ASSISTANT and last_role == USER:
+                    before_id = previous_id
                     previous_id = self.exchange_id(session_id, previous_id, last_content, content)
-                    exchanges.append((previous_id, last_content, content))
+                    exchanges.append((previous_id, before_id, last_content, content))
                     tags[i] = previous_id
                     if i > 0:
                         tags[i - 1] = previous_id
                     else:
                         tag_tail = previous_id  # its question was recorded by an earlier call
                 last_role, last_content = role, content
+            before = [(m.role, m.content) for m in recent]
             keep = max(self.settings.max_history * 2 + 4, 24)
             with self.storage.atomic():
                 if tag_tail is not None:
                     history.tag_exchange(session_id, tag_tail)
                 history.append(session_id, incoming, keep, previous_id if exchanges else None, tags)
-            docs = [
-                Document(doc_id, exchange_text(user, assistant), session_id, {"kind": "exchange", "time": time.time()})
-                for doc_id, user, assistant in exchanges
-                if user.strip() or assistant.strip()
-            ]
+            turns = [*before, *incoming]
+            docs: list[Document] = []
+            for doc_id, before_id, user, assistant in exchanges:
+                if not (user.strip() or assistant.strip()):
+                    continue
+                if self.settings.admission and is_low_signal(user, assistant):
+                    continue  # low-signal: in the history window, not archived (admission.py)
+                metadata: dict[str, Any] = {"kind": "exchange", "time": time.time()}
+                context = self._context_before(turns, user, assistant)
+                if context:
+                    metadata["context_before"] = context
+                    # the exchange this reply answers gets the reply as its turn after
+                    docs.extend(self._with_turn_after(session_id, before_id, turns, user, assistant))
+                docs.append(Document(doc_id, exchange_text(user, assistant), session_id, metadata))
             try:
                 self._write_documents(docs)
             except Exception:
                 LOG.exception("%s: could not store exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
+            leaving = self._leaving_window(session_id, len(exchanges)) if exchanges else []
+        if leaving and self._summary is not None:  # outside the lock: a model call may take seconds
+            try:
+                self._summary.fold(session_id, leaving)
+            except Exception:
+                LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+
+    @staticmethod
+    def _context_before(turns: Sequence[tuple[str, str]], user: str, assistant: str) -> str:
+        """The turn before an exchange, clipped, when its user turn is a reply that needs it."""
+        for i in range(len(turns) - 1, 0, -1):
+            if turns[i] == (ASSISTANT, assistant) and turns[i - 1] == (USER, user):
+                if i >= 2 and turns[i - 2][0] == ASSISTANT and turns[i - 2][1].strip():
+                    previous = turns[i - 2][1]
+                    if needs_context(len(set(query_terms(user, None, unigrams=True))), user, previous):
+                        return clip_context(previous)
+                return ""
+        return ""
+
+    @staticmethod
+    def _exchange_before(turns: Sequence[tuple[str, str]], user: str, assistant: str) -> tuple[str, str, str] | None:
+        """``(user, assistant, turn before it)`` of the exchange before ``(user, assistant)`` in
+        ``turns``, when they hold it."""
+        for i in range(len(turns) - 1, 2, -1):
+            if turns[i] == (ASSISTANT, assistant) and turns[i - 1] == (USER, user):
+                if turns[i - 2][0] == ASSISTANT and turns[i - 3][0] == USER:
+                    earlier = turns[i - 4][1] if i >= 4 and turns[i - 4][0] == ASSISTANT else ""
+                    return turns[i - 3][1], turns[i - 2][1], earlier
+                return None
+        return None
+
+    def _with_turn_after(
+        self, session_id: str, doc_id: str, turns: Sequence[tuple[str, str]], user: str, assistant: str
+    ) -> list[Document]:
+        """The exchange before a short reply, to store again with the reply as ``context_after``.
+
+        Its other metadata is rebuilt from the history (``time`` becomes now). None when that
+        exchange was not archived (admission) or is no longer in the history read.
+        """
+        previous = self._exchange_before(turns, user, assistant)
+        if not doc_id or previous is None:
+            return []
+        prev_user, prev_assistant, earlier = previous
+        if not (prev_user.strip() or prev_assistant.strip()):
+            return []
+        if self.settings.admission and is_low_signal(prev_user, prev_assistant):
+            return []
+        metadata: dict[str, Any] = {"kind": "exchange", "time": time.time(), "context_after": clip_context(user)}
+        if earlier and needs_context(len(set(query_terms(prev_user, None, unigrams=True))), prev_user, earlier):
+            metadata["context_before"] = clip_context(earlier)
+        return [Document(doc_id, exchange_text(prev_user, prev_assistant), session_id, metadata)]
+
+    def _leaving_window(self, session_id: str, new_exchanges: int) -> list[tuple[str, str]]:
+        """The exchanges that the newest ``new_exchanges`` pushed out of the history window
+        (none when the summary is off or there is no window)."""
+        window = self.settings.max_history // 2
+        if self._summary is None or window <= 0:
+            return []
+        stored = self.storage.history.recent(session_id, 2 * (window + new_exchanges) + 4)
+        pairs = [(p.content, c.content) for p, c in pairwise(stored) if p.role == USER and c.role == ASSISTANT]
+        return pairs[: max(len(pairs) - window, 0)][-new_exchanges:]
 
     def build_conversation_context(self, utterance: str, session_id: str) -> list[AgentMessage]:
         """The messages for the next answer, in the configured inject mode. Never raises.
@@ -636,7 +751,13 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             if prev.role == MessageRole.USER and cur.role == MessageRole.ASSISTANT:
                 in_window.add(normalize_content(exchange_text(prev.content, cur.content)))
         hits = self.search(query, session_id=scoped, top_k=k + len(in_window))
-        return [h for h in hits if normalize_content(h.content) not in in_window][:k]
+        r = self.settings.retrieval
+        relative = r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative
+        terms = self.word_terms(query, query=True)
+        own = self.hit_terms(hits) if terms is not None and hits else None
+        return select_hits(
+            hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
+        )
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Extra system text a backend always contributes (notes, sticky notes); none here."""
@@ -671,6 +792,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                     index.close()
                 self._close()
             finally:
+                if self._summary is not None:
+                    self._summary.close()
                 self.storage.close()
 
     def __enter__(self) -> BaseRetrievalMemory:

@@ -36,6 +36,7 @@ __all__ = [
     "MemoryConfig",
     "ParsedConfig",
     "RetrievalConfig",
+    "SummaryConfig",
     "check_path",
     "describe",
     "option",
@@ -121,7 +122,8 @@ class RetrievalConfig:
     min_relative_score: float | None = option(
         None,
         doc="Drop hits scoring below this fraction of the best hit's score (0 to 1). "
-        "null uses the backend's own default (0.3 for the keyword backend, none elsewhere).",
+        "null uses the backend's own defaults (keyword backend: 0.3 for `search`, 0.4 for what a turn "
+        "injects; none elsewhere).",
         minimum=0,
     )
     query_mode: QueryMode = option(
@@ -141,6 +143,34 @@ class ContextConfig:
     chunk_separator: str = option("\n", doc="Text placed between recalled memories.")
     include_sources: bool = option(False, doc="Append each memory's source id in brackets.")
     tool_name: str = option("recall_memory", doc="Tool name used by the `tool` inject mode.")
+
+
+def _check_summary_llm(value: Any) -> str | None:
+    if value is None:
+        return None
+    from ovos_memory_plugins.llm import check_llm_config  # lazy: llm imports nothing from here
+
+    problems = check_llm_config(value)
+    return "; ".join(problems) if problems else None
+
+
+@dataclass
+class SummaryConfig:
+    """The rolling summary of a session's older turns (key ``summary``; see ``docs/recall.md``)."""
+
+    enabled: bool = option(
+        True,
+        doc="Fold the turns that leave the `max_history` window into a short running summary, sent "
+        "after the system prompt.",
+    )
+    max_chars: int = option(600, doc="The summary's length at most, in characters.", minimum=80)
+    llm: dict[str, Any] | None = option(
+        None,
+        doc='The language model that writes the summary: `{"base_url", "api_key", "model", "timeout"}` '
+        '(OpenAI-compatible) or `{"module": "<chat plugin>", "config": {...}}`; null: an extractive '
+        "summary (the user's own sentences, newest kept).",
+        check=_check_summary_llm,
+    )
 
 
 @dataclass
@@ -193,6 +223,12 @@ class MemoryConfig:
         "this memory there, keyed by `namespace`, instead of SQLite files under `root`. null: SQLite.",
         check=_check_database,
     )
+    admission: bool = option(
+        True,
+        doc="Leave low-signal exchanges (greetings, thanks, `stop`, `what time is it`, in every supported "
+        "language) out of long-term memory; they stay in the history window.",
+    )
+    summary: SummaryConfig = option(default_factory=SummaryConfig, doc="Rolling summary settings.")
 
 
 @dataclass

@@ -28,15 +28,17 @@ stored terms with :class:`~ovos_memory_plugins.ranking.BM25Ranker` (one log line
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import check_path, option, resolve_file
 from ovos_memory_plugins.index import IndexedMemory
 from ovos_memory_plugins.storage.engine import Index, KeywordSettings
-from ovos_memory_plugins.storage.keyword import split_head
-from ovos_memory_plugins.text import stop_words
+from ovos_memory_plugins.storage.keyword import StoredTerms, query_counts, split_head
+from ovos_memory_plugins.text import stop_words, tokenize
 
 __all__ = ["LexicalMemory", "LexicalOptions", "split_head"]
 
@@ -109,6 +111,8 @@ class LexicalMemory(IndexedMemory):
 
     options_class: ClassVar[type[Any] | None] = LexicalOptions
     default_min_relative_score: ClassVar[float | None] = 0.3
+    #: A turn injects hits scoring at least 0.4 of the best one (docs/recall.md; search keeps 0.3).
+    default_prompt_min_relative: ClassVar[float | None] = 0.4
     database_file: ClassVar[str] = "lexical.db"
     #: Set to False (in a subclass or a test) to use the no-FTS5 path even where FTS5 exists.
     use_fts5: ClassVar[bool] = True
@@ -123,6 +127,19 @@ class LexicalMemory(IndexedMemory):
     def _open_indexes(self) -> Index:
         self.keyword = self.storage.keyword_index(keyword_settings(self.options, self.use_fts5))
         return self.keyword
+
+    def word_terms(self, text: str, *, query: bool = False) -> frozenset[str] | None:
+        """The terms this backend matches in ``text``: a query's (stop words out) or a document's."""
+        if query:
+            return frozenset(query_counts(text, keyword_settings(self.options, self.use_fts5)))
+        return frozenset(tokenize(text, unigrams=True))
+
+    def hit_terms(self, hits: Sequence[MemoryHit]) -> list[frozenset[str]] | None:
+        """Each hit's own stored terms (its text and head, not the turn before), in one read."""
+        if not isinstance(self.keyword, StoredTerms):
+            return None
+        stored = self.keyword.own_terms([h.source for h in hits])
+        return [stored.get(h.source) or frozenset(tokenize(h.content, unigrams=True)) for h in hits]
 
     def _backend_stats(self) -> dict[str, Any]:
         out = super()._backend_stats()

@@ -45,11 +45,11 @@ class BrokenMemory(InMemoryMemory):
 
 def test_exchange_ids_chain_across_restart(tmp_path) -> None:
     root = str(tmp_path / "m")
-    with CatalogueMemory({"root": root}) as mem:
+    with CatalogueMemory({"root": root, "admission": False}) as mem:  # archive small talk too
         mem.update_history(exchange("what time is it", "three o'clock"), "s")
         mem.update_history(exchange("thanks", "you're welcome"), "s")
         first = list(mem.writes)
-    with CatalogueMemory({"root": root}) as mem:
+    with CatalogueMemory({"root": root, "admission": False}) as mem:
         mem.update_history(exchange("thanks", "you're welcome"), "s")  # replayed after the restart
         assert mem.writes == []
         mem.update_history(exchange("what time is it", "three o'clock"), "s")  # asked again, later
@@ -104,9 +104,9 @@ def test_one_session_in_many_threads_keeps_pairs_together(tmp_path) -> None:
 
 def test_failing_storage_never_breaks_the_conversation(tmp_path, caplog) -> None:
     with BrokenMemory({"root": str(tmp_path / "m"), "system_prompt": "S"}) as mem:
-        mem.update_history(exchange("hello", "hi"), "s")
+        mem.update_history(exchange("hello, I moved to Porto", "hi"), "s")
         assert "disk on fire" in caplog.text
-        assert [m.content for m in mem.get_history("s")] == ["hello", "hi"]
+        assert [m.content for m in mem.get_history("s")] == ["hello, I moved to Porto", "hi"]
         msgs = mem.build_conversation_context("hello again", "s")
         assert [(m.role, m.content) for m in msgs] == [(MessageRole.SYSTEM, "S"), (MessageRole.USER, "hello again")]
 

@@ -329,7 +329,7 @@ def test_digest_timeout_and_dead_endpoint_fail_open_without_delaying_turns(tmp_p
     s.close()
     dead = {"base_url": f"http://127.0.0.1:{port}/v1", "timeout": 1, "backoff_s": 60}
     with memory(tmp_path / "dead", archive=None, llm=dead, curate_in_background=False) as mem:
-        mem.update_history(exchange("hello", "hi"), "s")
+        mem.update_history(exchange("hello, I moved to Porto", "hi"), "s")
         start = time.monotonic()
         assert mem.digest("s").status == "failed"
         assert mem.digest("s").status == "failed"

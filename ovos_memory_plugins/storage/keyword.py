@@ -40,7 +40,7 @@ import re
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.errors import StorageError
@@ -143,6 +143,16 @@ _FTS_SQL = (
     "body_terms, head_terms, ctx_terms, content='keyword_terms', content_rowid='id', tokenize='ascii')"
 )
 _COLUMNS = "body_terms, head_terms, ctx_terms"
+
+
+@runtime_checkable
+class StoredTerms(Protocol):
+    """A keyword index that can say which terms it stored for each document (prompt selection
+    drops a hit that shares no term of its own with the query)."""
+
+    def own_terms(self, doc_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """Each document's own stored terms, by id."""
+        ...
 
 
 class SqliteKeywordIndex:
@@ -455,6 +465,22 @@ class SqliteKeywordIndex:
                 self._df.clear()
             self._df[term] = (freq, n)
             out[term] = freq
+        return out
+
+    def own_terms(self, doc_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """Each document's own stored terms (its text and head, not the turn before it), by id;
+        documents without terms are left out. One read per 500 ids."""
+        ids = list(dict.fromkeys(doc_ids))
+        out: dict[str, frozenset[str]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self.db.query(
+                "SELECT d.doc_id, t.body_terms, t.head_terms FROM keyword_terms t JOIN documents d ON d.id = t.id"
+                f" WHERE d.doc_id IN ({marks})",
+                chunk,
+            ):
+                out[r[0]] = frozenset(f"{r[1]} {r[2]}".split())
         return out
 
     @staticmethod

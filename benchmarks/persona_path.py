@@ -1,0 +1,352 @@
+"""What reaches the prompt on the host's path: hit, precision and latency of a turn's memories.
+
+ovos-persona does not call ``store``/``search``: after each turn it calls
+``update_history([USER, ASSISTANT], session_id)`` and before the next one
+``build_conversation_context(utterance, session_id)``. This benchmark drives a memory exactly so
+on the dev data of ``../shared/bench`` (see its README) and reads the prompt that comes back:
+
+* **LongMemEval_S**: one fresh memory per question; each haystack session is fed exchange by
+  exchange (a user message and the assistant message after it; a message without its partner
+  alone), then the question is asked in a new session. Relevant: the exchanges holding a message
+  marked ``has_answer`` (questions with none and ``_abs`` questions are skipped).
+* **LoCoMo**: one fresh memory per conversation; each session's turns are paired in order into
+  exchanges (``Speaker: text``, plus ``(shared an image: ...)`` when the turn has one; an odd last
+  turn goes alone and is never archived, as on the host), then each question is asked in a new
+  session. Relevant: the exchanges holding one of the question's ``evidence`` turns.
+
+A past exchange *reached the prompt* when both its user and its assistant text (each
+normalised, the first 120 characters) occur in a message of the prompt other than the final
+USER message. Figures, per set and setup:
+
+* **hit**: share of questions where at least one relevant exchange reached the prompt;
+* **precision**: share of the exchanges that reached the prompt that are relevant (over all
+  questions: relevant injected / injected);
+* **inj/q**, **irr/q**: exchanges, and irrelevant exchanges, per prompt;
+* **ctx chars/q**: characters of the prompt's memory messages per prompt (context included);
+* **p50/p95 ms**: latency of ``build_conversation_context``.
+
+Usage (from the project root)::
+
+    python benchmarks/persona_path.py lexical [more setups ...] [--sets longmemeval,locomo]
+        [--limit 20] [--config '{"retrieval": {"max_num_results": 3}}']
+        [--recipe '{"module": "ovos-memory-plugin-lexical", "config": {...}}']
+
+A setup is a name of ``benchmarks/recall.py``'s ``SETUPS`` or an entry-point name; ``--config``
+is merged into every setup's config; ``--recipe`` (repeatable) adds a setup given as JSON.
+``--limit`` keeps the first N memories of each set (LongMemEval questions, LoCoMo conversations)
+for a quick run. Skips (exit code 0, a clear message) when the data folder is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "bench"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recall import SETUPS, load_plugin  # noqa: E402  (a sibling script, not a package)
+
+KEY_CHARS = 120
+NEW_SESSION = "persona-path-question"
+
+
+def _norm(text: str) -> str:
+    """Case-folded words and digits only: rendering (labels, indents, bullets) does not matter."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
+
+
+@dataclass
+class Exchange:
+    """One fed turn: the user text and the assistant text ('' when alone), and whether relevant."""
+
+    user: str
+    assistant: str
+    tags: set[str] = field(default_factory=set)
+
+    def keys(self) -> tuple[str, str]:
+        return _norm(self.user)[:KEY_CHARS], _norm(self.assistant)[:KEY_CHARS]
+
+
+@dataclass
+class Ask:
+    """A question, the tags of the exchanges that answer it, and its category."""
+
+    question: str
+    relevant: set[str]
+    category: str
+
+
+@dataclass
+class Unit:
+    """One fresh memory: sessions of exchanges, then questions."""
+
+    name: str
+    sessions: list[tuple[str, list[Exchange]]] = field(default_factory=list)
+    asks: list[Ask] = field(default_factory=list)
+
+
+def longmemeval_units() -> Iterator[Unit]:
+    """One unit per question: its haystack, exchange by exchange."""
+    data = json.loads((DATA / "longmemeval" / "longmemeval_s_dev.json").read_text("utf-8"))
+    for q in data:
+        if str(q["question_id"]).endswith("_abs"):
+            continue
+        unit = Unit(str(q["question_id"]))
+        relevant: set[str] = set()
+        for sid, session in zip(q["haystack_session_ids"], q["haystack_sessions"], strict=True):
+            exchanges: list[Exchange] = []
+            i = 0
+            while i < len(session):
+                msg = session[i]
+                nxt = session[i + 1] if i + 1 < len(session) else None
+                if msg.get("role") == "user" and nxt is not None and nxt.get("role") == "assistant":
+                    ex = Exchange(str(msg["content"]), str(nxt["content"]))
+                    marked = bool(msg.get("has_answer")) or bool(nxt.get("has_answer"))
+                    i += 2
+                elif msg.get("role") == "user":
+                    ex = Exchange(str(msg["content"]), "")
+                    marked = bool(msg.get("has_answer"))
+                    i += 1
+                else:  # an assistant message without a user message before it
+                    ex = Exchange("", str(msg["content"]))
+                    marked = bool(msg.get("has_answer"))
+                    i += 1
+                if marked:
+                    tag = f"{sid}:{i}"
+                    ex.tags.add(tag)
+                    relevant.add(tag)
+                exchanges.append(ex)
+            unit.sessions.append((str(sid), exchanges))
+        if relevant:
+            unit.asks.append(Ask(str(q["question"]), relevant, str(q["question_type"])))
+            yield unit
+
+
+def _locomo_text(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" (shared an image: {turn['blip_caption']})"
+    return text
+
+
+def locomo_units() -> Iterator[Unit]:
+    """One unit per conversation: its turns paired into exchanges."""
+    categories = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+    data = json.loads((DATA / "locomo" / "locomo_dev.json").read_text("utf-8"))
+    for conv in data:
+        c = conv["conversation"]
+        unit = Unit(str(conv.get("sample_id", "conv")))
+        keys = sorted(
+            (k for k in c if re.fullmatch(r"session_\d+", k) and isinstance(c[k], list)),
+            key=lambda k: int(k.split("_")[1]),
+        )
+        known: set[str] = set()
+        for key in keys:
+            turns = c[key]
+            exchanges = []
+            for start in range(0, len(turns), 2):
+                pair = turns[start : start + 2]
+                ex = Exchange(_locomo_text(pair[0]), _locomo_text(pair[1]) if len(pair) == 2 else "")
+                ex.tags = {str(t["dia_id"]) for t in pair}
+                known |= ex.tags
+                exchanges.append(ex)
+            unit.sessions.append((key, exchanges))
+        for qa in conv["qa"]:
+            refs = {r for r in re.split(r"[;,\s]+", " ".join(qa.get("evidence") or [])) if r} & known
+            if refs:
+                unit.asks.append(Ask(str(qa["question"]), refs, categories.get(int(qa["category"]), "other")))
+        yield unit
+
+
+SETS: dict[str, tuple[str, Callable[[], Iterator[Unit]]]] = {
+    "longmemeval": ("longmemeval/longmemeval_s_dev.json", longmemeval_units),
+    "locomo": ("locomo/locomo_dev.json", locomo_units),
+}
+
+
+@dataclass
+class Tally:
+    """What one setup did on one set."""
+
+    questions: int = 0
+    hits: int = 0
+    injected: int = 0
+    relevant_injected: int = 0
+    context_chars: int = 0
+    latencies: list[float] = field(default_factory=list)
+    per_category: dict[str, list[int]] = field(default_factory=dict)
+
+    def row(self) -> dict[str, float]:
+        n = max(self.questions, 1)
+        lat = sorted(self.latencies) or [float("nan")]
+        return {
+            "n": self.questions,
+            "hit": 100.0 * self.hits / n,
+            "precision": 100.0 * self.relevant_injected / self.injected if self.injected else float("nan"),
+            "inj/q": self.injected / n,
+            "irr/q": (self.injected - self.relevant_injected) / n,
+            "ctx chars/q": self.context_chars / n,
+            "p50 ms": 1000 * statistics.median(lat),
+            "p95 ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))],
+        }
+
+
+def _feed(mem: Any, unit: Unit) -> None:
+    from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+
+    for session_id, exchanges in unit.sessions:
+        for ex in exchanges:
+            msgs = []
+            if ex.user:
+                msgs.append(AgentMessage(role=MessageRole.USER, content=ex.user))
+            if ex.assistant:
+                msgs.append(AgentMessage(role=MessageRole.ASSISTANT, content=ex.assistant))
+            mem.update_history(msgs, session_id)
+
+
+def _injected(prompt: list[Any], unit: Unit) -> tuple[list[Exchange], int]:
+    """The fed exchanges (one per distinct text) found in the prompt, and the memory characters."""
+    memory_text = "\n".join(str(m.content or "") for m in prompt[:-1])
+    if not memory_text:
+        return [], 0
+    haystack = _norm(memory_text)
+    found: dict[tuple[str, str], Exchange] = {}
+    for _, exchanges in unit.sessions:
+        for ex in exchanges:
+            user, assistant = ex.keys()
+            if not (user and assistant):
+                continue  # never archived: a message without its partner
+            key = (user, assistant)
+            if key in found:
+                found[key].tags |= ex.tags  # identical exchanges count once, relevant if any is
+            elif user in haystack and assistant in haystack:
+                found[key] = Exchange(ex.user, ex.assistant, set(ex.tags))
+    return list(found.values()), len(memory_text)
+
+
+def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limit: int | None) -> Tally:
+    """Feed each unit to a fresh memory and ask its questions in a new session."""
+    tally = Tally()
+    for index, unit in enumerate(units):
+        if limit is not None and index >= limit:
+            break
+        with tempfile.TemporaryDirectory(prefix="persona-path-") as tmp:
+            mem = cls({**config, "root": tmp})
+            try:
+                _feed(mem, unit)
+                for ask in unit.asks:
+                    start = time.perf_counter()
+                    prompt = mem.build_conversation_context(ask.question, NEW_SESSION)
+                    tally.latencies.append(time.perf_counter() - start)
+                    injected, chars = _injected(prompt, unit)
+                    relevant = [ex for ex in injected if ex.tags & ask.relevant]
+                    tally.questions += 1
+                    tally.hits += bool(relevant)
+                    tally.injected += len(injected)
+                    tally.relevant_injected += len(relevant)
+                    tally.context_chars += chars
+                    cat = tally.per_category.setdefault(ask.category, [0, 0])
+                    cat[0] += 1
+                    cat[1] += bool(relevant)
+            finally:
+                close = getattr(mem, "close", None)
+                if callable(close):
+                    close()
+    return tally
+
+
+def refused_share(units: Iterator[Unit], limit: int | None) -> tuple[int, int]:
+    """``(refused, exchanges)``: how many complete exchanges admission leaves out of the archive."""
+    from ovos_memory_plugins.admission import is_low_signal
+
+    refused = total = 0
+    for index, unit in enumerate(units):
+        if limit is not None and index >= limit:
+            break
+        for _, exchanges in unit.sessions:
+            for ex in exchanges:
+                if ex.user and ex.assistant:
+                    total += 1
+                    refused += is_low_signal(ex.user, ex.assistant)
+    return refused, total
+
+
+def report(set_name: str, tallies: dict[str, Tally], seconds: dict[str, float]) -> None:
+    """One table per set: a row per setup, then hit per category."""
+    cols = ["n", "hit", "precision", "inj/q", "irr/q", "ctx chars/q", "p50 ms", "p95 ms"]
+    print(f"\n## {set_name}")
+    print(f"{'setup':<30}" + "".join(f"{c:>12}" for c in cols) + f"{'seconds':>10}")
+    for label, tally in tallies.items():
+        row = tally.row()
+        cells = "".join(f"{row[c]:>12.0f}" if c == "n" else f"{row[c]:>12.2f}" for c in cols)
+        print(f"{label[:29]:<30}{cells}{seconds[label]:>10.1f}")
+    for label, tally in tallies.items():
+        cats = ", ".join(f"{cat} {100.0 * h / n:.0f} % (n={n})" for cat, (n, h) in sorted(tally.per_category.items()))
+        print(f"  hit per category, {label}: {cats}")
+
+
+def _setup(name: str, extra: dict[str, Any]) -> tuple[str, type[Any], dict[str, Any]]:
+    plugin, config = SETUPS.get(name, (name, {}))
+    return name, load_plugin(plugin), {**config, **extra}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("setups", nargs="*", default=[], help="setup names of benchmarks/recall.py or plugin names")
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated: " + ", ".join(SETS))
+    parser.add_argument("--config", default="{}", help="JSON merged into every setup's config")
+    parser.add_argument(
+        "--recipe",
+        action="append",
+        default=[],
+        help='a setup as JSON: {"module": <entry point>, "config": {...}, "label": <name>}',
+    )
+    parser.add_argument("--limit", type=int, default=None, help="only the first N memories of each set")
+    args = parser.parse_args(argv)
+    if not DATA.is_dir():
+        print(f"SKIPPED: the benchmark data folder {DATA} is absent (see ../shared/bench/README.md).")
+        return 0
+    extra = json.loads(args.config)
+    setups = [_setup(name, extra) for name in args.setups]
+    for i, raw in enumerate(args.recipe):
+        recipe = json.loads(raw)
+        label = str(recipe.get("label") or f"recipe-{i + 1}")
+        setups.append((label, load_plugin(recipe["module"]), {**recipe.get("config", {}), **extra}))
+    if not setups:
+        setups = [_setup("lexical", extra)]
+    for set_name in [s.strip() for s in args.sets.split(",") if s.strip()]:
+        if set_name not in SETS:
+            raise SystemExit(f"unknown set {set_name!r}; known: {', '.join(SETS)}")
+        path, units = SETS[set_name]
+        if not (DATA / path).exists():
+            print(f"\n## {set_name}\nSKIPPED: {DATA / path} is absent.")
+            continue
+        tallies: dict[str, Tally] = {}
+        seconds: dict[str, float] = {}
+        for label, cls, config in setups:
+            start = time.perf_counter()
+            tallies[label] = evaluate(cls, config, units(), args.limit)
+            seconds[label] = time.perf_counter() - start
+        report(set_name, tallies, seconds)
+        refused, total = refused_share(units(), args.limit)
+        print(
+            f"  admission (when on) leaves out {refused} of {total} exchanges ({100.0 * refused / max(total, 1):.1f} %)"
+        )
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

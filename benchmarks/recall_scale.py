@@ -1,0 +1,185 @@
+"""Recall at scale: each LoCoMo dev conversation hidden among ~100,000 other documents.
+
+The keyword backend searches every query term on small memories, but above
+``lexical.PRUNE_MIN_DOCUMENTS`` documents it leaves out terms found in more than half the
+documents and searches the rest rarest first until their postings add up to
+``lexical.PRUNE_POSTINGS``. This measures what that costs: LoCoMo R@5/R@10 (the protocol of
+``../shared/bench/README.md``) of each conversation alone against the same conversation stored
+into a memory already holding the distractors, and the search latency there.
+
+Distractors, all distinct texts: the turns of the other LoCoMo dev conversations, then the user
+messages of the LongMemEval_S haystacks and their assistant messages paragraph by paragraph
+(``[date] text``, each haystack session once), up to ``--size`` documents in all (about 93,000:
+that is all the dev data holds). The conversation is stored last, in its own sessions, and
+searched across every session as ``benchmarks/recall.py`` does, once with the backend as it is
+and once with term pruning switched off (the same memory), which isolates what pruning costs
+from what the extra documents cost.
+
+Usage (from the project root)::
+
+    python benchmarks/recall_scale.py [--size 100000] [--conversations 6] [--config '{...}']
+
+The LongMemEval part is stored once (a minute or two) and copied for each conversation; the run
+takes about ten minutes on a loaded 2-core machine. Skips (exit code 0) when the data folder is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recall import DATA, locomo_units  # a sibling script, not a package
+
+KS = (5, 10)
+
+
+def longmemeval_documents(size: int) -> list[tuple[str, str]]:
+    """Up to ``size`` distinct ``(text, session_id)`` documents from the LongMemEval_S haystacks:
+    every user message, then the assistant messages paragraph by paragraph (each haystack
+    session once, identical texts once)."""
+    data = json.loads((DATA / "longmemeval" / "longmemeval_s_dev.json").read_text("utf-8"))
+    users: list[tuple[str, str]] = []
+    paragraphs: list[tuple[str, str]] = []
+    seen_sessions: set[str] = set()
+    seen_texts: set[str] = set()
+    for q in data:
+        for sid, date, session in zip(
+            q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"], strict=True
+        ):
+            if sid in seen_sessions:
+                continue
+            seen_sessions.add(sid)
+            for m in session:
+                parts = [str(m["content"])] if m.get("role") == "user" else str(m["content"]).split("\n\n")
+                for part in parts:
+                    part = part.strip()
+                    if len(part) < 40 or part in seen_texts:
+                        continue
+                    seen_texts.add(part)
+                    (users if m.get("role") == "user" else paragraphs).append((f"[{date}] {part}", f"lme-{sid}"))
+    return (users + paragraphs)[:size]
+
+
+def recall_of(mem: Any, unit: Any) -> tuple[dict[int, list[float]], list[float]]:
+    """Per k the recall of each question, and each search's seconds."""
+    scores: dict[int, list[float]] = {k: [] for k in KS}
+    seconds: list[float] = []
+    for q in unit.questions:
+        start = time.perf_counter()
+        hits = mem.search(q.query, top_k=max(KS))
+        seconds.append(time.perf_counter() - start)
+        refs = [h.metadata.get("ref") for h in hits]
+        for k in KS:
+            scores[k].append(len(q.relevant & set(refs[:k])) / len(q.relevant))
+    return scores, seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=100_000, help="distractor documents")
+    parser.add_argument("--conversations", type=int, default=6, help="LoCoMo conversations to measure")
+    parser.add_argument("--config", default="{}", help="JSON merged into the keyword backend's config")
+    parser.add_argument(
+        "--postings",
+        default="",
+        help="also measure these values of lexical.PRUNE_POSTINGS (comma-separated), on the same memory",
+    )
+    args = parser.parse_args(argv)
+    if not (DATA / "locomo" / "locomo_dev.json").exists() or not (DATA / "longmemeval").is_dir():
+        print(f"SKIPPED: the benchmark data ({DATA}) is absent.")
+        return 0
+    from ovos_memory_plugins import lexical
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    prune_at = lexical.PRUNE_MIN_DOCUMENTS
+    postings_now = lexical.PRUNE_POSTINGS
+    # what is measured on the hidden memory: (label, PRUNE_MIN_DOCUMENTS, PRUNE_POSTINGS)
+    variants = [("as shipped", prune_at, postings_now), ("no term pruning", 10**12, postings_now)]
+    variants += [(f"PRUNE_POSTINGS {int(v):,}", prune_at, int(v)) for v in args.postings.split(",") if v.strip()]
+
+    extra = json.loads(args.config)
+    units = list(locomo_units())[: args.conversations]
+    alone: dict[int, list[float]] = {k: [] for k in KS}
+    hidden: dict[str, dict[int, list[float]]] = {v[0]: {k: [] for k in KS} for v in variants}
+    lat_alone: list[float] = []
+    lat_hidden: dict[str, list[float]] = {v[0]: [] for v in variants}
+    with tempfile.TemporaryDirectory(prefix="recall-scale-") as tmp:
+        # one memory of LongMemEval documents, copied for each conversation, which then gets the
+        # other conversations' turns and its own
+        build_start = time.perf_counter()
+        others = sum(len(u.documents) for u in units) - min(len(u.documents) for u in units)
+        pool = longmemeval_documents(args.size - others)
+        template = Path(tmp) / "template"
+        with LexicalMemory({**extra, "root": str(template)}) as mem:
+            for i, (text, session) in enumerate(pool):
+                mem.store(text, session, {"ref": f"x{i}"})
+        print(f"LongMemEval documents: {len(pool)}, stored in {time.perf_counter() - build_start:.0f} s")
+        for unit in units:
+            with LexicalMemory({**extra, "root": str(Path(tmp) / f"alone-{unit.name}")}) as mem:
+                for ref, text, session in unit.documents:
+                    mem.store(text, session, {"ref": ref})
+                scores, seconds = recall_of(mem, unit)
+            for k in KS:
+                alone[k].extend(scores[k])
+            lat_alone.extend(seconds)
+            root = Path(tmp) / f"hidden-{unit.name}"
+            shutil.copytree(template, root)
+            with LexicalMemory({**extra, "root": str(root)}) as mem:
+                for other in units:
+                    if other.name != unit.name:
+                        for ref, text, session in other.documents:
+                            mem.store(text, f"{other.name}-{session}", {"ref": f"{other.name}:{ref}"})
+                for ref, text, session in unit.documents:
+                    mem.store(text, f"{unit.name}-{session}", {"ref": ref})
+                total = mem.stats()["documents"]
+                mem.search("warm up", top_k=1)  # index the conversation before timing
+                for label, min_docs, postings in variants:
+                    lexical.PRUNE_MIN_DOCUMENTS, lexical.PRUNE_POSTINGS = min_docs, postings
+                    try:
+                        scores, seconds = recall_of(mem, unit)
+                    finally:
+                        lexical.PRUNE_MIN_DOCUMENTS, lexical.PRUNE_POSTINGS = prune_at, postings_now
+                    for k in KS:
+                        hidden[label][k].extend(scores[k])
+                    lat_hidden[label].extend(seconds)
+            shutil.rmtree(root)
+            n = len(unit.questions)
+            print(
+                f"{unit.name} among {total:,} documents: R@10 alone "
+                f"{100 * statistics.mean(alone[10][-n:]):.1f}, hidden "
+                + ", ".join(f"{label} {100 * statistics.mean(hidden[label][10][-n:]):.1f}" for label, _, _ in variants),
+                flush=True,
+            )
+
+    def pct(values: list[float]) -> str:
+        return f"{100 * statistics.mean(values):.1f}"
+
+    def ms(values: list[float], q: float) -> str:
+        ordered = sorted(values)
+        return f"{1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]:.2f}"
+
+    print(f"\n{'memory':<52}{'n':>6}{'R@5':>8}{'R@10':>8}{'p50 ms':>9}{'p95 ms':>9}")
+    rows = [
+        ("the conversation alone", alone, lat_alone),
+        *[
+            (f"among {others + len(pool):,} others, {label}", hidden[label], lat_hidden[label])
+            for label, _, _ in variants
+        ],
+    ]
+    for label, scores_k, lat in rows:
+        cells = f"{len(scores_k[5]):>6}{pct(scores_k[5]):>8}{pct(scores_k[10]):>8}{ms(lat, 0.5):>9}{ms(lat, 0.95):>9}"
+        print(f"{label:<52}{cells}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
