@@ -208,13 +208,18 @@ class OpenAIChatLLM(GuardedLLM):
             client = openai.OpenAI(
                 base_url=self.base_url or None,
                 api_key=api_key or "no-key",
-                timeout=self.timeout,
+                timeout=self.timeout * 2,  # the guard's total deadline comes first (counted as a timeout)
                 max_retries=0,
             )
         self._client = client
 
     def _call(self, messages: list[dict[str, str]], json_mode: bool) -> tuple[str, int, int]:
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0, "timeout": self.timeout}
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0,
+            "timeout": self.timeout * 2,
+        }
         if json_mode and self.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         if self.max_tokens:

@@ -21,7 +21,13 @@ def kit_for(cls: type[Any], **attributes: Any) -> MemoryContract:
 
 
 class Leaky(_Docs):
-    """The privacy hole of issue 12, built behind the class check's back."""
+    """The privacy hole of issue 12, built behind the class check's back: the backend keeps
+    sessions itself and a copy of each document under an id the base never sees, and has no
+    ``_session_document_ids`` to name it (the base's catalogue knows only the ids it wrote)."""
+
+    def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
+        super()._store_document(doc_id, text, session_id, metadata)
+        self.docs[doc_id + "-copy"] = (text, session_id)
 
 
 Leaky._query_session = Complete._query_session  # type: ignore[method-assign]
