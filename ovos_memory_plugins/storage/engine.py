@@ -423,14 +423,20 @@ class Storage:
         self.db.close()
 
 
-def open_storage(location: str | Path, **options: Any) -> Storage:
-    """Open a memory's storage: a ``postgresql://`` URL, else a SQLite file (or ``":memory:"``).
+def open_storage(location: str | Path | Database, **options: Any) -> Storage:
+    """Open a memory's storage: a ``postgresql://`` URL, else a SQLite file (or ``":memory:"``,
+    or an already open SQLite :class:`~ovos_memory_plugins.storage.sqlite.Database`).
 
-    ``options`` go to the engine (SQLite: ``vector_extension`` = load sqlite-vec, ``legacy``
-    = files to migrate in on first open; see :func:`ovos_memory_plugins.storage.sqlite_engine.open_sqlite`).
-    Raises :class:`~ovos_memory_plugins.errors.StorageError` when it cannot; the caller decides
-    whether to fall back to RAM (and must say so).
+    ``options`` go to the engine (SQLite: ``vector_extension`` = load sqlite-vec, ``adopt`` = the
+    shared file of earlier releases to copy in first, ``legacy`` = files whose rows move in; see
+    :func:`ovos_memory_plugins.storage.sqlite_engine.open_sqlite`). Raises
+    :class:`~ovos_memory_plugins.errors.StorageError` when it cannot; the caller decides whether
+    to fall back to RAM (and must say so).
     """
+    if not isinstance(location, (str, Path)):
+        from ovos_memory_plugins.storage.sqlite_engine import storage_for
+
+        return storage_for(location)
     text = str(location)
     if text.startswith(("postgresql://", "postgres://")):
         from ovos_memory_plugins.storage import postgres  # type: ignore[attr-defined,unused-ignore]
