@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import sqlite3
 import threading
 import time
 from abc import abstractmethod
@@ -64,7 +63,15 @@ from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import clip_context, needs_context, select_hits
-from ovos_memory_plugins.storage.engine import Document, ForgetReport, Index, Storage, StoredDocument, check_id
+from ovos_memory_plugins.storage.engine import (
+    Document,
+    ForgetReport,
+    Index,
+    Storage,
+    StoredDocument,
+    check_id,
+    open_storage,
+)
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.storage.summary_store import SummaryStore
 from ovos_memory_plugins.summary import RollingSummary
@@ -190,13 +197,10 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def _open_storage(self) -> Storage:
         """The memory's one database, migrated; never raises (falls back to RAM, and says so:
         ``stats()["storage"]``, an ERROR logged every turn)."""
-        from ovos_memory_plugins.storage.engine import open_storage
-        from ovos_memory_plugins.storage.sqlite_engine import SqliteStorage, adopt_shared_file
-
         if type(self)._open_state_database is not BaseRetrievalMemory._open_state_database:
             try:
-                return SqliteStorage(self._open_state_database())
-            except (StorageError, sqlite3.Error, OSError) as exc:
+                return open_storage(self._open_state_database())
+            except (StorageError, OSError) as exc:
                 return self._ram_storage(f"cannot use the state database ({exc})")
         if self.settings.database:
             try:
@@ -210,15 +214,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             return open_storage(":memory:")
         path, shared = where
         try:
-            if shared is not None and shared != path:
-                adopt_shared_file(shared, path)
-            return open_storage(path, legacy=self._legacy_files(path), **self._database_options())
-        except (StorageError, sqlite3.Error, OSError) as exc:
+            return open_storage(path, adopt=shared, legacy=self._legacy_files(path), **self._database_options())
+        except (StorageError, OSError) as exc:
             return self._ram_storage(f"cannot open {path} ({exc})")
 
     def _ram_storage(self, reason: str) -> Storage:
-        from ovos_memory_plugins.storage.engine import open_storage
-
         LOG.error("%s: %s; memories are kept in RAM only and lost when the process ends", type(self).__name__, reason)
         storage = open_storage(":memory:", **self._database_options())
         storage.db.fallback_reason = reason
@@ -451,6 +451,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
 
     def _can_delete(self) -> bool:
         return self.stores_in_storage or self._can("_delete_documents")
+
+    @property
+    def can_delete(self) -> bool:
+        """Whether ``delete``/``forget_*`` can remove documents (front-ends: show a delete button)."""
+        return self._can_delete()
 
     def _forget_documents(self, ids: Sequence[str]) -> Counter[str]:
         """Delete documents from every tier (inside the caller's transaction); what went, per tier."""

@@ -44,8 +44,9 @@ module-level ``open_storage(location, *, namespace="default", **options) -> Stor
 passes ``namespace``, which keys the memory's rows, and engine options such as
 ``vector_extension`` that another engine accepts and ignores). :func:`open_storage` here picks
 the engine by the location: a ``postgresql://`` URL imports
-``ovos_memory_plugins.storage.postgres``; anything else is a SQLite file path. Rules every engine
-keeps:
+``ovos_memory_plugins.storage.postgres``; anything else is a SQLite file path.
+:class:`ovos_memory_plugins.storage.contract.EngineContract` is the test suite an engine
+passes (subclass it, implement ``open(where)``). Rules every engine keeps:
 
 * every method may be called from several threads; the engine serialises what it must;
 * ``atomic()`` nests (a savepoint inside a transaction); ``put``/``add``/``remove`` are only
@@ -139,7 +140,8 @@ class StoredDocument:
 
     ``key`` is the engine's integer row id (ordered by age; indexes may reference it).
     ``changed`` is set by :meth:`DocumentStore.put`: True when the row is new or its text or
-    session changed (indexes re-index it), False for a pure metadata update or a replay.
+    session changed (indexes re-index it), False for a pure metadata update or a replay;
+    ``new`` is True when :meth:`DocumentStore.put` inserted the row (no index knows it yet).
     """
 
     key: int
@@ -149,6 +151,7 @@ class StoredDocument:
     metadata: dict[str, Any]
     created: float
     changed: bool = True
+    new: bool = False
 
 
 @dataclass(frozen=True)
@@ -423,14 +426,20 @@ class Storage:
         self.db.close()
 
 
-def open_storage(location: str | Path, **options: Any) -> Storage:
-    """Open a memory's storage: a ``postgresql://`` URL, else a SQLite file (or ``":memory:"``).
+def open_storage(location: str | Path | Database, **options: Any) -> Storage:
+    """Open a memory's storage: a ``postgresql://`` URL, else a SQLite file (or ``":memory:"``,
+    or an already open SQLite :class:`~ovos_memory_plugins.storage.sqlite.Database`).
 
-    ``options`` go to the engine (SQLite: ``vector_extension`` = load sqlite-vec, ``legacy``
-    = files to migrate in on first open; see :func:`ovos_memory_plugins.storage.sqlite_engine.open_sqlite`).
-    Raises :class:`~ovos_memory_plugins.errors.StorageError` when it cannot; the caller decides
-    whether to fall back to RAM (and must say so).
+    ``options`` go to the engine (SQLite: ``vector_extension`` = load sqlite-vec, ``adopt`` = the
+    shared file of earlier releases to copy in first, ``legacy`` = files whose rows move in; see
+    :func:`ovos_memory_plugins.storage.sqlite_engine.open_sqlite`). Raises
+    :class:`~ovos_memory_plugins.errors.StorageError` when it cannot; the caller decides whether
+    to fall back to RAM (and must say so).
     """
+    if not isinstance(location, (str, Path)):
+        from ovos_memory_plugins.storage.sqlite_engine import storage_for
+
+        return storage_for(location)
     text = str(location)
     if text.startswith(("postgresql://", "postgres://")):
         from ovos_memory_plugins.storage import postgres  # type: ignore[attr-defined,unused-ignore]

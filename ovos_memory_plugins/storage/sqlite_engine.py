@@ -3,7 +3,7 @@
 One file per memory holds every table, created by the append-only migrations of the store
 ``memory`` (applied atomically across processes, see :meth:`Database.migrate`):
 
-* ``documents``: ``id`` (the key, AUTOINCREMENT so keys never repeat), ``doc_id`` (unique),
+* ``documents``: ``id`` (the key: the rowid, so a new document's key is above every other's), ``doc_id`` (unique),
   ``session_id``, ``content``, ``metadata`` (JSON), ``created``;
 * ``keyword_terms`` / ``keyword_fts`` / ``keyword_meta``: the keyword index
   (:mod:`ovos_memory_plugins.storage.keyword`);
@@ -47,7 +47,16 @@ from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["MIGRATIONS", "SqliteDocuments", "SqliteStorage", "import_legacy_file", "open_database", "open_sqlite"]
+__all__ = [
+    "MIGRATIONS",
+    "SqliteDocuments",
+    "SqliteStorage",
+    "adopt_shared_file",
+    "import_legacy_file",
+    "open_database",
+    "open_sqlite",
+    "storage_for",
+]
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -62,7 +71,7 @@ def _documents_v1(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE documents RENAME TO _catalogue_v0")
     conn.execute(
         "CREATE TABLE documents ("
-        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " id INTEGER PRIMARY KEY,"
         " doc_id TEXT NOT NULL UNIQUE,"
         " session_id TEXT NOT NULL,"
         " content TEXT NOT NULL,"
@@ -84,7 +93,7 @@ def _keyword_v1(conn: sqlite3.Connection) -> None:
         " id INTEGER PRIMARY KEY REFERENCES documents (id) ON DELETE CASCADE,"
         " body_terms TEXT NOT NULL, head_terms TEXT NOT NULL, ctx_terms TEXT NOT NULL, ctx_id INTEGER)"
     )
-    conn.execute("CREATE INDEX keyword_terms_ctx ON keyword_terms (ctx_id)")
+    # no index on ctx_id: it would cost every store; a delete scans for the turns that held its words
     conn.execute("CREATE TABLE keyword_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
@@ -92,7 +101,7 @@ def _vector_v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE vector_spaces (space TEXT PRIMARY KEY, dimension INTEGER NOT NULL, created REAL)")
     conn.execute(
         "CREATE TABLE vectors ("
-        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " id INTEGER PRIMARY KEY,"
         " space TEXT NOT NULL REFERENCES vector_spaces (space) ON DELETE CASCADE,"
         " doc INTEGER NOT NULL REFERENCES documents (id) ON DELETE CASCADE,"
         " vector BLOB NOT NULL, UNIQUE (space, doc))"
@@ -192,27 +201,29 @@ class SqliteDocuments:
         """Insert or replace by ``doc_id``; a replaced document keeps its key and ``created``."""
         out: dict[str, StoredDocument] = {}
         now = time.time()
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             for doc in docs:
                 meta = dump_metadata(doc.metadata)
+                cur = conn.execute(
+                    "INSERT INTO documents (doc_id, session_id, content, metadata, created) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT (doc_id) DO NOTHING",
+                    (doc.doc_id, doc.session_id, doc.text, meta, now),
+                )
+                prior = out.get(doc.doc_id)
+                if cur.rowcount:
+                    key = int(cur.lastrowid or 0)
+                    out[doc.doc_id] = StoredDocument(
+                        key, doc.doc_id, doc.session_id, doc.text, dict(doc.metadata), now, True, True
+                    )
+                    continue
                 old = conn.execute(
                     "SELECT id, session_id, content, created FROM documents WHERE doc_id = ?", (doc.doc_id,)
                 ).fetchone()
-                if old is None:
-                    key = conn.execute(
-                        "INSERT INTO documents (doc_id, session_id, content, metadata, created) VALUES (?, ?, ?, ?, ?)",
-                        (doc.doc_id, doc.session_id, doc.text, meta, now),
-                    ).lastrowid
-                    out[doc.doc_id] = StoredDocument(
-                        int(key or 0), doc.doc_id, doc.session_id, doc.text, dict(doc.metadata), now, True
-                    )
-                    continue
                 changed = old[1] != doc.session_id or old[2] != doc.text
                 conn.execute(
                     "UPDATE documents SET session_id = ?, content = ?, metadata = ? WHERE id = ?",
                     (doc.session_id, doc.text, meta, old[0]),
                 )
-                prior = out.get(doc.doc_id)
                 out[doc.doc_id] = StoredDocument(
                     int(old[0]),
                     doc.doc_id,
@@ -221,6 +232,7 @@ class SqliteDocuments:
                     dict(doc.metadata),
                     float(old[3]),
                     changed or (prior is not None and prior.changed),
+                    prior is not None and prior.new,
                 )
         return list(out.values())
 
@@ -275,14 +287,14 @@ class SqliteDocuments:
         """Delete by id (index rows cascade); return how many existed."""
         ids = list(dict.fromkeys(doc_ids))
         n = 0
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             for chunk, marks in chunked(ids):
                 n += conn.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", chunk).rowcount
         return n
 
     def remove_all(self) -> int:
         """Delete every document; return how many existed."""
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             return int(conn.execute("DELETE FROM documents").rowcount)
 
 
@@ -475,17 +487,35 @@ def import_legacy_file(storage: SqliteStorage, path: Path) -> int:
     return copied
 
 
+def storage_for(db: Any) -> SqliteStorage:
+    """The storage over an already open :class:`Database` (migrated); raises :class:`StorageError`."""
+    if not isinstance(db, Database):
+        raise StorageError(f"not a database: {type(db).__name__}")
+    try:
+        return SqliteStorage(db)
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot use database {db.path}: {exc}") from exc
+
+
 def open_sqlite(
     location: str | Path,
     *,
     vector_extension: bool = False,
+    adopt: Path | None = None,
     legacy: Sequence[Path] = (),
+    **ignored: Any,
 ) -> SqliteStorage:
-    """Open (creating and migrating) a memory's SQLite file; ``legacy``: earlier files to import.
+    """Open (creating and migrating) a memory's SQLite file.
 
-    Raises :class:`StorageError` when the file cannot be opened or migrated.
+    ``adopt``: the file earlier releases shared between namespaces, copied to ``location``
+    first when that does not exist yet (:func:`adopt_shared_file`); ``legacy``: separate files
+    of earlier releases whose rows move in (:func:`import_legacy_file`). Other options (meant
+    for other engines, such as ``namespace``) are ignored. Raises :class:`StorageError` when the
+    file cannot be opened or migrated.
     """
     try:
+        if adopt is not None and str(location) != ":memory:" and Path(adopt) != Path(location):
+            adopt_shared_file(Path(adopt), Path(location))
         db, driver = open_database(location, vector_extension)
     except OSError as exc:
         raise StorageError(f"cannot open database {location}: {exc}") from exc
