@@ -21,10 +21,13 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PgServer", "PgUnavailable", "pg_bin_dir", "start_server"]
+import pytest
+
+__all__ = ["PgServer", "PgUnavailable", "pg_bin_dir", "postgres_server", "postgres_url", "start_server"]
 
 PASSWORD = "memory-test-" + secrets.token_hex(4)
 
@@ -170,3 +173,25 @@ def start_server(*, durable: bool = False, settings: dict[str, str] | None = Non
     except (OSError, subprocess.SubprocessError) as exc:
         shutil.rmtree(folder, ignore_errors=True)
         raise PgUnavailable(f"cannot start PostgreSQL: {exc}") from exc
+
+
+# -- pytest fixtures (registered in conftest.py) ------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PgServer]:
+    """One throwaway server for the whole run; skips (with the reason) where none can start."""
+    try:
+        server = start_server()
+    except PgUnavailable as exc:
+        pytest.skip(f"no throwaway PostgreSQL server here: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: PgServer) -> str:
+    """A database with pgvector shared by the tests; each test uses its own namespaces."""
+    return postgres_server.create_database("memory_tests")
