@@ -1,30 +1,37 @@
-"""The PostgreSQL engine: one database shared by many processes, every row keyed by namespace.
+"""The PostgreSQL engine of the storage seam: one database shared by many processes and devices.
 
 Configured with ``"database": "postgresql://user:password@host:port/dbname"`` (libpq's URL; the
 password may also come from ``PGPASSWORD`` or ``~/.pgpass``, and every other ``PG*`` variable
 libpq reads applies too). Needs the optional extra ``postgres`` (psycopg 3, psycopg_pool,
-pgvector) and, in the database, the ``vector`` extension (pgvector).
+pgvector) and, in the database, the ``vector`` extension (pgvector). See ``docs/postgres.md``.
+
+What :func:`open_storage` returns implements :mod:`ovos_memory_plugins.storage.engine` (the same
+seam as the SQLite engine), for one memory = one ``namespace``:
 
 * :class:`PgDatabase`: a pool of connections (psycopg_pool) with a deadline on everything: the
-  connect timeout, the pool's wait for a free connection, and ``statement_timeout`` /
-  ``lock_timeout`` / ``idle_in_transaction_session_timeout`` on every connection. An unreachable
-  server or a missing extension raises one :class:`~ovos_memory_plugins.errors.StorageError`
-  at open, with the URL (password masked) and what to do.
-* Versioned, append-only migrations (:class:`PgMigration`), applied under
-  ``pg_advisory_xact_lock`` so many processes starting at once apply each step exactly once.
-* :class:`PgHistoryStore`: the short-term history, exchange-id chains and the document catalogue
-  (same methods as the SQLite :class:`~ovos_memory_plugins.storage.history.HistoryStore`).
-* :class:`PgKeywordIndex`: documents plus a ``tsvector`` built from OUR tokens
-  (:func:`ovos_memory_plugins.text.tokenize` output, so CJK bigrams, folding, stemming and stop
-  words carry over; the ``simple`` configuration never re-parses them), GIN-indexed, ranked with
-  the same BM25 formula SQLite FTS5's ``bm25()`` uses (column weights included), over the
-  namespace's own document count and frequencies.
-* :class:`PgVectorIndex`: pgvector, exact (a scan of the namespace's rows) for small
-  namespaces, HNSW (an expression index per dimension) once a namespace is large.
+  connect timeout, the wait for a free connection, and ``statement_timeout`` / ``lock_timeout``
+  / ``idle_in_transaction_session_timeout`` on every connection. An unreachable server or a
+  missing extension raises one :class:`~ovos_memory_plugins.errors.StorageError` at open, naming
+  the URL (password masked) and what to do. ``atomic()`` binds one pooled connection to the
+  calling thread for the transaction; nested calls are savepoints on it.
+* Versioned, append-only migrations (:class:`PgMigration`), applied in one transaction under
+  ``pg_advisory_xact_lock``, so many processes starting at once apply each step exactly once.
+* :class:`PgDocuments`: the memory's one documents table (``memory_documents``).
+* :class:`PgKeywordIndex`: a ``tsvector`` built from OUR tokens
+  (:func:`ovos_memory_plugins.storage.keyword.document_terms`: CJK bigrams, folding, stemming;
+  queries through :func:`~ovos_memory_plugins.storage.keyword.query_counts`, so stop words are the
+  same), written as a literal so PostgreSQL never re-parses them, GIN-indexed, and ranked with
+  the formula of SQLite FTS5's ``bm25()`` (column weights included: body A, head B, context C)
+  over the namespace's own document count and frequencies.
+* :class:`PgVectorStore`: pgvector, exact for small namespaces, HNSW (an expression index per
+  dimension, built concurrently in the background) once a namespace is large.
+* :class:`PgHistory`: recent messages, exchange-id chains, and which messages an exchange
+  document came from.
 
-Tables are shared by every memory in the database: ``namespace`` (and ``session_id``) are
-indexed columns, and every statement filters on the namespace, so one memory never reads
-another's rows.
+Every table is shared by the memories of the database; ``namespace`` (and ``session_id``) are
+indexed columns and every statement filters on the namespace, so one memory never reads
+another's rows. Deleting a document deletes its index rows in the same transaction
+(``ON DELETE CASCADE``).
 """
 
 from __future__ import annotations
@@ -42,21 +49,38 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.storage.engine import (
+    Document,
+    KeywordSettings,
+    Storage,
+    StoredDocument,
+    StoredMessage,
+    dump_metadata,
+)
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    Vector = npt.NDArray[np.float32]
 
 LOG = logging.getLogger(__name__)
 
 __all__ = [
+    "MIGRATIONS",
     "PgDatabase",
-    "PgHistoryStore",
+    "PgDocuments",
+    "PgHistory",
     "PgKeywordIndex",
     "PgMigration",
-    "PgVectorIndex",
+    "PgStorage",
+    "PgVectorStore",
     "is_postgres_url",
+    "open_storage",
     "redact_url",
     "tsquery_literal",
     "tsvector_literal",
@@ -65,6 +89,8 @@ __all__ = [
 #: BM25 parameters, as SQLite FTS5's ``bm25()`` fixes them.
 BM25_K1 = 1.2
 BM25_B = 0.75
+#: A query term repeated more than this many times counts this many times (as in the SQLite index).
+MAX_TERM_REPEAT = 4
 #: Namespaces with fewer documents search every query term (as the SQLite engine does).
 PRUNE_MIN_DOCUMENTS = 5_000
 #: On larger namespaces, query terms are searched rarest first until their documents add up to this.
@@ -73,8 +99,10 @@ PRUNE_POSTINGS = 3_000
 HNSW_MIN_VECTORS = 20_000
 #: tsvector positions stop at this value (PostgreSQL's limit).
 MAX_POSITION = 16_383
-#: How long cached document counts stay fresh when other processes may write (seconds).
+#: How long cached figures (document count, average length) stay fresh (seconds).
 STATS_TTL = 2.0
+#: The default namespace when none is given.
+DEFAULT_NAMESPACE = "default"
 
 _URL_RE = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 
@@ -85,16 +113,16 @@ def is_postgres_url(value: object) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for logs and errors)."""
+    """The URL with its password replaced by ``***`` (for logs, errors and ``stats()``)."""
     try:
         parts = urlsplit(url)
+        password = parts.password
     except ValueError:
         return "postgresql://***"
-    if parts.password is None:
+    if password is None:
         return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = (parts.username or "") + ":***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 # -- quoting: the one place tsvector and tsquery literals are written ---------------------------
@@ -107,9 +135,9 @@ def _lexeme(term: str) -> str:
 def tsvector_literal(columns: Sequence[Sequence[str]]) -> str:
     """A ``tsvector`` literal holding exactly these terms, column by column.
 
-    Column 0 is weight A, column 1 weight B, column 2 weight C, column 3 weight D. Positions run
-    on across columns (so a term's count in a column is its number of positions with that
-    column's label). Nothing is re-parsed: the terms are our tokenizer's, as they are.
+    Column 0 gets weight label A, column 1 B, column 2 C, column 3 D. Positions run on across
+    columns, so a term's count in a column is its number of positions with that column's label.
+    Nothing is re-parsed: the terms are our tokenizer's, as they are.
     """
     labels = "ABCD"
     positions: dict[str, list[str]] = {}
@@ -126,6 +154,10 @@ def tsvector_literal(columns: Sequence[Sequence[str]]) -> str:
 def tsquery_literal(terms: Iterable[str]) -> str:
     """A ``tsquery`` that matches a document holding any of the terms (each a literal lexeme)."""
     return " | ".join(_lexeme(t) for t in dict.fromkeys(terms) if t)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 # -- the database ----------------------------------------------------------------------------
@@ -145,7 +177,7 @@ class PgDatabase:
     Args:
         url: ``postgresql://user:password@host:port/dbname``; anything libpq accepts.
         connect_timeout: seconds to wait for the server when connecting (and at open).
-        statement_timeout: seconds any one statement may run.
+        statement_timeout: seconds any one statement may run (and wait for a lock).
         pool_timeout: seconds to wait for a free connection of the pool.
         max_connections: the pool's size (per process).
         vector: require the ``vector`` extension (created when missing and allowed).
@@ -154,6 +186,10 @@ class PgDatabase:
         StorageError: the server cannot be reached, refuses us, or lacks the extension; the
             message names the URL (password masked) and what to do.
     """
+
+    engine = "postgresql"
+    in_ram = False
+    fallback_reason: str | None = None
 
     def __init__(
         self,
@@ -176,8 +212,10 @@ class PgDatabase:
         self.path = redact_url(url)
         self.statement_timeout = statement_timeout
         self.pool_timeout = pool_timeout
-        self.lock = threading.RLock()
+        self._local = threading.local()
+        self._lock = threading.Lock()
         self._closed = False
+        self._vacuuming = False
         ms = max(int(statement_timeout * 1000), 1)
         self._kwargs: dict[str, Any] = {
             "connect_timeout": max(math.ceil(connect_timeout), 1),
@@ -196,22 +234,20 @@ class PgDatabase:
         # extension, before the pool's background workers start retrying
         try:
             with psycopg.connect(url, autocommit=True, **self._kwargs) as conn:
-                version = conn.info.server_version
+                self.server_version = conn.info.server_version
                 if vector:
                     self._ensure_vector(conn)
         except psycopg.Error as exc:
             raise StorageError(f"cannot use PostgreSQL at {self.path}: {_one_line(exc)}") from exc
-        self.server_version = version
         self.vector = vector
-        configure = _register_vector if vector else None
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             url,
-            kwargs=self._kwargs,
+            kwargs={**self._kwargs, "autocommit": True},
             min_size=1,
             max_size=max(max_connections, 1),
             timeout=pool_timeout,
             open=False,
-            configure=configure,
+            configure=_register_vector if vector else None,
             check=ConnectionPool.check_connection,
             reconnect_timeout=max(connect_timeout * 6, 30.0),
             name="ovos-memory",
@@ -221,6 +257,11 @@ class PgDatabase:
         except Exception as exc:
             self.pool.close()
             raise StorageError(f"cannot open a connection pool to {self.path}: {_one_line(exc)}") from exc
+
+    @property
+    def location(self) -> str:
+        """The URL without its password."""
+        return self.path
 
     @staticmethod
     def _ensure_vector(conn: psycopg.Connection[Any]) -> None:
@@ -235,9 +276,7 @@ class PgDatabase:
             if available:
                 how = "run CREATE EXTENSION vector; in this database as its owner or a superuser"
             else:
-                how = (
-                    "install pgvector on the server (the postgresql-NN-pgvector package), then CREATE EXTENSION vector;"
-                )
+                how = "install pgvector on the server (postgresql-NN-pgvector), then CREATE EXTENSION vector;"
             raise StorageError(
                 f"the pgvector extension is missing in {conn.info.dbname}: {how} ({_one_line(exc)})"
             ) from exc
@@ -245,8 +284,8 @@ class PgDatabase:
     # -- execution ---------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in autocommit mode (each statement its own transaction)."""
+    def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection from the pool; psycopg and pool failures become :class:`StorageError`."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -254,25 +293,55 @@ class PgDatabase:
             raise StorageError(f"database {self.path} is closed")
         try:
             with self.pool.connection(timeout=self.pool_timeout) as conn:
-                conn.autocommit = True
                 yield conn
         except PoolTimeout as exc:
-            raise StorageError(f"no connection to {self.path} within {self.pool_timeout:g} s: {exc}") from exc
+            raise StorageError(f"no connection to {self.path} within {self.pool_timeout:g} s") from exc
         except psycopg.errors.QueryCanceled as exc:
             raise StorageError(f"a statement on {self.path} ran past its deadline: {_one_line(exc)}") from exc
-        except psycopg.OperationalError as exc:
-            raise StorageError(f"PostgreSQL at {self.path} failed: {_one_line(exc)}") from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL at {self.path}: {_one_line(exc)}") from exc
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """The calling thread's transaction connection, else a pooled one in autocommit mode."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        with self._pooled() as conn:
+            yield conn
 
     @contextlib.contextmanager
     def atomic(self) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction on one pooled connection: commits on success, rolls back on error."""
-        with self.connection() as conn, conn.transaction():
-            yield conn
+        """One transaction, bound to the calling thread; nested calls are savepoints.
+
+        Commits on success, rolls back on any exception and re-raises it (psycopg errors as
+        :class:`StorageError`).
+        """
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            with current.transaction():
+                yield current
+            return
+        with self._pooled() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    yield conn
+            finally:
+                self._local.conn = None
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
-        """Run one statement in its own transaction; return the affected row count."""
+        """Run one statement; return the affected row count."""
         with self.connection() as conn:
             return conn.execute(sql, params).rowcount
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for many rows (in the current transaction, if any)."""
+        if not rows:
+            return
+        with self.connection() as conn, conn.cursor() as cur:
+            cur.executemany(sql, rows)
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         """Run a statement and fetch every row (tuples)."""
@@ -311,32 +380,60 @@ class PgDatabase:
                 applied.append(migration.name)
         return applied
 
-    def size_bytes(self, namespace: str | None = None) -> int:
-        """Bytes the memory tables take on the server (all namespaces: they share tables)."""
+    def applied(self, store: str) -> set[str]:
+        """The names of ``store``'s applied migrations."""
+        return {r[0] for r in self.query("SELECT name FROM memory_migrations WHERE store = %s", (store,))}
+
+    # -- figures and life cycle --------------------------------------------------------------
+
+    def size_bytes(self) -> int:
+        """Bytes the memory tables take on the server (every namespace's: they share tables)."""
         return int(
             self.scalar(
                 "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
-                " WHERE c.relkind = 'r' AND c.relname LIKE 'memory\\_%%'"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE c.relkind = 'r' AND c.relname LIKE 'memory\\_%%' AND n.nspname = current_schema()"
             )
             or 0
         )
 
+    def purge(self) -> None:
+        """After deletions: ``VACUUM`` the memory tables in the background, so the dead rows'
+        space is reclaimed (see docs/postgres.md for what that does and does not erase)."""
+        with self._lock:
+            if self._vacuuming or self._closed:
+                return
+            self._vacuuming = True
+        threading.Thread(target=self._vacuum, name="ovos-memory-vacuum", daemon=True).start()
+
+    def _vacuum(self) -> None:
+        try:
+            with self._pooled() as conn:
+                conn.execute("SET statement_timeout = '300s'")
+                try:
+                    conn.execute(
+                        "VACUUM (SKIP_LOCKED) memory_documents, memory_keywords, memory_vectors, memory_history"
+                    )
+                finally:
+                    conn.execute("RESET statement_timeout")
+        except Exception as exc:  # autovacuum does it later anyway
+            LOG.warning("PostgreSQL: VACUUM after a delete failed (%s); autovacuum will reclaim the space", exc)
+        finally:
+            self._vacuuming = False
+
     def close(self) -> None:
         """Close the pool (idempotent)."""
-        with self.lock:
-            if not self._closed:
-                self._closed = True
-                self.pool.close(timeout=2.0)
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.pool.close(timeout=2.0)
 
 
 def _register_vector(conn: psycopg.Connection[Any]) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 # -- schema ----------------------------------------------------------------------------------
@@ -351,11 +448,11 @@ def _v1(conn: psycopg.Connection[Any]) -> None:
         " doc_id text NOT NULL,"
         " session_id text NOT NULL,"
         " content text NOT NULL,"
-        " metadata jsonb NOT NULL DEFAULT '{}',"
+        " metadata text NOT NULL DEFAULT '{}',"
         " created double precision NOT NULL,"
         " UNIQUE (namespace, doc_id))",
         "CREATE INDEX memory_documents_session ON memory_documents (namespace, session_id, id)",
-        # the keyword index: our tokens as a tsvector (A body, B head, C context), its token count
+        # the keyword index: our tokens as a tsvector (A body, B head, C context) and their count
         "CREATE TABLE memory_keywords ("
         " id bigint PRIMARY KEY REFERENCES memory_documents (id) ON DELETE CASCADE,"
         " namespace text NOT NULL,"
@@ -364,9 +461,12 @@ def _v1(conn: psycopg.Connection[Any]) -> None:
         " length integer NOT NULL,"
         " ctx_id bigint)",
         "CREATE INDEX memory_keywords_terms ON memory_keywords USING gin (terms)",
-        "CREATE INDEX memory_keywords_namespace ON memory_keywords (namespace, session_id)",
+        "CREATE INDEX memory_keywords_namespace ON memory_keywords (namespace, session_id, id)",
         "CREATE INDEX memory_keywords_ctx ON memory_keywords (ctx_id) WHERE ctx_id IS NOT NULL",
-        # vectors, one per (embedder space, document)
+        # vectors: one per (embedder space, document)
+        "CREATE TABLE memory_vector_spaces ("
+        " namespace text NOT NULL, space text NOT NULL, dims integer NOT NULL,"
+        " created double precision NOT NULL, PRIMARY KEY (namespace, space))",
         "CREATE TABLE memory_vectors ("
         " id bigint NOT NULL REFERENCES memory_documents (id) ON DELETE CASCADE,"
         " space text NOT NULL,"
@@ -376,80 +476,219 @@ def _v1(conn: psycopg.Connection[Any]) -> None:
         " embedding vector NOT NULL,"
         " PRIMARY KEY (id, space))",
         "CREATE INDEX memory_vectors_namespace ON memory_vectors (namespace, space, session_id)",
-        # short-term history, exchange-id chains, and the catalogue of backends without sessions
+        # short-term history, the exchange-id chains
         "CREATE TABLE memory_history ("
         " id bigserial PRIMARY KEY,"
         " namespace text NOT NULL,"
         " session_id text NOT NULL,"
         " role text NOT NULL,"
         " content text NOT NULL,"
-        " created double precision NOT NULL)",
+        " created double precision NOT NULL,"
+        " exchange_id text)",
         "CREATE INDEX memory_history_session ON memory_history (namespace, session_id, id)",
+        "CREATE INDEX memory_history_exchange ON memory_history (namespace, exchange_id) WHERE exchange_id IS NOT NULL",
         "CREATE TABLE memory_sessions ("
         " namespace text NOT NULL, session_id text NOT NULL, last_exchange_id text NOT NULL,"
         " PRIMARY KEY (namespace, session_id))",
-        "CREATE TABLE memory_catalogue ("
-        " namespace text NOT NULL, doc_id text NOT NULL, session_id text NOT NULL,"
-        " metadata jsonb NOT NULL, created double precision NOT NULL,"
-        " PRIMARY KEY (namespace, doc_id))",
-        "CREATE INDEX memory_catalogue_session ON memory_catalogue (namespace, session_id)",
     ):
-        conn.execute(sql)
+        conn.execute(sql)  # type: ignore[call-overload]  # psycopg wants LiteralString; these are constants
 
 
+#: The schema. Append only; never rename or reorder an applied step.
 MIGRATIONS = [PgMigration("0001_documents_keywords_vectors_history", _v1)]
 
 
-def open_database(url: str, **kwargs: Any) -> PgDatabase:
-    """Open ``url`` and bring its schema up to date (raises :class:`StorageError`)."""
-    db = PgDatabase(url, **kwargs)
-    try:
-        db.migrate("core", MIGRATIONS)
-    except Exception:
-        db.close()
-        raise
-    return db
-
-
-def _json(metadata: dict[str, Any]) -> str:
-    return json.dumps(metadata, ensure_ascii=False, default=str)
+# -- documents -------------------------------------------------------------------------------
 
 
 def _loads(value: Any) -> dict[str, Any]:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        loaded = json.loads(value)
-        return loaded if isinstance(loaded, dict) else {}
-    return {}
+    try:
+        loaded = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
 
 
-@dataclass(frozen=True)
-class StoredMessage:
-    """A message read back from the history store."""
-
-    role: str
-    content: str
+_SELECT = "SELECT id, doc_id, session_id, content, metadata, created FROM memory_documents"
 
 
-class PgHistoryStore:
-    """History, exchange-id chains and the document catalogue of one namespace."""
+def _row_document(row: Sequence[Any], changed: bool = False) -> StoredDocument:
+    return StoredDocument(
+        key=int(row[0]),
+        doc_id=row[1],
+        session_id=row[2],
+        text=row[3],
+        metadata=_loads(row[4]),
+        created=float(row[5]),
+        changed=changed,
+    )
+
+
+class PgDocuments:
+    """The namespace's rows of ``memory_documents`` (see :class:`~ovos_memory_plugins.storage.engine.DocumentStore`)."""
+
+    def __init__(self, db: PgDatabase, namespace: str) -> None:
+        self.db = db
+        self.namespace = namespace
+
+    def put(self, docs: Sequence[Document]) -> list[StoredDocument]:
+        """Insert or replace by ``doc_id``; a replaced document keeps its key and ``created``."""
+        out: dict[str, StoredDocument] = {}
+        now = time.time()
+        with self.db.atomic() as conn:
+            for doc in docs:
+                meta = dump_metadata(doc.metadata)
+                old = conn.execute(
+                    "SELECT id, session_id, content, created FROM memory_documents"
+                    " WHERE namespace = %s AND doc_id = %s FOR UPDATE",
+                    (self.namespace, doc.doc_id),
+                ).fetchone()
+                if old is None:
+                    row = conn.execute(
+                        "INSERT INTO memory_documents (namespace, doc_id, session_id, content, metadata, created)"
+                        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, doc_id) DO UPDATE"
+                        " SET session_id = excluded.session_id, content = excluded.content,"
+                        " metadata = excluded.metadata RETURNING id, created",
+                        (self.namespace, doc.doc_id, doc.session_id, doc.text, meta, now),
+                    ).fetchone()
+                    assert row is not None  # RETURNING always yields the row
+                    out[doc.doc_id] = StoredDocument(
+                        int(row[0]), doc.doc_id, doc.session_id, doc.text, dict(doc.metadata), float(row[1]), True
+                    )
+                    continue
+                changed = old[1] != doc.session_id or old[2] != doc.text
+                conn.execute(
+                    "UPDATE memory_documents SET session_id = %s, content = %s, metadata = %s WHERE id = %s",
+                    (doc.session_id, doc.text, meta, old[0]),
+                )
+                prior = out.get(doc.doc_id)
+                out[doc.doc_id] = StoredDocument(
+                    int(old[0]),
+                    doc.doc_id,
+                    doc.session_id,
+                    doc.text,
+                    dict(doc.metadata),
+                    float(old[3]),
+                    changed or (prior is not None and prior.changed),
+                )
+        return list(out.values())
+
+    def get(self, doc_ids: Iterable[str]) -> dict[str, StoredDocument]:
+        """The stored documents among ``doc_ids``."""
+        ids = list(dict.fromkeys(doc_ids))
+        if not ids:
+            return {}
+        rows = self.db.query(f"{_SELECT} WHERE namespace = %s AND doc_id = ANY(%s)", (self.namespace, ids))
+        return {r[1]: _row_document(r) for r in rows}
+
+    def by_keys(self, keys: Iterable[int]) -> dict[int, StoredDocument]:
+        """The stored documents with these keys."""
+        wanted = list(dict.fromkeys(int(k) for k in keys))
+        if not wanted:
+            return {}
+        rows = self.db.query(f"{_SELECT} WHERE namespace = %s AND id = ANY(%s)", (self.namespace, wanted))
+        return {int(r[0]): _row_document(r) for r in rows}
+
+    def ids(self, session_id: str | None = None) -> list[str]:
+        """The ids of a session's documents (None: all), oldest first."""
+        if session_id is None:
+            rows = self.db.query(
+                "SELECT doc_id FROM memory_documents WHERE namespace = %s ORDER BY id", (self.namespace,)
+            )
+        else:
+            rows = self.db.query(
+                "SELECT doc_id FROM memory_documents WHERE namespace = %s AND session_id = %s ORDER BY id",
+                (self.namespace, session_id),
+            )
+        return [r[0] for r in rows]
+
+    def iter(self, batch: int = 500) -> Iterator[StoredDocument]:
+        """Every document, oldest first, in pages of ``batch``."""
+        last = 0
+        while True:
+            rows = self.db.query(
+                f"{_SELECT} WHERE namespace = %s AND id > %s ORDER BY id LIMIT %s",
+                (self.namespace, last, int(batch)),
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield _row_document(row)
+            last = int(rows[-1][0])
+
+    def count(self, session_id: str | None = None) -> int:
+        """How many documents (of a session)."""
+        if session_id is None:
+            value = self.db.scalar("SELECT count(*) FROM memory_documents WHERE namespace = %s", (self.namespace,))
+        else:
+            value = self.db.scalar(
+                "SELECT count(*) FROM memory_documents WHERE namespace = %s AND session_id = %s",
+                (self.namespace, session_id),
+            )
+        return int(value or 0)
+
+    def sessions(self) -> list[str]:
+        """Every session that has documents, sorted."""
+        rows = self.db.query(
+            "SELECT DISTINCT session_id FROM memory_documents WHERE namespace = %s ORDER BY session_id",
+            (self.namespace,),
+        )
+        return [r[0] for r in rows]
+
+    def remove(self, doc_ids: Sequence[str]) -> int:
+        """Delete by id (keyword and vector rows cascade); return how many existed."""
+        ids = list(dict.fromkeys(doc_ids))
+        if not ids:
+            return 0
+        with self.db.atomic() as conn:
+            return int(
+                conn.execute(
+                    "DELETE FROM memory_documents WHERE namespace = %s AND doc_id = ANY(%s)", (self.namespace, ids)
+                ).rowcount
+            )
+
+    def remove_all(self) -> int:
+        """Delete every document of the namespace; return how many existed."""
+        with self.db.atomic() as conn:
+            return int(conn.execute("DELETE FROM memory_documents WHERE namespace = %s", (self.namespace,)).rowcount)
+
+
+# -- history ---------------------------------------------------------------------------------
+
+
+def _exchange_parts(text: str) -> tuple[str, str] | None:
+    """``(user, assistant)`` of an exchange document's text (``Q: ...\\nA: ...``), else None."""
+    if not text.startswith("Q: "):
+        return None
+    user, sep, assistant = text[3:].partition("\nA: ")
+    return (user, assistant) if sep else None
+
+
+class PgHistory:
+    """History and exchange-id chains of one namespace
+    (see :class:`~ovos_memory_plugins.storage.engine.HistoryStore`)."""
 
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         self.db = db
         self.namespace = namespace
 
     def append(
-        self, session_id: str, messages: Sequence[tuple[str, str]], keep: int, last_exchange_id: str | None = None
+        self,
+        session_id: str,
+        messages: Sequence[tuple[str, str]],
+        keep: int,
+        last_exchange_id: str | None = None,
+        exchange_ids: Sequence[str | None] | None = None,
     ) -> None:
         """Append ``(role, content)`` messages and trim the session to its newest ``keep``."""
         ns, now = self.namespace, time.time()
+        ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
         with self.db.atomic() as conn:
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO memory_history (namespace, session_id, role, content, created)"
-                    " VALUES (%s, %s, %s, %s, %s)",
-                    [(ns, session_id, role, content, now) for role, content in messages],
+                    "INSERT INTO memory_history (namespace, session_id, role, content, created, exchange_id)"
+                    " VALUES (%s, %s, %s, %s, %s, %s)",
+                    [(ns, session_id, role, content, now, ids[i]) for i, (role, content) in enumerate(messages)],
                 )
             if last_exchange_id is not None:
                 conn.execute(
@@ -463,6 +702,15 @@ class PgHistoryStore:
                 " ORDER BY id DESC LIMIT 1 OFFSET %s)",
                 (ns, session_id, ns, session_id, max(keep, 0)),
             )
+
+    def tag_exchange(self, session_id: str, exchange_id: str) -> None:
+        """Mark the session's last untagged user message as part of ``exchange_id``."""
+        self.db.execute(
+            "UPDATE memory_history SET exchange_id = %s WHERE id = (SELECT id FROM memory_history"
+            " WHERE namespace = %s AND session_id = %s AND role = 'user' AND exchange_id IS NULL"
+            " ORDER BY id DESC LIMIT 1)",
+            (exchange_id, self.namespace, session_id),
+        )
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
         """The newest ``limit`` messages of a session, oldest first."""
@@ -482,12 +730,33 @@ class PgHistoryStore:
         return str(value) if value is not None else ""
 
     def sessions(self) -> list[str]:
-        """Every session that has history."""
+        """Every session that has history, sorted."""
         rows = self.db.query(
             "SELECT DISTINCT session_id FROM memory_history WHERE namespace = %s ORDER BY session_id",
             (self.namespace,),
         )
         return [r[0] for r in rows]
+
+    def remove_exchanges(self, docs: Sequence[StoredDocument]) -> int:
+        """Delete the messages the given exchange documents were recorded from; return how many."""
+        if not docs:
+            return 0
+        n = 0
+        with self.db.atomic() as conn:
+            n += conn.execute(
+                "DELETE FROM memory_history WHERE namespace = %s AND exchange_id = ANY(%s)",
+                (self.namespace, [d.doc_id for d in docs]),
+            ).rowcount
+            for doc in docs:
+                parts = _exchange_parts(doc.text)
+                if parts is None:
+                    continue
+                n += conn.execute(
+                    "DELETE FROM memory_history WHERE namespace = %s AND session_id = %s AND exchange_id IS NULL"
+                    " AND ((role = 'user' AND content = %s) OR (role = 'assistant' AND content = %s))",
+                    (self.namespace, doc.session_id, parts[0], parts[1]),
+                ).rowcount
+        return n
 
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
@@ -511,264 +780,122 @@ class PgHistoryStore:
         """How many messages the history holds."""
         return int(self.db.scalar("SELECT count(*) FROM memory_history WHERE namespace = %s", (self.namespace,)) or 0)
 
-    # -- document catalogue ------------------------------------------------------------------
 
-    def put_document(self, doc_id: str, session_id: str, metadata: dict[str, Any]) -> None:
-        """Record (or replace) a document's session and metadata."""
-        self.db.execute(
-            "INSERT INTO memory_catalogue (namespace, doc_id, session_id, metadata, created)"
-            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (namespace, doc_id) DO UPDATE"
-            " SET session_id = excluded.session_id, metadata = excluded.metadata",
-            (self.namespace, doc_id, session_id, _json(metadata), time.time()),
-        )
-
-    def documents(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        """``doc_id -> (session_id, metadata)`` for the known ids among ``doc_ids``."""
-        ids = list(dict.fromkeys(doc_ids))
-        if not ids:
-            return {}
-        rows = self.db.query(
-            "SELECT doc_id, session_id, metadata FROM memory_catalogue WHERE namespace = %s AND doc_id = ANY(%s)",
-            (self.namespace, ids),
-        )
-        return {r[0]: (r[1], _loads(r[2])) for r in rows}
-
-    def session_documents(self, session_id: str) -> list[str]:
-        """The ids of a session's documents."""
-        rows = self.db.query(
-            "SELECT doc_id FROM memory_catalogue WHERE namespace = %s AND session_id = %s",
-            (self.namespace, session_id),
-        )
-        return [r[0] for r in rows]
-
-    def all_documents(self) -> list[str]:
-        """The ids of every catalogued document."""
-        return [
-            r[0] for r in self.db.query("SELECT doc_id FROM memory_catalogue WHERE namespace = %s", (self.namespace,))
-        ]
-
-    def document_count(self) -> int:
-        """How many documents the catalogue holds."""
-        return int(self.db.scalar("SELECT count(*) FROM memory_catalogue WHERE namespace = %s", (self.namespace,)) or 0)
-
-    def drop_documents(self, doc_ids: Iterable[str]) -> None:
-        """Forget catalogue rows."""
-        ids = list(doc_ids)
-        if ids:
-            self.db.execute(
-                "DELETE FROM memory_catalogue WHERE namespace = %s AND doc_id = ANY(%s)", (self.namespace, ids)
-            )
-
-
-# -- documents and the keyword index ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Found:
-    """One search result: the document and its score (higher is better)."""
-
-    doc_id: str
-    session_id: str
-    content: str
-    metadata: dict[str, Any]
-    score: float
-
-
-class PgDocuments:
-    """The namespace's rows of ``memory_documents``: the one documents table its indexes share."""
-
-    def __init__(self, db: PgDatabase, namespace: str) -> None:
-        self.db = db
-        self.namespace = namespace
-
-    def put(
-        self, conn: psycopg.Connection[Any], doc_id: str, text: str, session_id: str, metadata: dict[str, Any]
-    ) -> tuple[int, bool]:
-        """Insert or replace a document inside the caller's transaction; ``(row id, was new)``."""
-        row = conn.execute(
-            "INSERT INTO memory_documents (namespace, doc_id, session_id, content, metadata, created)"
-            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, doc_id) DO UPDATE"
-            " SET session_id = excluded.session_id, content = excluded.content, metadata = excluded.metadata"
-            " RETURNING id, (xmax = 0)",
-            (self.namespace, doc_id, session_id, text, _json(metadata), time.time()),
-        ).fetchone()
-        assert row is not None
-        return int(row[0]), bool(row[1])
-
-    def get(self, doc_ids: Sequence[str]) -> dict[str, tuple[str, str, dict[str, Any]]]:
-        """``doc_id -> (text, session_id, metadata)`` for the known ids."""
-        if not doc_ids:
-            return {}
-        rows = self.db.query(
-            "SELECT doc_id, content, session_id, metadata FROM memory_documents WHERE namespace = %s"
-            " AND doc_id = ANY(%s)",
-            (self.namespace, list(doc_ids)),
-        )
-        return {r[0]: (r[1], r[2], _loads(r[3])) for r in rows}
-
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        """Delete documents (their keyword and vector rows go with them), in one transaction."""
-        ids = list(dict.fromkeys(doc_ids))
-        if not ids:
-            return 0
-        with self.db.atomic() as conn:
-            return int(
-                conn.execute(
-                    "DELETE FROM memory_documents WHERE namespace = %s AND doc_id = ANY(%s)", (self.namespace, ids)
-                ).rowcount
-            )
-
-    def delete_all(self) -> int:
-        """Delete every document of the namespace, in one transaction."""
-        with self.db.atomic() as conn:
-            return int(conn.execute("DELETE FROM memory_documents WHERE namespace = %s", (self.namespace,)).rowcount)
-
-    def session_ids(self, session_id: str) -> list[str]:
-        """The ids of a session's documents."""
-        rows = self.db.query(
-            "SELECT doc_id FROM memory_documents WHERE namespace = %s AND session_id = %s ORDER BY id",
-            (self.namespace, session_id),
-        )
-        return [r[0] for r in rows]
-
-    def count(self) -> int:
-        """How many documents the namespace holds."""
-        return int(self.db.scalar("SELECT count(*) FROM memory_documents WHERE namespace = %s", (self.namespace,)) or 0)
-
-    def session_count(self) -> int:
-        """How many sessions have documents."""
-        return int(
-            self.db.scalar(
-                "SELECT count(DISTINCT session_id) FROM memory_documents WHERE namespace = %s", (self.namespace,)
-            )
-            or 0
-        )
-
-    def iter(self, page: int = 500) -> Iterator[dict[str, Any]]:
-        """Every document, oldest first, as ``{"id", "text", "session_id", "metadata"}``, in pages."""
-        last = 0
-        while True:
-            rows = self.db.query(
-                "SELECT id, doc_id, content, session_id, metadata FROM memory_documents"
-                " WHERE namespace = %s AND id > %s ORDER BY id LIMIT %s",
-                (self.namespace, last, page),
-            )
-            if not rows:
-                return
-            for r in rows:
-                yield {"id": r[1], "text": r[2], "session_id": r[3], "metadata": _loads(r[4])}
-            last = int(rows[-1][0])
+# -- the keyword index -----------------------------------------------------------------------
 
 
 class PgKeywordIndex:
-    """Keyword recall over ``memory_keywords``: our tokens in a GIN-indexed ``tsvector``, BM25-ranked.
+    """Keyword recall over ``memory_keywords`` (see :class:`~ovos_memory_plugins.storage.engine.Index`).
 
-    A document's terms come in up to three columns (body, head, context), weighted like FTS5's
-    ``bm25(fts, 1.0, head_weight, context_weight)``: a term's frequency in a document is the
-    sum of its column weights, the length is all of its tokens, and IDF, average length and
-    document count are the namespace's.
-
-    Args:
-        db: the database.
-        namespace: the memory.
-        weights: the weight of columns A, B, C (body, head, context).
+    A document's terms (:func:`~ovos_memory_plugins.storage.keyword.document_terms`) go into one
+    ``tsvector``: body terms with label A, head terms (date, speaker) B, and for a dialogue turn
+    the body terms of the session's previous document C (its *context*). Ranking is FTS5's
+    ``bm25(fts, 1.0, head_weight, context_weight)`` written out in SQL: a term's frequency in a
+    document is the sum of its positions' column weights, the length is all its tokens, and the
+    document count, average length and document frequencies are the namespace's.
     """
 
-    def __init__(self, db: PgDatabase, namespace: str, weights: Sequence[float] = (1.0, 1.0, 0.4)) -> None:
+    def __init__(self, db: PgDatabase, namespace: str, settings: KeywordSettings | None = None) -> None:
         self.db = db
         self.namespace = namespace
-        self.documents = PgDocuments(db, namespace)
-        self.weights = tuple(float(w) for w in weights) + (1.0,) * (4 - len(weights))
+        self.settings = settings or KeywordSettings()
         self._stats: tuple[float, int, float] | None = None
         self._df: dict[str, tuple[int, int]] = {}
         self._writes = 0
 
+    @property
+    def name(self) -> str:
+        """``"keyword"``."""
+        return "keyword"
+
     # -- writing -----------------------------------------------------------------------------
 
-    def put(
-        self,
-        doc_id: str,
-        text: str,
-        session_id: str,
-        metadata: dict[str, Any],
-        columns: Sequence[Sequence[str]],
-        *,
-        context_from_previous: bool = False,
-    ) -> None:
-        """Store (or replace) a document and its terms in one transaction.
+    def prepare(self, docs: Sequence[Document]) -> dict[str, tuple[list[str], list[str], bool]]:
+        """Tokenize before the transaction: ``doc_id -> (body terms, head terms, is a turn)``."""
+        from ovos_memory_plugins.storage.keyword import document_terms
 
-        Args:
-            columns: the terms of the body, the head (date, speaker) and, when
-                ``context_from_previous`` is false, the context.
-            context_from_previous: a dialogue turn: its context column is the body terms of the
-                session's previous document (looked up in the same statement), as the SQLite
-                engine does.
+        out = {}
+        for doc in docs:
+            body, head, turn = document_terms(doc.text)
+            out[doc.doc_id] = (body.split(), head.split(), turn)
+        return out
+
+    def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
+        """Store the terms of new or changed documents (inside the write transaction).
+
+        A turn takes the body terms of the session's previous indexed document as its context
+        (label C), looked up in the same statement.
         """
-        cols = [list(c) for c in columns]
-        while len(cols) < 3:
-            cols.append([])
-        with self.db.atomic() as conn:
-            row_id, new = self.documents.put(conn, doc_id, text, session_id, metadata)
-            ctx_id: int | None = None
-            if new and context_from_previous:
-                prev = conn.execute(
-                    "SELECT k.id, d.content FROM memory_keywords k JOIN memory_documents d ON d.id = k.id"
-                    " WHERE k.namespace = %s AND k.session_id = %s AND k.id < %s ORDER BY k.id DESC LIMIT 1",
-                    (self.namespace, session_id, row_id),
-                ).fetchone()
-                if prev is not None:
-                    ctx_id = int(prev[0])
-                    cols[2] = list(_body_terms_of(prev[1]))
-            elif not new:
-                old = conn.execute("SELECT ctx_id FROM memory_keywords WHERE id = %s", (row_id,)).fetchone()
-                if old is not None and old[0] is not None:
-                    ctx_id = int(old[0])
-                    prev_text = conn.execute("SELECT content FROM memory_documents WHERE id = %s", (ctx_id,)).fetchone()
-                    cols[2] = list(_body_terms_of(prev_text[0])) if prev_text else []
-            length = sum(len(c) for c in cols[:3])
-            conn.execute(
+        todo = [d for d in docs if d.changed]
+        if not todo:
+            return
+        terms: dict[str, tuple[list[str], list[str], bool]] = dict(prepared or {})
+        missing = [d for d in todo if d.doc_id not in terms]
+        if missing:
+            terms.update(self.prepare([Document(d.doc_id, d.text, d.session_id, d.metadata) for d in missing]))
+        context_on = self.settings.context_weight > 0
+        rows = []
+        for doc in todo:
+            body, head, turn = terms[doc.doc_id]
+            rows.append(
+                {
+                    "id": doc.key,
+                    "ns": self.namespace,
+                    "session": doc.session_id,
+                    "terms": tsvector_literal([body, head]),
+                    "length": len(body) + len(head),
+                    "turn": bool(turn and context_on),
+                }
+            )
+        with self.db.atomic() as conn, conn.cursor() as cur:
+            cur.executemany(
                 "INSERT INTO memory_keywords (id, namespace, session_id, terms, length, ctx_id)"
-                " VALUES (%s, %s, %s, %s::tsvector, %s, %s) ON CONFLICT (id) DO UPDATE"
-                " SET session_id = excluded.session_id, terms = excluded.terms, length = excluded.length,"
-                " ctx_id = excluded.ctx_id",
-                (row_id, self.namespace, session_id, tsvector_literal(cols), length, ctx_id),
+                " SELECT %(id)s, %(ns)s, %(session)s,"
+                "  %(terms)s::tsvector || coalesce(setweight(ts_filter(p.terms, '{a}'), 'C'), ''::tsvector),"
+                "  %(length)s + coalesce((SELECT sum(cardinality(u.positions))::int"
+                "   FROM unnest(ts_filter(p.terms, '{a}')) AS u), 0), p.id"
+                " FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT k.id, k.terms FROM memory_keywords k"
+                "  WHERE %(turn)s AND k.namespace = %(ns)s AND k.session_id = %(session)s AND k.id < %(id)s"
+                "  ORDER BY k.id DESC LIMIT 1) AS p ON true"
+                " ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, terms = excluded.terms,"
+                " length = excluded.length, ctx_id = excluded.ctx_id",
+                rows,
             )
         self._writes += 1
 
-    def delete(self, doc_ids: Sequence[str]) -> int:
-        """Delete documents and take their words out of the turns that hold them as context."""
-        ids = list(dict.fromkeys(doc_ids))
-        if not ids:
+    def remove(self, docs: Sequence[StoredDocument]) -> int:
+        """Take documents out of the index and their words out of other turns' context."""
+        keys = [d.key for d in docs]
+        if not keys:
             return 0
         with self.db.atomic() as conn:
-            gone = [
-                int(r[0])
-                for r in conn.execute(
-                    "DELETE FROM memory_documents WHERE namespace = %s AND doc_id = ANY(%s) RETURNING id",
-                    (self.namespace, ids),
-                ).fetchall()
-            ]
-            if gone:
-                # heirs: strip the context column (weight C) of turns whose context was deleted
-                conn.execute(
-                    "UPDATE memory_keywords SET terms = ts_filter(terms, '{a,b}'),"
-                    " length = length(ts_filter(terms, '{a,b}')), ctx_id = NULL WHERE ctx_id = ANY(%s)",
-                    (gone,),
-                )
+            n = conn.execute(
+                "DELETE FROM memory_keywords WHERE namespace = %s AND id = ANY(%s)", (self.namespace, keys)
+            ).rowcount
+            conn.execute(
+                "UPDATE memory_keywords SET terms = ts_filter(terms, '{a,b}'), ctx_id = NULL,"
+                " length = coalesce((SELECT sum(cardinality(u.positions))::int"
+                "  FROM unnest(ts_filter(terms, '{a,b}')) AS u), 0)"
+                " WHERE namespace = %s AND ctx_id = ANY(%s)",
+                (self.namespace, keys),
+            )
         self._writes += 1
         self._df.clear()
-        return len(gone)
+        return int(n)
 
-    def delete_all(self) -> int:
-        """Delete every document of the namespace, in one transaction."""
+    def remove_all(self) -> int:
+        """Empty the namespace's index; return how many rows went."""
+        with self.db.atomic() as conn:
+            n = conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,)).rowcount
         self._writes += 1
         self._df.clear()
-        return self.documents.delete_all()
+        return int(n)
 
     # -- searching ---------------------------------------------------------------------------
 
     def _namespace_stats(self) -> tuple[int, float]:
-        """``(document count, average length)`` of the namespace, cached for ``STATS_TTL`` s."""
+        """``(document count, average length)`` of the namespace, cached for ``STATS_TTL`` s
+        (refreshed at once after this process writes)."""
         now = time.monotonic()
         if self._stats is None or now - self._stats[0] > STATS_TTL or self._writes:
             row = self.db.query(
@@ -780,18 +907,18 @@ class PgKeywordIndex:
         return self._stats[1], self._stats[2]
 
     def _frequencies(self, terms: list[str], n: int) -> dict[str, int]:
-        """How many of the namespace's documents hold each term (cached while it grows < 10%)."""
+        """How many of the namespace's documents hold each term (cached while ``n`` moves < 10%)."""
         out: dict[str, int] = {}
         todo: list[str] = []
         for term in terms:
             cached = self._df.get(term)
-            if cached is not None and n <= cached[1] * 1.1 and n >= cached[1] * 0.9:
+            if cached is not None and cached[1] * 0.9 <= n <= cached[1] * 1.1:
                 out[term] = cached[0]
             else:
                 todo.append(term)
         if todo:
             rows = self.db.query(
-                "SELECT t, (SELECT count(*) FROM memory_keywords k WHERE k.namespace = %s"
+                "SELECT q.t, (SELECT count(*) FROM memory_keywords k WHERE k.namespace = %s"
                 "  AND k.terms @@ q.query) FROM unnest(%s::text[], %s::tsquery[]) AS q(t, query)",
                 (self.namespace, todo, [_lexeme(t) for t in todo]),
             )
@@ -800,18 +927,24 @@ class PgKeywordIndex:
             for term, freq in rows:
                 out[term] = int(freq)
                 self._df[term] = (int(freq), n)
-        return out
+        # a frequency cached before another process's deletes may exceed the fresh count
+        return {t: min(f, n) for t, f in out.items()}
 
-    def search(self, counts: Counter[str], top_k: int, session_id: str | None = None) -> list[Found]:
-        """The best ``top_k`` documents for weighted query terms, best first (BM25, as FTS5)."""
-        if not counts or top_k <= 0:
+    def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
+        """The best ``k`` documents for ``query`` (only ``session_id``'s when given), best first."""
+        from ovos_memory_plugins.storage.keyword import query_counts
+
+        counts = query_counts(query, self.settings)
+        return self.search_terms(counts, k, session_id)
+
+    def search_terms(self, counts: Counter[str], k: int, session_id: str | None = None) -> list[MemoryHit]:
+        """Rank by weighted query terms (BM25 as FTS5 computes it)."""
+        if not counts or k <= 0:
             return []
         n, avgdl = self._namespace_stats()
         if n == 0:
             return []
         df = self._frequencies(list(counts), n)
-        # another process's deletes may leave a cached frequency above the fresh count
-        df = {t: min(f, n) for t, f in df.items()}
         terms = [t for t in counts if df.get(t, 0) > 0]
         if n >= PRUNE_MIN_DOCUMENTS:
             terms = _prune(terms, df, n)
@@ -820,8 +953,8 @@ class PgKeywordIndex:
         weights = []
         for t in terms:
             idf = math.log((n - df[t] + 0.5) / (df[t] + 0.5))
-            weights.append(counts[t] * (idf if idf > 0 else 1e-6))
-        wa, wb, wc, wd = self.weights
+            weights.append(min(counts[t], MAX_TERM_REPEAT) * (idf if idf > 0 else 1e-6))
+        s = self.settings
         session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
         sql = (
             "WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)),"
@@ -830,8 +963,8 @@ class PgKeywordIndex:
             " scored AS (SELECT c.id, sum(q.w * f.freq * %(k1p)s"
             "   / (f.freq + %(k1)s * (1 - %(b)s + %(b)s * c.length / %(avgdl)s))) AS score"
             "  FROM cand c CROSS JOIN LATERAL ("
-            "   SELECT u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN %(wa)s WHEN 'B' THEN %(wb)s"
-            "     WHEN 'C' THEN %(wc)s ELSE %(wd)s END) FROM unnest(u.weights) AS w) AS freq"
+            "   SELECT u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN %(wb)s"
+            "     WHEN 'C' THEN %(wc)s ELSE 1.0 END) FROM unnest(u.weights) AS w) AS freq"
             "   FROM unnest(c.terms) AS u WHERE u.lexeme = ANY(%(terms)s::text[])) AS f"
             "  JOIN q ON q.term = f.lexeme GROUP BY c.id ORDER BY score DESC, c.id DESC LIMIT %(k)s)"
             " SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM scored s"
@@ -849,18 +982,29 @@ class PgKeywordIndex:
                 "k1p": BM25_K1 + 1,
                 "b": BM25_B,
                 "avgdl": max(avgdl, 1e-9),
-                "wa": wa,
-                "wb": wb,
-                "wc": wc,
-                "wd": wd,
-                "k": int(top_k),
+                "wb": float(s.head_weight),
+                "wc": float(s.context_weight),
+                "k": int(k),
             },
         )
-        return [Found(r[0], r[1], r[2], _loads(r[3]), float(r[4])) for r in rows]
+        return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
     def count(self) -> int:
         """How many documents the keyword index holds for the namespace."""
         return int(self.db.scalar("SELECT count(*) FROM memory_keywords WHERE namespace = %s", (self.namespace,)) or 0)
+
+    def stats(self) -> dict[str, Any]:
+        """``keyword_rows`` and how ranking is done."""
+        return {"keyword_rows": self.count(), "ranking": "bm25 over tsvector (PostgreSQL)"}
+
+    def close(self) -> None:
+        """Nothing pending: every add is indexed in its own transaction."""
+
+
+def _hit(doc_id: str, session_id: str, content: str, metadata: Any, score: float) -> MemoryHit:
+    meta = _loads(metadata)
+    meta.setdefault("session_id", session_id)
+    return MemoryHit(content=content, source=doc_id, score=score, metadata=meta)
 
 
 def _prune(terms: list[str], df: dict[str, int], n: int) -> list[str]:
@@ -877,61 +1021,62 @@ def _prune(terms: list[str], df: dict[str, int], n: int) -> list[str]:
     return kept
 
 
-def _body_terms_of(text: str) -> list[str]:
-    """The body terms of a stored text (the context a following turn carries)."""
-    from ovos_memory_plugins.text import tokenize
-
-    head_re = re.compile(r"^\s*((?:\[[^\]\n]{0,80}\]\s*)*)(?:([^\s:\[\]][^:\n]{0,40}?):(?=\s))?")
-    m = head_re.match(text)
-    body = text
-    if m is not None:
-        label = m.group(2)
-        if label is not None and (len(label.split()) > 4 or label.strip() in ("Q", "A")):
-            label = None
-        if m.group(1) or label is not None:
-            body = text[(m.end() if label is not None else m.end(1)) :].strip()
-    return tokenize(body, unigrams=True)
-
-
 # -- vectors ---------------------------------------------------------------------------------
 
 
-class PgVectorIndex:
-    """Nearest neighbours with pgvector over ``memory_vectors`` (cosine similarity).
+class PgVectorStore:
+    """Vectors per embedder space with pgvector (see :class:`~ovos_memory_plugins.storage.engine.VectorStore`).
 
-    Exact for small namespaces (a scan of the namespace's rows); from ``HNSW_MIN_VECTORS`` on,
-    through an HNSW expression index per dimension (``embedding::vector(N)``, partial on
-    ``dims = N``), built once (``CREATE INDEX CONCURRENTLY``, in the background, under an
-    advisory lock) and searched with pgvector's iterative scan so filters do not starve it.
+    Exact search (a scan of the namespace's rows of the space) below ``HNSW_MIN_VECTORS``; from
+    there on, through an HNSW expression index per dimension (``embedding::vector(N)``, partial
+    on ``dims = N``), built once with ``CREATE INDEX CONCURRENTLY`` in the background under an
+    advisory lock, and searched with pgvector's iterative scan so the namespace filter cannot
+    starve it.
     """
 
-    def __init__(self, db: PgDatabase, namespace: str, space: str) -> None:
+    def __init__(self, db: PgDatabase, namespace: str) -> None:
         self.db = db
         self.namespace = namespace
-        self.space = space
-        self._count: tuple[float, int] | None = None
+        self.path = db.location
+        self._counts: dict[str, tuple[float, int]] = {}
         self._ann: set[int] = set()
         self._building = False
 
-    def put(self, items: Sequence[tuple[str, Sequence[float]]]) -> int:
-        """Store vectors for existing documents (by doc id); return how many documents matched."""
-        if not items:
-            return 0
+    def dimension(self, space: str) -> int | None:
+        """The dimension recorded for a space, or None."""
+        value = self.db.scalar(
+            "SELECT dims FROM memory_vector_spaces WHERE namespace = %s AND space = %s", (self.namespace, space)
+        )
+        return int(value) if value is not None else None
+
+    def put_vectors(self, space: str, items: Sequence[tuple[str, Vector]]) -> int:
+        """Store vectors for existing documents (by doc id); return how many were stored."""
         import numpy as np
 
-        ids = [d for d, _ in items]
-        vecs = [np.asarray(v, dtype=np.float32) for _, v in items]
+        if not items:
+            return 0
+        vecs = [(d, np.asarray(v, dtype=np.float32).ravel()) for d, v in items]
+        dims = {int(v.shape[0]) for _, v in vecs}
+        if len(dims) != 1:
+            raise StorageError(f"vectors of one batch differ in dimension: {sorted(dims)}")
+        dim = dims.pop()
         with self.db.atomic() as conn:
+            conn.execute(
+                "INSERT INTO memory_vector_spaces (namespace, space, dims, created) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (namespace, space) DO NOTHING",
+                (self.namespace, space, dim, time.time()),
+            )
+            known_dim = conn.execute(
+                "SELECT dims FROM memory_vector_spaces WHERE namespace = %s AND space = %s", (self.namespace, space)
+            ).fetchone()
+            if known_dim is not None and int(known_dim[0]) != dim:
+                raise StorageError(f"space {space!r} holds {known_dim[0]}-dimensional vectors, not {dim}")
             rows = conn.execute(
                 "SELECT doc_id, id, session_id FROM memory_documents WHERE namespace = %s AND doc_id = ANY(%s)",
-                (self.namespace, ids),
+                (self.namespace, [d for d, _ in vecs]),
             ).fetchall()
             known = {r[0]: (int(r[1]), r[2]) for r in rows}
-            data = [
-                (known[d][0], self.space, self.namespace, known[d][1], int(v.shape[0]), v)
-                for d, v in zip(ids, vecs, strict=True)
-                if d in known
-            ]
+            data = [(known[d][0], space, self.namespace, known[d][1], dim, v) for d, v in vecs if d in known]
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO memory_vectors (id, space, namespace, session_id, dims, embedding)"
@@ -939,63 +1084,115 @@ class PgVectorIndex:
                     " SET embedding = excluded.embedding, dims = excluded.dims, session_id = excluded.session_id",
                     data,
                 )
-        self._count = None
+        self._counts.pop(space, None)
         return len(data)
 
-    def count(self) -> int:
-        """How many vectors the namespace holds in this space (cached for ``STATS_TTL`` s)."""
-        now = time.monotonic()
-        if self._count is None or now - self._count[0] > STATS_TTL:
-            n = self.db.scalar(
-                "SELECT count(*) FROM memory_vectors WHERE namespace = %s AND space = %s", (self.namespace, self.space)
-            )
-            self._count = (now, int(n or 0))
-        return self._count[1]
-
-    def missing(self, limit: int = 64) -> list[tuple[str, str]]:
-        """``(doc_id, text)`` of documents without a vector in this space (pending embeddings)."""
+    def missing(self, space: str, limit: int = 64) -> list[tuple[str, str]]:
+        """Up to ``limit`` ``(doc_id, text)`` without a vector in ``space``, oldest first."""
         rows = self.db.query(
             "SELECT d.doc_id, d.content FROM memory_documents d WHERE d.namespace = %s AND NOT EXISTS ("
             " SELECT 1 FROM memory_vectors v WHERE v.id = d.id AND v.space = %s) ORDER BY d.id LIMIT %s",
-            (self.namespace, self.space, limit),
+            (self.namespace, space, int(limit)),
         )
         return [(r[0], r[1]) for r in rows]
 
-    def search(self, query: Sequence[float], top_k: int, session_id: str | None = None) -> list[Found]:
-        """The ``top_k`` documents nearest to ``query``, best first; score = cosine similarity."""
+    def missing_count(self, space: str) -> int:
+        """How many documents have no vector in ``space``."""
+        value = self.db.scalar(
+            "SELECT count(*) FROM memory_documents d WHERE d.namespace = %s AND NOT EXISTS ("
+            " SELECT 1 FROM memory_vectors v WHERE v.id = d.id AND v.space = %s)",
+            (self.namespace, space),
+        )
+        return int(value or 0)
+
+    def spaces(self) -> dict[str, int]:
+        """Vectors stored per space."""
+        rows = self.db.query(
+            "SELECT s.space, (SELECT count(*) FROM memory_vectors v WHERE v.namespace = s.namespace"
+            " AND v.space = s.space) FROM memory_vector_spaces s WHERE s.namespace = %s ORDER BY s.space",
+            (self.namespace,),
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
+    def drop_space(self, space: str) -> int:
+        """Delete a space's vectors; return how many went."""
+        with self.db.atomic() as conn:
+            n = conn.execute(
+                "DELETE FROM memory_vectors WHERE namespace = %s AND space = %s", (self.namespace, space)
+            ).rowcount
+            conn.execute(
+                "DELETE FROM memory_vector_spaces WHERE namespace = %s AND space = %s", (self.namespace, space)
+            )
+        self._counts.pop(space, None)
+        return int(n)
+
+    def remove(self, keys: Sequence[int]) -> int:
+        """Delete every vector of these document keys (every space); return how many."""
+        if not keys:
+            return 0
+        n = self.db.execute(
+            "DELETE FROM memory_vectors WHERE namespace = %s AND id = ANY(%s)", (self.namespace, list(keys))
+        )
+        self._counts.clear()
+        return int(n)
+
+    def remove_all(self) -> int:
+        """Delete every vector of the namespace; return how many."""
+        with self.db.atomic() as conn:
+            n = conn.execute("DELETE FROM memory_vectors WHERE namespace = %s", (self.namespace,)).rowcount
+            conn.execute("DELETE FROM memory_vector_spaces WHERE namespace = %s", (self.namespace,))
+        self._counts.clear()
+        return int(n)
+
+    def count(self, space: str) -> int:
+        """How many vectors the namespace holds in ``space`` (cached for ``STATS_TTL`` s)."""
+        now = time.monotonic()
+        cached = self._counts.get(space)
+        if cached is None or now - cached[0] > STATS_TTL:
+            value = self.db.scalar(
+                "SELECT count(*) FROM memory_vectors WHERE namespace = %s AND space = %s", (self.namespace, space)
+            )
+            cached = (now, int(value or 0))
+            self._counts[space] = cached
+        return cached[1]
+
+    def search(self, space: str, query: Vector, k: int, session_id: str | None = None) -> list[tuple[str, float]]:
+        """``(doc_id, cosine similarity)`` of the ``k`` nearest, best first; ties: smaller doc id."""
         import numpy as np
 
-        if top_k <= 0:
+        if k <= 0:
             return []
-        q = np.asarray(query, dtype=np.float32)
+        q = np.asarray(query, dtype=np.float32).ravel()
         dims = int(q.shape[0])
         session_filter = " AND v.session_id = %(session)s" if session_id is not None else ""
-        params = {"ns": self.namespace, "space": self.space, "q": q, "k": int(top_k), "session": session_id}
-        large = self.count() >= HNSW_MIN_VECTORS
+        params = {"ns": self.namespace, "space": space, "q": q, "k": int(k), "session": session_id}
+        large = self.count(space) >= HNSW_MIN_VECTORS
         if large and self._has_ann(dims):
             with self.db.atomic() as conn:
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 conn.execute("SET LOCAL hnsw.ef_search = 100")
                 rows = conn.execute(
-                    "SELECT doc_id, session_id, content, metadata, score FROM ("
-                    f" SELECT d.doc_id, d.session_id, d.content, d.metadata,"
-                    f"  1 - (v.embedding::vector({dims}) <=> %(q)s) AS score"
+                    "SELECT doc_id, score FROM ("
+                    f" SELECT d.doc_id, 1 - (v.embedding::vector({dims}) <=> %(q)s) AS score"
                     " FROM memory_vectors v JOIN memory_documents d ON d.id = v.id"
-                    f" WHERE v.dims = {dims} AND v.namespace = %(ns)s AND v.space = %(space)s" + session_filter + ""
-                    f" ORDER BY v.embedding::vector({dims}) <=> %(q)s LIMIT %(k)s) AS hits ORDER BY score DESC",
+                    f" WHERE v.dims = {dims} AND v.namespace = %(ns)s AND v.space = %(space)s"
+                    + session_filter
+                    + f" ORDER BY v.embedding::vector({dims}) <=> %(q)s LIMIT %(k)s) AS hits"
+                    " ORDER BY score DESC, doc_id",
                     params,
                 ).fetchall()
         else:
             if large:
                 self._build_ann_soon(dims)
             rows = self.db.query(
-                "SELECT d.doc_id, d.session_id, d.content, d.metadata, 1 - (v.embedding <=> %(q)s) AS score"
+                "SELECT d.doc_id, 1 - (v.embedding <=> %(q)s) AS score"
                 " FROM memory_vectors v JOIN memory_documents d ON d.id = v.id"
-                " WHERE v.namespace = %(ns)s AND v.space = %(space)s" + session_filter + ""
-                " ORDER BY v.embedding <=> %(q)s, v.id LIMIT %(k)s",
+                " WHERE v.namespace = %(ns)s AND v.space = %(space)s"
+                + session_filter
+                + " ORDER BY v.embedding <=> %(q)s, d.doc_id LIMIT %(k)s",
                 params,
             )
-        return [Found(r[0], r[1], r[2], _loads(r[3]), float(r[4])) for r in rows]
+        return [(r[0], float(r[1])) for r in rows]
 
     def _has_ann(self, dims: int) -> bool:
         if dims in self._ann:
@@ -1017,13 +1214,13 @@ class PgVectorIndex:
     def build_ann_index(self, dims: int, maintenance_work_mem: str | None = None) -> bool:
         """Build the HNSW index for ``dims``-dimensional vectors unless it exists; True when valid.
 
-        Runs ``CREATE INDEX CONCURRENTLY`` (writers go on) without a statement deadline; one
-        process at a time (an advisory lock; the others return at once). Set
-        ``maintenance_work_mem`` high (``"1GB"``) for a fast build: see ``docs/postgres.md``.
+        ``CREATE INDEX CONCURRENTLY`` (writers go on), without a statement deadline, one process
+        at a time (an advisory lock; the others return at once). Give it ``maintenance_work_mem``
+        (``"1GB"``) for a fast build: see docs/postgres.md.
         """
         name = f"memory_vectors_hnsw_{int(dims)}"
         try:
-            with self.db.connection() as conn:
+            with self.db._pooled() as conn:
                 got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (name,)).fetchone()
                 if not got or not got[0]:
                     return False
@@ -1037,9 +1234,9 @@ class PgVectorIndex:
                         (name,),
                     ).fetchone()
                     if invalid and invalid[0]:
-                        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")  # type: ignore[call-overload]
                     conn.execute(
-                        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory_vectors"
+                        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory_vectors"  # type: ignore[call-overload]
                         f" USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) WHERE dims = {int(dims)}"
                     )
                 finally:
@@ -1047,8 +1244,61 @@ class PgVectorIndex:
                     conn.execute("RESET maintenance_work_mem")
                     conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
         except Exception as exc:
-            LOG.warning("PgVectorIndex: could not build the HNSW index %s (%s); exact search goes on", name, exc)
+            LOG.warning("PostgreSQL: could not build the HNSW index %s (%s); exact search goes on", name, exc)
             return False
         finally:
             self._building = False
         return self._has_ann(dims)
+
+
+# -- the storage bundle ----------------------------------------------------------------------
+
+
+class PgStorage(Storage):
+    """:class:`~ovos_memory_plugins.storage.engine.Storage` for one namespace of a PostgreSQL database."""
+
+    db: PgDatabase
+
+    def __init__(self, db: PgDatabase, namespace: str) -> None:
+        db.migrate("memory", MIGRATIONS)
+        super().__init__(
+            db=db,
+            documents=PgDocuments(db, namespace),
+            history=PgHistory(db, namespace),
+            keyword_factory=self._keyword,
+            vector_factory=self._vectors,
+        )
+        self.namespace = namespace
+
+    def _keyword(self, settings: KeywordSettings) -> PgKeywordIndex:
+        return PgKeywordIndex(self.db, self.namespace, settings)
+
+    def _vectors(self, search: str = "auto") -> PgVectorStore:
+        return PgVectorStore(self.db, self.namespace)
+
+    def retire_indexes(self, active: Iterable[str]) -> None:
+        """Drop the namespace's rows of indexes this memory no longer maintains (``"keyword"``,
+        ``"vector"``), so no copy of a text stays in an index nobody updates on delete."""
+        keep = set(active)
+        with self.db.atomic() as conn:
+            if "keyword" not in keep:
+                conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,))
+            if "vector" not in keep:
+                conn.execute("DELETE FROM memory_vectors WHERE namespace = %s", (self.namespace,))
+                conn.execute("DELETE FROM memory_vector_spaces WHERE namespace = %s", (self.namespace,))
+
+
+def open_storage(location: str, *, namespace: str = DEFAULT_NAMESPACE, **options: Any) -> PgStorage:
+    """Open one memory (``namespace``) of the PostgreSQL database at ``location`` (a URL).
+
+    ``options``: ``connect_timeout``, ``statement_timeout``, ``pool_timeout``,
+    ``max_connections`` (see :class:`PgDatabase`); SQLite-only options (``vector_extension``,
+    ``legacy``) are ignored. Raises :class:`StorageError` when the database cannot be used.
+    """
+    known = {"connect_timeout", "statement_timeout", "pool_timeout", "max_connections"}
+    db = PgDatabase(location, **{k: v for k, v in options.items() if k in known})
+    try:
+        return PgStorage(db, namespace)
+    except Exception:
+        db.close()
+        raise
