@@ -1144,6 +1144,21 @@ class PgVectorStore:
         self._counts.clear()
         return int(n)
 
+    def iter_vectors(self, space: str, batch: int = 500) -> Iterator[list[tuple[str, Vector]]]:
+        """The namespace's vectors of ``space`` as ``(doc_id, vector)``, oldest document first, in
+        batches (``storage.migrate`` copies them out)."""
+        last = 0
+        while True:
+            rows = self.db.query(
+                "SELECT v.id, d.doc_id, v.embedding FROM memory_vectors v JOIN memory_documents d ON d.id = v.id"
+                " WHERE v.namespace = %s AND v.space = %s AND v.id > %s ORDER BY v.id LIMIT %s",
+                (self.namespace, space, last, int(batch)),
+            )
+            if not rows:
+                return
+            yield [(r[1], r[2].to_numpy().astype("float32")) for r in rows]
+            last = int(rows[-1][0])
+
     def count(self, space: str) -> int:
         """How many vectors the namespace holds in ``space`` (cached for ``STATS_TTL`` s)."""
         now = time.monotonic()
