@@ -14,8 +14,16 @@ and may implement, when it can do better than the base:
   own matches are found, so other sessions never crowd them out.
 * ``_delete_documents(doc_ids) -> int``, ``_delete_all() -> int``: removal (``delete``,
   ``forget_session``, ``forget_all``);
+* ``_session_document_ids(session_id)``: a session's ids, when it stores documents the base
+  never saw (the base's catalogue already knows every document that went through it);
 * ``_backend_stats() -> dict``: figures for ``stats()``;
 * ``_close()``: release files and connections.
+
+Every document also goes into the memory's one documents table (its catalogue: id, session,
+text, metadata; :mod:`ovos_memory_plugins.storage.engine`), in the same transaction as the
+hook, so ``forget_session``/``forget_all`` can always enumerate what to delete. Memories made of
+indexes over that table (:class:`ovos_memory_plugins.index.IndexedMemory`: the keyword and vector
+backends) need no hooks at all.
 
 On top the base builds ``store``/``search``, content-derived document ids, the persisted
 short-term history, the five inject modes, locking (one instance serves many threads) and the
@@ -26,9 +34,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sqlite3
 import threading
 import time
 from abc import abstractmethod
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -38,9 +48,9 @@ from typing import Any, ClassVar
 from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole, ToolCall
 
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
-from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_root
+from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
-from ovos_memory_plugins.storage.history import HistoryStore
+from ovos_memory_plugins.storage.engine import Document, ForgetReport, Index, Storage, StoredDocument, check_id
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, clip_query
 
@@ -77,6 +87,13 @@ def _content_of(message: Any) -> str:
     return clean_text(content) if isinstance(content, str) else ""
 
 
+def _index_tiers(index: Index, removed: int) -> dict[str, int]:
+    """What an index's ``remove``/``remove_all`` removed, per tier (a ForgetReport names them)."""
+    if isinstance(removed, ForgetReport) and removed.tiers:
+        return removed.tiers
+    return {f"{index.name}_rows": int(removed)}
+
+
 class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships no type information
     """An OPM ``AgentContextManager`` with long-term recall over two storage hooks.
 
@@ -100,6 +117,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     persistent: ClassVar[bool] = False
     #: The relative score cut-off used when ``retrieval.min_relative_score`` is null.
     default_min_relative_score: ClassVar[float | None] = None
+    #: The name of this memory's one database file under ``root``.
+    database_file: ClassVar[str] = "history.db"
+    #: True when every copy of a document lives in the memory's storage (documents table and
+    #: indexes), so the base deletes without a ``_delete_documents`` hook.
+    stores_in_storage: ClassVar[bool] = False
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -112,19 +134,70 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         self.root: Path = resolve_root(self.settings)
         self._lock = threading.RLock()
         self._closed = False
-        self._history = HistoryStore(self._open_state_database())
+        #: The indexes the base writes every document to and deletes it from (IndexedMemory).
+        self.indexes: list[Index] = []
+        self.storage: Storage = self._open_storage()
+        self._history = self.storage.history
 
     # -- storage locations -------------------------------------------------------------------
 
-    def _open_state_database(self) -> Database:
-        """The database holding history and the catalogue; never raises (falls back to RAM)."""
+    def _database_path(self) -> tuple[Path, Path | None] | None:
+        """This memory's database file and the shared file of earlier releases it may adopt
+        (see :func:`~ovos_memory_plugins.config.resolve_file`); None keeps everything in RAM."""
         if self.persistent or self.settings.root:
-            path = self.root / "history.db"
-            try:
-                return Database(path)
-            except (StorageError, OSError) as exc:
-                LOG.error("%s: cannot open %s (%s); history is kept in RAM only", type(self).__name__, path, exc)
+            return resolve_file(self.settings, None, self.database_file)
+        return None
+
+    def _database_options(self) -> dict[str, Any]:
+        """Engine options for opening the database (the vector backend asks for sqlite-vec)."""
+        return {}
+
+    def _legacy_files(self, path: Path) -> list[Path]:
+        """Separate files of earlier releases whose rows move into ``path`` on first open."""
+        return []
+
+    def _open_state_database(self) -> Database:
+        """Deprecated hook: a subclass that overrides it chooses the SQLite database itself."""
         return Database(":memory:")
+
+    def _open_storage(self) -> Storage:
+        """The memory's one database, migrated; never raises (falls back to RAM, and says so:
+        ``stats()["storage"]``, an ERROR logged every turn)."""
+        from ovos_memory_plugins.storage.engine import open_storage
+        from ovos_memory_plugins.storage.sqlite_engine import SqliteStorage, adopt_shared_file
+
+        name = type(self).__name__
+        if type(self)._open_state_database is not BaseRetrievalMemory._open_state_database:
+            try:
+                return SqliteStorage(self._open_state_database())
+            except (StorageError, sqlite3.Error, OSError) as exc:
+                return self._ram_storage(f"cannot use the state database ({exc})")
+        if self.settings.database:
+            try:
+                return open_storage(
+                    self.settings.database, namespace=self.settings.namespace, **self._database_options()
+                )
+            except Exception as exc:  # a constructor must not raise: any driver error is reported
+                return self._ram_storage(f"cannot use the database {self.settings.database.split('@')[-1]} ({exc})")
+        where = self._database_path()
+        if where is None:
+            return open_storage(":memory:")
+        path, shared = where
+        try:
+            if shared is not None and shared != path:
+                adopt_shared_file(shared, path)
+            return open_storage(path, legacy=self._legacy_files(path), **self._database_options())
+        except (StorageError, sqlite3.Error, OSError) as exc:
+            LOG.error("%s: cannot open %s (%s)", name, path, exc)
+            return self._ram_storage(f"cannot open {path} ({exc})")
+
+    def _ram_storage(self, reason: str) -> Storage:
+        from ovos_memory_plugins.storage.engine import open_storage
+
+        LOG.error("%s: %s; memories are kept in RAM only and lost when the process ends", type(self).__name__, reason)
+        storage = open_storage(":memory:", **self._database_options())
+        storage.db.fallback_reason = reason
+        return storage
 
     @property
     def system_prompt(self) -> str:
@@ -185,17 +258,27 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def store(self, text: str, session_id: str = "default", metadata: dict[str, Any] | None = None) -> str:
         """Store a document and return its id (the same text in the same session upserts).
 
-        Raises ``ValueError`` for empty or non-text input and :class:`StorageError` (or the
-        backend's own error) when storage fails.
+        Raises ``ValueError`` for empty or non-text input or an unacceptable session id, and
+        :class:`StorageError` (or the backend's own error) when storage fails.
         """
-        if not isinstance(text, str):
-            raise ValueError(f"text must be a string, not {type(text).__name__}")
-        text = clean_text(text)
-        if not text.strip():
-            raise ValueError("cannot store empty text")
-        doc_id = self.document_id(session_id, text)
-        self._store(doc_id, text, session_id, dict(metadata or {}))
-        return doc_id
+        return self.store_many([text], session_id, metadata)[0]
+
+    def store_many(
+        self, texts: Iterable[str], session_id: str = "default", metadata: dict[str, Any] | None = None
+    ) -> list[str]:
+        """Store several documents in one transaction (the vector index embeds them in batches);
+        return their ids, in order. Raises like :meth:`store`, before anything is written."""
+        session_id = check_id(session_id, "session_id")
+        docs = []
+        for text in texts:
+            if not isinstance(text, str):
+                raise ValueError(f"text must be a string, not {type(text).__name__}")
+            text = clean_text(text)
+            if not text.strip():
+                raise ValueError("cannot store empty text")
+            docs.append(Document(self.document_id(session_id, text), text, session_id, dict(metadata or {})))
+        self._write_documents(docs)
+        return [d.doc_id for d in docs]
 
     def put_document(
         self, doc_id: str, text: str, session_id: str = "default", metadata: dict[str, Any] | None = None
@@ -205,17 +288,36 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         Unlike ``store`` the id is the caller's: an export imported into an empty root gets
         back the same ids, so the same searches return the same results.
         """
-        if not isinstance(doc_id, str) or not doc_id:
-            raise ValueError("doc_id must be a non-empty string")
-        if not isinstance(text, str) or not clean_text(text).strip():
-            raise ValueError("cannot store empty text")
-        self._store(doc_id, clean_text(text), session_id, dict(metadata or {}))
+        self.put_documents([(doc_id, text, session_id, metadata)])
 
-    def _store(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
+    def put_documents(self, docs: Iterable[tuple[str, str, str, dict[str, Any] | None]]) -> int:
+        """Store ``(doc_id, text, session_id, metadata)`` documents under their ids in one
+        transaction (import, ingest, benchmarks); return how many. Raises ``ValueError`` for a
+        bad id or empty text before anything is written."""
+        batch = []
+        for doc_id, text, session_id, metadata in docs:
+            if not isinstance(doc_id, str) or not doc_id:
+                raise ValueError("doc_id must be a non-empty string")
+            doc_id = check_id(doc_id, "doc_id")
+            if not isinstance(text, str) or not clean_text(text).strip():
+                raise ValueError("cannot store empty text")
+            batch.append(Document(doc_id, clean_text(text), check_id(session_id, "session_id"), dict(metadata or {})))
+        self._write_documents(batch)
+        return len(batch)
+
+    def _write_documents(self, docs: Sequence[Document]) -> list[StoredDocument]:
+        """The one write path: documents table, every index and the backend's hook, in one transaction."""
+        if not docs:
+            return []
         with self._lock:
-            self._store_document(doc_id, text, session_id, metadata)
-            if not self.tracks_sessions:
-                self._history.put_document(doc_id, session_id, metadata)
+            prepared = [index.prepare(docs) for index in self.indexes]
+            with self.storage.atomic():
+                stored = self.storage.documents.put(docs)
+                for index, work in zip(self.indexes, prepared, strict=True):
+                    index.add(stored, work)
+                for doc in docs:
+                    self._store_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
+            return stored
 
     def search(self, query: str, session_id: str | None = None, top_k: int | None = None) -> list[MemoryHit]:
         """The memories best matching ``query``, best first, deduplicated.
@@ -231,6 +333,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         query = clip_query(query)
         if not query.strip():
             return []
+        if session_id is not None:
+            session_id = check_id(session_id, "session_id")
         with self._lock:
             if session_id is None:
                 hits = self._query_backend(query, k)
@@ -244,21 +348,21 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
 
     def _query_widening(self, query: str, k: int, session_id: str) -> list[MemoryHit]:
         """Session filter for backends without ``_query_session``: widen until found or exhausted."""
-        total = self._history.document_count()
+        total = self.storage.documents.count()
         fetch = k
         while True:
             hits = self._query_backend(query, fetch)
-            known = self._history.documents(h.source for h in hits)
-            own = [h for h in hits if h.source in known and known[h.source][0] == session_id]
+            known = self.storage.documents.get(h.source for h in hits)
+            own = [h for h in hits if h.source in known and known[h.source].session_id == session_id]
             if len(own) >= k or len(hits) < fetch or fetch > total:
                 return own
             fetch = min(fetch * 4, total + 1)
 
     def _with_catalogue_metadata(self, hits: list[MemoryHit]) -> list[MemoryHit]:
-        known = self._history.documents(h.source for h in hits)
+        known = self.storage.documents.get(h.source for h in hits)
         for hit in hits:
             if not hit.metadata and hit.source in known:
-                hit.metadata = dict(known[hit.source][1])
+                hit.metadata = dict(known[hit.source].metadata)
         return hits
 
     def _cut(self, hits: list[MemoryHit]) -> list[MemoryHit]:
@@ -273,43 +377,84 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 hits = [h for h in hits if h.score >= relative * best]
         return hits
 
+    # -- forgetting --------------------------------------------------------------------------
+
+    def _can_delete(self) -> bool:
+        return self.stores_in_storage or self._can("_delete_documents")
+
+    def _forget_documents(self, ids: Sequence[str]) -> Counter[str]:
+        """Delete documents from every tier (inside the caller's transaction); what went, per tier."""
+        tiers: Counter[str] = Counter()
+        found = list(self.storage.documents.get(ids).values())
+        for index in self.indexes:
+            for name, n in _index_tiers(index, index.remove(found)).items():
+                tiers[name] += n
+        if self._can("_delete_documents") and ids:
+            tiers["backend"] += int(self._delete_documents(list(ids)) or 0)
+        tiers["documents"] += self.storage.documents.remove(ids)
+        tiers["history_messages"] += self.storage.history.remove_exchanges(found)
+        return tiers
+
+    def _report(self, tiers: Counter[str]) -> ForgetReport:
+        self.storage.db.purge()
+        return ForgetReport(max(tiers["documents"], tiers["backend"]), dict(tiers))
+
     def delete(self, doc_ids: Iterable[str]) -> int:
-        """Delete documents by id; return how many existed. Raises if the backend cannot delete."""
-        ids = list(doc_ids)
-        if not self._can("_delete_documents"):
+        """Delete documents by id from every tier (documents, indexes, the exchange's history
+        messages, the backend's own store); return how many existed, as a
+        :class:`~ovos_memory_plugins.storage.engine.ForgetReport` (an int with ``.tiers``).
+        Raises if the backend cannot delete."""
+        ids = [check_id(d, "doc_id") for d in dict.fromkeys(doc_ids)]
+        if not self._can_delete():
             raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")
         with self._lock:
-            n = self._delete_documents(ids)
-            if not self.tracks_sessions:
-                self._history.drop_documents(ids)
-        return n
+            with self.storage.atomic():
+                tiers = self._forget_documents(ids)
+            return self._report(tiers)
 
     def forget_session(self, session_id: str) -> int:
-        """Delete a session's documents and history; return how many documents went."""
+        """Delete a session's documents (every tier) and history; return how many documents
+        went (a :class:`~ovos_memory_plugins.storage.engine.ForgetReport`)."""
+        session_id = check_id(session_id, "session_id")
         with self._lock:
-            n = self.delete(self._session_document_ids(session_id))
-            self._history.clear_session(session_id)
-        return n
+            ids = self._session_document_ids(session_id)
+            if ids and not self._can_delete():
+                raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")
+            with self.storage.atomic():
+                tiers = self._forget_documents(ids) if ids else Counter()
+                tiers["history_messages"] += self.storage.history.clear_session(session_id)
+            return self._report(tiers)
 
     def _session_document_ids(self, session_id: str) -> list[str]:
-        """The ids of a session's documents (backends that track sessions override this)."""
-        return self._history.session_documents(session_id)
+        """The ids of a session's documents: the catalogue's, plus what a backend that keeps
+        sessions itself reports (override to add documents the base never saw)."""
+        return self.storage.documents.ids(session_id)
 
     def forget_all(self) -> int:
-        """Delete every document and all history; return how many documents went."""
+        """Delete every document (every tier) and all history; return how many documents went
+        (a :class:`~ovos_memory_plugins.storage.engine.ForgetReport`)."""
         with self._lock:
-            if self._can("_delete_all"):
-                n = self._delete_all()
-                self._history.drop_documents(self._history.all_documents())
-            else:
-                n = self.delete(self._history.all_documents())
-            self._history.clear_all()
-        return n
+            if not self._can_delete() and not self._can("_delete_all") and self.storage.documents.count():
+                raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")
+            tiers: Counter[str] = Counter()
+            with self.storage.atomic():
+                for index in self.indexes:
+                    for name, n in _index_tiers(index, index.remove_all()).items():
+                        tiers[name] += n
+                if self._can("_delete_all"):
+                    tiers["backend"] += int(self._delete_all() or 0)
+                elif self._can("_delete_documents"):
+                    ids = self.storage.documents.ids()
+                    if ids:
+                        tiers["backend"] += int(self._delete_documents(ids) or 0)
+                tiers["documents"] += self.storage.documents.remove_all()
+                tiers["history_messages"] += self.storage.history.clear_all()
+            return self._report(tiers)
 
     def sessions(self) -> list[str]:
         """Every session with recorded history, sorted (operators, the editor)."""
         with self._lock:
-            return self._history.sessions()
+            return self.storage.history.sessions()
 
     def messages(self, session_id: str) -> list[AgentMessage]:
         """Every message kept for a session, oldest first, unanswered ones included.
@@ -318,20 +463,30 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         exchanges live on as documents (``search``, ``iter_documents`` where the backend lists).
         """
         with self._lock:
-            stored = self._history.recent(session_id, 1_000_000)
+            stored = self.storage.history.recent(check_id(session_id, "session_id"), 1_000_000)
         return [AgentMessage(role=MessageRole(m.role), content=m.content) for m in stored]
 
     def stats(self) -> dict[str, Any]:
-        """Figures about this memory: backend storage, history messages and sessions."""
+        """Figures about this memory: documents, history, the storage (``storage.in_ram`` and
+        ``storage.problem`` say when it fell back to RAM) and the backend's own figures."""
         with self._lock:
+            db = self.storage.db
             out: dict[str, Any] = {
                 "backend": type(self).__name__,
                 "root": str(self.root),
-                "history_messages": self._history.message_count(),
-                "history_sessions": len(self._history.sessions()),
+                "history_messages": self.storage.history.message_count(),
+                "history_sessions": len(self.storage.history.sessions()),
+                "documents": self.storage.documents.count(),
+                "storage": {
+                    "engine": db.engine,
+                    "location": db.location,
+                    "in_ram": db.in_ram,
+                    "problem": db.fallback_reason,
+                    "bytes": db.size_bytes(),
+                },
             }
-            if not self.tracks_sessions:
-                out["documents"] = self._history.document_count()
+            for index in self.indexes:
+                out.update(index.stats())
             out.update(self._backend_stats())
         return out
 
@@ -344,7 +499,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         if limit <= 0:
             return []
         with self._lock:
-            stored = self._history.recent(session_id, limit * 2 + 4)
+            stored = self.storage.history.recent(check_id(session_id, "session_id"), limit * 2 + 4)
         pairs: list[tuple[str, str]] = []
         for prev, cur in pairwise(stored):
             if prev.role == USER and cur.role == ASSISTANT:
@@ -367,33 +522,52 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             LOG.exception("%s: could not record messages for session %r", type(self).__name__, session_id)
 
     def _update_history(self, new_messages: Sequence[Any], session_id: str) -> None:
+        db = self.storage.db
+        if db.fallback_reason:
+            LOG.error(
+                "%s: memories are kept in RAM only and lost when the process ends (%s)",
+                type(self).__name__,
+                db.fallback_reason,
+            )
+        session_id = check_id(session_id, "session_id")
         incoming = [(_role_of(m), _content_of(m)) for m in (new_messages or [])]
         incoming = [(role, content) for role, content in incoming if role in (USER, ASSISTANT)]
         if not incoming:
             return
+        history = self.storage.history
         exchanges: list[tuple[str, str, str]] = []
         with self._lock:
-            tail = self._history.recent(session_id, 2)
+            tail = history.recent(session_id, 2)
             if len(incoming) == 2 and [(m.role, m.content) for m in tail] == incoming:
                 return  # the same exchange again: a replay
-            previous_id = self._history.last_exchange_id(session_id)
+            previous_id = history.last_exchange_id(session_id)
             last_role, last_content = (tail[-1].role, tail[-1].content) if tail else ("", "")
-            for role, content in incoming:
+            tags: list[str | None] = [None] * len(incoming)
+            tag_tail: str | None = None
+            for i, (role, content) in enumerate(incoming):
                 if role == ASSISTANT and last_role == USER:
                     previous_id = self.exchange_id(session_id, previous_id, last_content, content)
                     exchanges.append((previous_id, last_content, content))
+                    tags[i] = previous_id
+                    if i > 0:
+                        tags[i - 1] = previous_id
+                    else:
+                        tag_tail = previous_id  # its question was recorded by an earlier call
                 last_role, last_content = role, content
             keep = max(self.settings.max_history * 2 + 4, 24)
-            self._history.append(session_id, incoming, keep, previous_id if exchanges else None)
-            for doc_id, user, assistant in exchanges:
-                if not (user.strip() or assistant.strip()):
-                    continue
-                try:
-                    self._store(
-                        doc_id, exchange_text(user, assistant), session_id, {"kind": "exchange", "time": time.time()}
-                    )
-                except Exception:
-                    LOG.exception("%s: could not store exchange %s", type(self).__name__, doc_id)
+            with self.storage.atomic():
+                if tag_tail is not None:
+                    history.tag_exchange(session_id, tag_tail)
+                history.append(session_id, incoming, keep, previous_id if exchanges else None, tags)
+            docs = [
+                Document(doc_id, exchange_text(user, assistant), session_id, {"kind": "exchange", "time": time.time()})
+                for doc_id, user, assistant in exchanges
+                if user.strip() or assistant.strip()
+            ]
+            try:
+                self._write_documents(docs)
+            except Exception:
+                LOG.exception("%s: could not store exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
 
     def build_conversation_context(self, utterance: str, session_id: str) -> list[AgentMessage]:
         """The messages for the next answer, in the configured inject mode. Never raises.
@@ -498,9 +672,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 return
             self._closed = True
             try:
+                for index in self.indexes:
+                    index.close()
                 self._close()
             finally:
-                self._history.db.close()
+                self.storage.close()
 
     def __enter__(self) -> BaseRetrievalMemory:
         return self

@@ -35,9 +35,11 @@ __all__ = [
     "MemoryConfig",
     "ParsedConfig",
     "RetrievalConfig",
+    "check_path",
     "describe",
     "option",
     "parse_config",
+    "resolve_file",
     "resolve_root",
     "validate_config",
 ]
@@ -79,6 +81,21 @@ def _check_namespace(value: Any) -> str | None:
     if isinstance(value, str) and _NAMESPACE_RE.match(value) and value not in {".", ".."}:
         return None
     return "letters, digits, '.', '_' and '-', starting with a letter or digit (it names a folder)"
+
+
+def check_path(value: Any) -> str | None:
+    """The check of a file or folder key: any text without a NUL character (the OS rejects it)."""
+    if value is None or (isinstance(value, str) and "\x00" not in value and value.strip()):
+        return None
+    return "a non-empty path without NUL characters"
+
+
+def _check_database(value: Any) -> str | None:
+    if value is None or (
+        isinstance(value, str) and value.startswith(("postgresql://", "postgres://")) and "\x00" not in value
+    ):
+        return None
+    return "a PostgreSQL URL (postgresql://user@host:port/dbname), or null for SQLite files under root"
 
 
 def _check_template(*names: str) -> Callable[[Any], str | None]:
@@ -158,13 +175,22 @@ class MemoryConfig:
     root: str | None = option(
         None,
         doc="Folder for this memory's files; `~` is expanded. Default: "
-        "`$XDG_DATA_HOME/ovos/memory/<namespace>` (`~/.local/share/ovos/memory/<namespace>`).",
+        "`$XDG_DATA_HOME/ovos/memory/<namespace>` (`~/.local/share/ovos/memory/<namespace>`). "
+        "With a `namespace` other than `default`, the files go to `<root>/<namespace>/`.",
+        check=check_path,
     )
     namespace: str = option(
         "default",
-        doc="Names this memory's folder under the default root. Give each persona its own, or "
-        "personas share what they remember.",
+        doc="Names this memory's folder (under the default root, or under `root`). Give each persona "
+        "its own, or personas share what they remember. It always isolates: two namespaces never "
+        "share a file, whatever `root` or `db_path` say.",
         check=_check_namespace,
+    )
+    database: str | None = option(
+        None,
+        doc="A PostgreSQL URL (`postgresql://user@host:port/dbname`, needs the `postgres` extra) to keep "
+        "this memory there, keyed by `namespace`, instead of SQLite files under `root`. null: SQLite.",
+        check=_check_database,
     )
 
 
@@ -325,12 +351,37 @@ def validate_config(config: Mapping[str, Any] | None, plugin: str | type[Any] | 
     return parsed
 
 
+def _expand(path: str) -> Path:
+    return Path(os.path.expandvars(os.path.expanduser(path)))
+
+
 def resolve_root(memory: MemoryConfig) -> Path:
-    """The memory's folder: ``root`` with ``~`` expanded, else under the XDG data home."""
+    """The memory's folder: ``root`` with ``~`` expanded (``<root>/<namespace>`` for a namespace
+    other than ``default``, so namespaces always isolate), else ``<XDG data home>/ovos/memory/<namespace>``."""
     if memory.root:
-        return Path(os.path.expandvars(os.path.expanduser(memory.root)))
+        root = _expand(memory.root)
+        return root if memory.namespace == "default" else root / memory.namespace
     data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(data_home) / "ovos" / "memory" / memory.namespace
+
+
+def resolve_file(memory: MemoryConfig, configured: str | None, default_name: str) -> tuple[Path, Path | None]:
+    """A memory's database file and, when a namespace moved it, where earlier releases kept it.
+
+    ``configured`` is the backend's ``db_path`` (or None: ``<root>/<default_name>``). A
+    namespace other than ``default`` always gets its own file: ``<root>/<namespace>/<name>``, or
+    for an explicit ``db_path`` ``<its folder>/<namespace>/<its name>``. The second value is the
+    shared file of earlier releases (``<root>/<name>`` or ``db_path`` itself), which those
+    releases used for every namespace under that root; None when nothing moved.
+    """
+    if configured:
+        path = _expand(configured)
+        if memory.namespace == "default":
+            return path, None
+        return path.parent / memory.namespace / path.name, path
+    root = resolve_root(memory)
+    shared = _expand(memory.root) / default_name if memory.root and memory.namespace != "default" else None
+    return root / default_name, shared
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,27 @@
-"""The ``Index`` protocol and its ``|`` composition into a fused hybrid.
+"""Indexes over a memory's documents table, their fusion into a hybrid, and the memory made of them.
 
-An :class:`Index` keeps documents by id and finds them again::
+An index (:class:`~ovos_memory_plugins.storage.engine.Index`, the storage seam's protocol)
+finds the documents of the memory's one documents table again::
 
-    add(docs)                      insert or replace (upsert by doc id)
-    remove(ids)                    delete by id (unknown ids are ignored)
-    search(query, k, session_id)   the best ``k`` as MemoryHit (source = doc id), best first
+    prepare(docs)               before the write transaction (the vector index embeds here)
+    add(stored, prepared)       inside it: index the stored documents
+    remove(stored)/remove_all() inside the forget transaction, before the rows go
+    search(query, k, session_id) the best k as MemoryHit (source = doc id), best first
 
-``a | b`` builds a :class:`HybridIndex`: writes reach every arm (each arm is tried even when
-another fails; the failures are then raised together), reads skip a failing arm (logged) and
-fuse the others' lists. Arms shipped here:
+Indexes shipped here and in :mod:`ovos_memory_plugins.storage`:
 
-* :class:`VectorIndex`: a :class:`~ovos_memory_plugins.storage.vector_store.VectorStore` and an
-  embedder; embedder outages queue vectors for retry (writes) or give no hits (reads).
-* :class:`MemoryIndex`: any :class:`~ovos_memory_plugins.base.BaseRetrievalMemory` (the keyword
-  backend, for one) through its storage hooks.
+* the keyword index (:class:`ovos_memory_plugins.storage.keyword.SqliteKeywordIndex`);
+* :class:`VectorIndex`: an embedder over the engine's
+  :class:`~ovos_memory_plugins.storage.engine.VectorStore`; embedder outages leave vectors
+  pending for a background retry (writes) or give no hits (reads);
+* :class:`HybridIndex` (``a | b``): several indexes as one; writes reach every arm, reads fuse
+  the arms that answer (a failing arm is skipped, logged).
 
-Bring your own arm (pgvector, Elasticsearch, ...) by implementing the three methods and a
-``name``; subclass :class:`IndexBase` to get ``|``. An arm may also have ``weight(query) ->
-float``: how much to trust it for this query (the local MiniLM arm lowers it for text its
-vocabulary cannot read).
+:class:`IndexedMemory` is a memory made of indexes over its storage: the keyword backend is
+the documents table plus a keyword index; the vector backend the documents table plus a vector
+index, and with ``hybrid`` a keyword index too, both over the SAME database. An arm may also
+have ``weight(query) -> float``: how much to trust it for this query (the local MiniLM arm
+lowers it for text its vocabulary cannot read).
 """
 
 from __future__ import annotations
@@ -27,14 +30,21 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
 
+from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit, fuse_rrf, fuse_weighted, normalize_content
 from ovos_memory_plugins.embedders import Embedder, embed_documents, embed_queries
 from ovos_memory_plugins.errors import BackendError, StorageError
-from ovos_memory_plugins.storage.vector_store import VectorStore
+from ovos_memory_plugins.storage.engine import (
+    Document,
+    DocumentStore,
+    ForgetReport,
+    Index,
+    StoredDocument,
+    VectorStore,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -43,43 +53,10 @@ __all__ = [
     "HybridIndex",
     "Index",
     "IndexBase",
-    "IndexDocument",
-    "MemoryIndex",
+    "IndexedMemory",
     "VectorIndex",
     "fuse_scores",
 ]
-
-
-@dataclass(frozen=True)
-class IndexDocument:
-    """A document as indexes see it."""
-
-    doc_id: str
-    text: str
-    session_id: str = "default"
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@runtime_checkable
-class Index(Protocol):
-    """Anything that keeps documents by id and finds them again (see the module docstring)."""
-
-    @property
-    def name(self) -> str:
-        """A short label for logs (``"vector"``, ``"keyword"``)."""
-        ...
-
-    def add(self, docs: Sequence[IndexDocument]) -> None:
-        """Insert or replace documents by id."""
-        ...
-
-    def remove(self, ids: Sequence[str]) -> None:
-        """Delete documents by id."""
-        ...
-
-    def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
-        """The best ``k`` documents (only ``session_id``'s when given), best first."""
-        ...
 
 
 class IndexBase:
@@ -91,6 +68,12 @@ class IndexBase:
         left = list(self.arms) if isinstance(self, HybridIndex) else [self]
         right = list(other.arms) if isinstance(other, HybridIndex) else [other]
         return HybridIndex([*left, *right])
+
+
+def _tiers(index: Index, removed: int) -> dict[str, int]:
+    if isinstance(removed, ForgetReport) and removed.tiers:
+        return removed.tiers
+    return {f"{index.name}_rows": int(removed)}
 
 
 # -- fusion --------------------------------------------------------------------------------
@@ -141,7 +124,7 @@ class HybridIndex(IndexBase):
     """Several indexes as one: writes reach every arm, reads fuse the arms that answer.
 
     Args:
-        arms: the indexes, each implementing :class:`Index`.
+        arms: the indexes, each implementing :class:`~ovos_memory_plugins.storage.engine.Index`.
         weights: one per arm (default 1.0 each); an arm's ``weight(query)``, when it has one,
             multiplies its weight per query.
         fusion: ``"weighted"`` (the default: each list's scores min-max normalised, weighted and
@@ -162,7 +145,8 @@ class HybridIndex(IndexBase):
         for i, arm in enumerate(arms):
             if not isinstance(arm, Index):
                 raise BackendError(
-                    f"arm {i} ({type(arm).__name__}) is not an Index: it needs name, add, remove and search"
+                    f"arm {i} ({type(arm).__name__}) is not an Index: it needs name, prepare, add, remove, "
+                    "remove_all, search, stats and close"
                 )
         if fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
@@ -179,24 +163,41 @@ class HybridIndex(IndexBase):
         """The arms' names joined with ``|``."""
         return " | ".join(arm.name for arm in self.arms)
 
-    def _each(self, what: str, call: Any) -> None:
-        failures = []
+    def prepare(self, docs: Sequence[Document]) -> list[Any]:
+        """Each arm's preparation."""
+        return [arm.prepare(docs) for arm in self.arms]
+
+    def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
+        """Add to every arm (inside the caller's transaction: one failing arm fails the write)."""
+        work = prepared if isinstance(prepared, list) else [None] * len(self.arms)
+        for arm, p in zip(self.arms, work, strict=True):
+            arm.add(docs, p)
+
+    def remove(self, docs: Sequence[StoredDocument]) -> int:
+        """Remove from every arm; the count carries each arm's figure in ``.tiers``."""
+        tiers: dict[str, int] = {}
         for arm in self.arms:
-            try:
-                call(arm)
-            except Exception as exc:  # an arm's own error type is unknown; every arm is still tried
-                LOG.exception("hybrid index: %s failed on arm %s", what, arm.name)
-                failures.append(f"{arm.name}: {exc}")
-        if failures:
-            raise BackendError(f"hybrid index: {what} failed on {len(failures)} arm(s): " + "; ".join(failures))
+            tiers.update(_tiers(arm, arm.remove(docs)))
+        return ForgetReport(sum(tiers.values()), tiers)
 
-    def add(self, docs: Sequence[IndexDocument]) -> None:
-        """Add to every arm; raise :class:`BackendError` after trying all if any failed."""
-        self._each("add", lambda arm: arm.add(docs))
+    def remove_all(self) -> int:
+        """Empty every arm; the count carries each arm's figure in ``.tiers``."""
+        tiers: dict[str, int] = {}
+        for arm in self.arms:
+            tiers.update(_tiers(arm, arm.remove_all()))
+        return ForgetReport(sum(tiers.values()), tiers)
 
-    def remove(self, ids: Sequence[str]) -> None:
-        """Remove from every arm; raise :class:`BackendError` after trying all if any failed."""
-        self._each("remove", lambda arm: arm.remove(ids))
+    def stats(self) -> dict[str, Any]:
+        """Every arm's figures."""
+        out: dict[str, Any] = {}
+        for arm in self.arms:
+            out.update(arm.stats())
+        return out
+
+    def close(self) -> None:
+        """Close every arm."""
+        for arm in self.arms:
+            arm.close()
 
     def arm_hits(self, query: str, k: int, session_id: str | None = None) -> list[list[MemoryHit] | None]:
         """Each arm's hits (None for an arm that failed, logged)."""
@@ -242,19 +243,21 @@ class HybridIndex(IndexBase):
 
 
 class VectorIndex(IndexBase):
-    """Dense vectors: a :class:`VectorStore` and an :class:`Embedder`.
+    """Dense vectors: an :class:`Embedder` over the engine's vector store.
 
-    ``add`` always keeps the documents; when the embedder fails their vectors stay pending and
-    :meth:`reembed` (run in the background by :meth:`start_background`) fills them in later,
-    as it does after an embedder switch. ``search`` raises :class:`BackendError` when the
-    embedder fails (a hybrid skips the arm; the vector backend answers with no hits).
+    ``prepare`` embeds the new documents before the write transaction; when the embedder fails
+    the documents are still stored and their vectors stay pending: :meth:`reembed` (run in the
+    background by :meth:`start_background`) fills them in later, as after an embedder switch.
+    ``search`` raises :class:`BackendError` when the embedder fails (a hybrid skips the arm; the
+    vector backend answers with no hits).
 
     Args:
-        store: where documents and vectors live.
+        store: where vectors live (the engine's :class:`~ovos_memory_plugins.storage.engine.VectorStore`).
+        documents: the memory's documents table (hits read their text there).
         embedder: the active embedder; its ``id`` names the vector space searched.
         min_similarity: hits below this cosine similarity are dropped.
-        batch_size: texts per embedding call when re-embedding.
-        background: start the background re-embedding thread after a failed ``add``.
+        batch_size: texts per embedding call.
+        background: start the background re-embedding thread after a failed embedding.
     """
 
     name = "vector"
@@ -262,6 +265,7 @@ class VectorIndex(IndexBase):
     def __init__(
         self,
         store: VectorStore,
+        documents: DocumentStore,
         embedder: Embedder,
         min_similarity: float = 0.0,
         batch_size: int = 64,
@@ -269,6 +273,7 @@ class VectorIndex(IndexBase):
     ) -> None:
         self.background = background
         self.store = store
+        self.documents = documents
         self.embedder = embedder
         self.space = embedder.id
         self.min_similarity = min_similarity
@@ -278,10 +283,10 @@ class VectorIndex(IndexBase):
         self._stop = threading.Event()
         self.last_error: str | None = None
 
-    def add(self, docs: Sequence[IndexDocument]) -> None:
-        """Keep the documents, then embed them; an embedder failure leaves them pending."""
-        for doc in docs:
-            self.store.put_document(doc.doc_id, doc.session_id, doc.text, dict(doc.metadata))
+    def prepare(self, docs: Sequence[Document]) -> dict[str, Any]:
+        """Embed the documents (in batches); an embedder failure leaves them pending (no raise)."""
+        if not docs:
+            return {}
         try:
             vectors = embed_documents(self.embedder, [d.text for d in docs], self.batch_size)
         except Exception as exc:  # any embedder failure: keep the documents, retry later
@@ -289,12 +294,26 @@ class VectorIndex(IndexBase):
             LOG.warning("vector index: embedding %d document(s) failed (%s); queued for retry", len(docs), exc)
             if self.background:
                 self.start_background(first_delay=5.0)
-            return
-        self.store.put_vectors(self.space, [(d.doc_id, vectors[i]) for i, d in enumerate(docs)])
+            return {}
+        return {d.doc_id: vectors[i] for i, d in enumerate(docs)}
 
-    def remove(self, ids: Sequence[str]) -> None:
-        """Delete documents and all their vectors."""
-        self.store.delete(list(ids))
+    def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
+        """Store the prepared vectors; a changed text drops the document's old vectors (every space)."""
+        changed = [d.key for d in docs if d.changed]
+        if changed:
+            self.store.remove(changed)
+        vectors = prepared if isinstance(prepared, dict) else {}
+        self.store.put_vectors(self.space, [(d.doc_id, vectors[d.doc_id]) for d in docs if d.doc_id in vectors])
+
+    def remove(self, docs: Sequence[StoredDocument]) -> int:
+        """Delete the documents' vectors (every space)."""
+        n = self.store.remove([d.key for d in docs])
+        return ForgetReport(n, {"vectors": n})
+
+    def remove_all(self) -> int:
+        """Delete every vector."""
+        n = self.store.remove_all()
+        return ForgetReport(n, {"vectors": n})
 
     def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
         """Nearest documents by cosine similarity (``score``), at or above ``min_similarity``."""
@@ -310,7 +329,7 @@ class VectorIndex(IndexBase):
         except StorageError:
             raise
         found = [(d, s) for d, s in found if s >= self.min_similarity]
-        docs = self.store.documents(d for d, _ in found)
+        docs = self.documents.get(d for d, _ in found)
         hits = []
         for doc_id, score in found:
             doc = docs.get(doc_id)
@@ -329,6 +348,22 @@ class VectorIndex(IndexBase):
         if not callable(coverage):
             return 1.0
         return max(0.0, min(1.0, (float(coverage(query)) - 0.6) / 0.3))
+
+    def stats(self) -> dict[str, Any]:
+        """The embedder, pending documents, vectors per space and the search path."""
+        out: dict[str, Any] = {
+            "embedder": self.embedder.id,
+            "pending_vectors": self.pending(),
+            "vector_spaces": self.store.spaces(),
+            "vector_search": self.store.path,
+        }
+        if self.last_error:
+            out["last_embedder_error"] = self.last_error
+        return out
+
+    def close(self) -> None:
+        """Stop the background thread."""
+        self.stop()
 
     # -- re-embedding --------------------------------------------------------------------------
 
@@ -402,31 +437,63 @@ class VectorIndex(IndexBase):
         return False
 
 
-class MemoryIndex(IndexBase):
-    """Any :class:`~ovos_memory_plugins.base.BaseRetrievalMemory` as an index arm.
+class IndexedMemory(BaseRetrievalMemory):
+    """A memory made of indexes over its storage's documents table (no storage hooks needed).
 
-    Writes go through its ``put_document`` with the caller's doc ids (so ids agree across arms);
-    reads through its public ``search``, so its own session filter and scoring apply.
+    The base writes every document to the documents table and to ``self.indexes`` in one
+    transaction, and deletes from all of them; a subclass builds its indexes in
+    :meth:`_open_indexes` and names the searchable one ``self.index``. When the indexes cannot
+    be opened on the memory's file (a broken file), the memory moves to RAM and says so
+    (``stats()["storage"]["problem"]``, an ERROR each turn); the constructor never raises.
     """
 
-    def __init__(self, memory: Any, name: str = "keyword") -> None:
-        self.memory = memory
-        self._name = name
+    persistent: ClassVar[bool] = True
+    stores_in_storage: ClassVar[bool] = True
 
-    @property
-    def name(self) -> str:
-        """The label given at construction."""
-        return self._name
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__(config)
+        self.index: Index | None = None
+        try:
+            self.index = self._open_indexes()
+        except (StorageError, OSError, Exception) as exc:  # sqlite3.Error and driver errors too
+            LOG.exception("%s: cannot open the indexes on %s", type(self).__name__, self.storage.db.location)
+            self.storage.close()
+            self.storage = self._ram_storage(f"cannot open the indexes on {self.storage.db.location} ({exc})")
+            self._history = self.storage.history
+            self.index = self._open_indexes()
+        self.indexes = [self.index] if self.index is not None else []
+        retire = getattr(self.storage, "retire_indexes", None)
+        if callable(retire):
+            arms = getattr(self.index, "arms", [self.index]) if self.index is not None else []
+            retire([arm.name for arm in arms])
 
-    def add(self, docs: Sequence[IndexDocument]) -> None:
-        """Store each document under its id."""
-        for doc in docs:
-            self.memory.put_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
+    def _open_indexes(self) -> Index | None:
+        """Build the memory's indexes over ``self.storage``; return the one searched."""
+        raise NotImplementedError
 
-    def remove(self, ids: Sequence[str]) -> None:
-        """Delete by id."""
-        self.memory.delete(list(ids))
+    def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
+        """Nothing: the base wrote the document to the documents table and to every index."""
 
-    def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
-        """The memory's own search."""
-        return list(self.memory.search(query, session_id=session_id, top_k=k))
+    def _search(self, query: str, top_k: int, session_id: str | None) -> list[MemoryHit]:
+        if self.index is None:
+            return []
+        return self.index.search(query, top_k, session_id)
+
+    def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
+        return self._search(query, top_k, None)
+
+    def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
+        return self._search(query, top_k, session_id)
+
+    def iter_documents(self) -> Iterator[dict[str, Any]]:
+        """Every stored document, oldest first, as ``{"id", "text", "session_id", "metadata"}``
+        (``ovos-memory export``, the editor). Reads in pages, so a large memory streams."""
+        for doc in self.storage.documents.iter():
+            yield {"id": doc.doc_id, "text": doc.text, "session_id": doc.session_id, "metadata": doc.metadata}
+
+    def _backend_stats(self) -> dict[str, Any]:
+        return {
+            "sessions": len(self.storage.documents.sessions()),
+            "bytes": self.storage.db.size_bytes(),
+            "db_path": self.storage.db.location,
+        }

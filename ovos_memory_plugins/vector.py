@@ -7,9 +7,11 @@ thread (resumable: what is pending is read from the tables). An embedder that fa
 time leaves the document stored and its vector pending (retried with back-off); at query time
 it gives no vector hits, never an error in the turn.
 
-With ``"hybrid": true`` a keyword arm (:class:`~ovos_memory_plugins.lexical.LexicalMemory`, in
-``<root>/keyword/``) runs next to the vectors; both are :class:`~ovos_memory_plugins.index.Index`
-arms of a :class:`~ovos_memory_plugins.index.HybridIndex`, fused per query.
+The memory is its documents table plus a vector index; with ``"hybrid": true`` also a keyword
+index over the SAME file (two indexes, one database, one copy of each text), fused per query by
+a :class:`~ovos_memory_plugins.index.HybridIndex`. A file of an earlier release (whose hybrid
+kept a second memory in ``<root>/keyword/``) is migrated on open: its rows move into
+``vector.db`` and the old folder is deleted.
 
 Persona config::
 
@@ -28,19 +30,17 @@ See ``docs/vector.md`` for every key.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
-from ovos_memory_plugins.config import ParsedConfig, option
+from ovos_memory_plugins.config import ParsedConfig, check_path, option, resolve_file
 from ovos_memory_plugins.embedders import EMBEDDER_NAMES, Embedder, check_embedder, make_embedder, spec_problems
-from ovos_memory_plugins.errors import BackendError, StorageError
-from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexDocument, MemoryIndex, VectorIndex
-from ovos_memory_plugins.storage.sqlite import Database
-from ovos_memory_plugins.storage.vector_store import VectorStore, open_vector_database
+from ovos_memory_plugins.errors import BackendError
+from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexedMemory, VectorIndex
+from ovos_memory_plugins.lexical import LexicalOptions, keyword_settings
+from ovos_memory_plugins.storage.engine import Index
 
 LOG = logging.getLogger(__name__)
 
@@ -79,7 +79,10 @@ class VectorOptions:
         "`sqlite-vec` (SQL over the stored vectors, no RAM copy; needs the extension to load).",
     )
     db_path: str | None = option(
-        None, doc="The SQLite file (documents, vectors, history); `~` is expanded. Default: `<root>/vector.db`."
+        None,
+        doc="The SQLite file (documents, vectors, keyword index, history); `~` is expanded. Default: "
+        "`<root>/vector.db`. With a `namespace` other than `default`: `<its folder>/<namespace>/<its name>`.",
+        check=check_path,
     )
     min_similarity: float | None = option(
         None,
@@ -100,7 +103,8 @@ class VectorOptions:
     )
     keyword: dict[str, Any] = option(
         default_factory=dict,
-        doc="Keys for the hybrid's keyword arm (the keyword backend's own keys, e.g. `lang`).",
+        doc="Keys for the hybrid's keyword index (the keyword backend's own keys: `lang`, "
+        "`extra_stopwords`, `head_weight`, `context_weight`, `last_line_weight`, `max_query_terms`).",
     )
     batch_size: int = option(64, doc="Texts per embedding call when (re-)embedding.", minimum=1)
     background_reembed: bool = option(
@@ -123,7 +127,7 @@ class _Unavailable:
         raise BackendError(f"no embedder: {self.reason}")
 
 
-class VectorMemory(BaseRetrievalMemory):
+class VectorMemory(IndexedMemory):
     """Vector (and hybrid) memory over SQLite (config: :class:`VectorOptions` plus the shared keys).
 
     Args:
@@ -133,37 +137,15 @@ class VectorMemory(BaseRetrievalMemory):
     """
 
     options_class: ClassVar[type[Any] | None] = VectorOptions
-    persistent: ClassVar[bool] = True
+    database_file: ClassVar[str] = "vector.db"
 
     options: VectorOptions
 
     def __init__(self, config: dict[str, Any] | None = None, *, embedder: Embedder | None = None) -> None:
+        self._given_embedder = embedder
+        self.keyword: Index | None = None
         super().__init__(config)
         opts = self.options
-        if embedder is not None:
-            self.embedder: Embedder = check_embedder(embedder)
-        else:
-            self.embedder = self._build_embedder(opts.embedder)
-        floor = opts.min_similarity
-        if floor is None:
-            floor = next((f for prefix, f in _DEFAULT_FLOORS if self.embedder.id.startswith(prefix)), 0.0)
-        self.vector_store = VectorStore(self._db, opts.vector_search, self._extension)
-        self.vectors = VectorIndex(
-            self.vector_store,
-            self.embedder,
-            min_similarity=floor,
-            batch_size=opts.batch_size,
-            background=opts.background_reembed,
-        )
-        self.keyword: Any = None
-        self.index: HybridIndex | None = None
-        if opts.hybrid:
-            try:
-                self._open_keyword_arm()
-            except Exception:  # a constructor must not raise: answer with vectors alone
-                LOG.exception("VectorMemory: cannot open the keyword arm; the hybrid runs on vectors alone")
-                self.keyword = None
-                self.index = None
         if opts.background_reembed and not isinstance(self.embedder, _Unavailable) and self.vectors.pending():
             LOG.info(
                 "VectorMemory: %d document(s) have no %s vector yet; embedding them in the background",
@@ -174,24 +156,58 @@ class VectorMemory(BaseRetrievalMemory):
 
     @classmethod
     def validate_options(cls, parsed: ParsedConfig) -> list[str]:
-        """Strict check of the ``embedder`` object's keys (used by ``validate_config``)."""
-        return spec_problems(parsed.options.embedder)
+        """Strict check of the ``embedder`` object's and the ``keyword`` object's keys
+        (used by ``validate_config``)."""
+        problems = spec_problems(parsed.options.embedder)
+        problems.extend(_keyword_problems(parsed.options.keyword))
+        return problems
 
     # -- opening -----------------------------------------------------------------------------
 
-    def _open_state_database(self) -> Database:
-        """One file: documents, vectors and history share ``db_path``."""
-        opts: VectorOptions = self.options
-        path = Path(opts.db_path).expanduser() if opts.db_path else self.root / "vector.db"
+    def _database_path(self) -> tuple[Path, Path | None] | None:
+        path, shared = resolve_file(self.settings, self.options.db_path, self.database_file)
         self.db_path = path
-        want = opts.vector_search == "sqlite-vec"
-        try:
-            db, self._extension = open_vector_database(path, want)
-        except (StorageError, OSError) as exc:
-            LOG.error("VectorMemory: cannot open %s (%s); memories are kept in RAM only", path, exc)
-            db, self._extension = open_vector_database(":memory:", want)
-        self._db = db
-        return db
+        return path, shared
+
+    def _database_options(self) -> dict[str, Any]:
+        return {"vector_extension": self.options.vector_search == "sqlite-vec"}
+
+    def _legacy_files(self, path: Path) -> list[Path]:
+        """Earlier releases: the hybrid's keyword arm in ``keyword/lexical.db``, and history in
+        ``history.db``, next to ``vector.db``."""
+        return [path.parent / "keyword" / "lexical.db", path.parent / "history.db"]
+
+    def _open_indexes(self) -> Index:
+        opts = self.options
+        if not hasattr(self, "embedder"):
+            given = self._given_embedder
+            self.embedder: Embedder = (
+                check_embedder(given) if given is not None else self._build_embedder(opts.embedder)
+            )
+        floor = opts.min_similarity
+        if floor is None:
+            floor = next((f for prefix, f in _DEFAULT_FLOORS if self.embedder.id.startswith(prefix)), 0.0)
+        self.vector_store = self.storage.vector_store(opts.vector_search)
+        self.vectors = VectorIndex(
+            self.vector_store,
+            self.storage.documents,
+            self.embedder,
+            min_similarity=floor,
+            batch_size=opts.batch_size,
+            background=opts.background_reembed,
+        )
+        if not opts.hybrid:
+            return self.vectors
+        settings, problems = _keyword_options(opts.keyword)
+        for problem in problems:
+            LOG.error("VectorMemory: keyword: %s (using the default for that key)", problem)
+            self.config_problems.append(f"keyword: {problem}")
+        self.keyword = self.storage.keyword_index(keyword_settings(settings))
+        return HybridIndex(
+            [self.keyword, self.vectors],
+            weights=[opts.keyword_weight, opts.vector_weight],
+            fusion=opts.fusion,
+        )
 
     def _build_embedder(self, spec: str | dict[str, Any]) -> Embedder:
         try:
@@ -205,90 +221,22 @@ class VectorMemory(BaseRetrievalMemory):
             )
             return _Unavailable(str(exc))
 
-    def _open_keyword_arm(self) -> None:
-        from ovos_memory_plugins.lexical import LexicalMemory
-
-        config = {"root": str(self.root / "keyword"), "retrieval": {"min_relative_score": 0}, **self.options.keyword}
-        self.keyword = LexicalMemory(config)
-        for problem in self.keyword.config_problems:
-            self.config_problems.append(f"keyword: {problem}")
-        arm = MemoryIndex(self.keyword, name="keyword")
-        self.index = HybridIndex(
-            [arm, self.vectors],
-            weights=[self.options.keyword_weight, self.options.vector_weight],
-            fusion=self.options.fusion,
-        )
-        if self.keyword.stats().get("documents") != self.vector_store.count():
-            docs = self.vector_store.all_documents()
-            LOG.info("VectorMemory: (re)building the keyword index over %d document(s)", len(docs))
-            arm.add([IndexDocument(d.doc_id, d.text, d.session_id, d.metadata) for d in docs])
-
     # -- hooks -------------------------------------------------------------------------------
 
-    def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
-        doc = IndexDocument(doc_id, text, session_id, metadata)
-        if self.index is not None:
-            self.index.add([doc])
-        else:
-            self.vectors.add([doc])
-
     def _search(self, query: str, top_k: int, session_id: str | None) -> list[MemoryHit]:
-        if self.index is not None:
-            return self.index.search(query, top_k, session_id)
         try:
-            return self.vectors.search(query, top_k, session_id)
+            return super()._search(query, top_k, session_id)
         except BackendError as exc:
             LOG.warning("VectorMemory: %s; answering without vector hits", exc)
             return []
 
-    def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
-        return self._search(query, top_k, None)
-
-    def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
-        return self._search(query, top_k, session_id)
-
-    def _session_document_ids(self, session_id: str) -> list[str]:
-        return self.vector_store.session_documents(session_id)
-
-    def _delete_documents(self, doc_ids: Sequence[str]) -> int:
-        n = self.vector_store.delete(list(doc_ids))
-        if self.keyword is not None:
-            self.keyword.delete(list(doc_ids))
-        return n
-
-    def _delete_all(self) -> int:
-        n = self.vector_store.delete_all()
-        if self.keyword is not None:
-            self.keyword.forget_all()
-        return n
-
     def _backend_stats(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "documents": self.vector_store.count(),
-            "embedder": self.embedder.id,
-            "pending_vectors": self.vectors.pending(),
-            "vector_spaces": self.vector_store.spaces(),
-            "vector_search": self.vector_store.path,
-            "hybrid": self.index is not None,
-            "db_path": str(self.db_path),
-            "db_bytes": self.vector_store.db.size_bytes(),
-        }
-        if self.vectors.last_error:
-            out["last_embedder_error"] = self.vectors.last_error
+        out = super()._backend_stats()
+        out["hybrid"] = self.keyword is not None
+        out["db_bytes"] = out["bytes"]
         return out
 
-    def _close(self) -> None:
-        self.vectors.stop()
-        if self.keyword is not None:
-            self.keyword.close()
-
     # -- public extras -------------------------------------------------------------------------
-
-    def iter_documents(self) -> Iterator[dict[str, Any]]:
-        """Every stored document, oldest first, as ``{"id", "text", "session_id", "metadata"}``
-        (``ovos-memory export``, the editor); vectors are not exported, they are re-made on import."""
-        for doc in self.vector_store.all_documents():
-            yield {"id": doc.doc_id, "text": doc.text, "session_id": doc.session_id, "metadata": doc.metadata}
 
     def reembed(self, max_docs: int | None = None) -> int:
         """Embed documents that have no vector of the active embedder now; return how many.
@@ -302,3 +250,25 @@ class VectorMemory(BaseRetrievalMemory):
         """Delete the vectors of every embedder but the active one; return how many went."""
         with self._lock:
             return sum(self.vector_store.drop_space(s) for s in self.vector_store.spaces() if s != self.embedder.id)
+
+
+def _keyword_options(raw: dict[str, Any]) -> tuple[LexicalOptions, list[str]]:
+    """The hybrid's ``keyword`` object parsed as the keyword backend's options (``db_path`` and
+    the shared keys do not apply: the index lives in this memory's file)."""
+    from ovos_memory_plugins.config import parse_config
+
+    allowed = {k: v for k, v in raw.items() if k != "db_path"}
+    parsed = parse_config({k: v for k, v in allowed.items() if k in _KEYWORD_KEYS}, LexicalOptions)
+    problems = list(parsed.problems)
+    for key in sorted(set(allowed) - _KEYWORD_KEYS, key=str):
+        problems.append(f"unknown key '{key}'; accepted keys: {', '.join(sorted(_KEYWORD_KEYS))}")
+    return parsed.options, problems
+
+
+def _keyword_problems(raw: Any) -> list[str]:
+    if not isinstance(raw, dict):
+        return []
+    return [f"keyword: {p}" for p in _keyword_options(raw)[1]]
+
+
+_KEYWORD_KEYS = {"lang", "extra_stopwords", "head_weight", "context_weight", "last_line_weight", "max_query_terms"}

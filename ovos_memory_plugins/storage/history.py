@@ -1,25 +1,26 @@
-"""The short-term history store and the document catalogue, in one SQLite database.
+"""The short-term history store (SQLite), one of the parts of a memory's one database.
 
 * ``history``: every recorded USER and ASSISTANT message per session, trimmed to the newest
-  ``keep`` messages per session on write.
+  ``keep`` messages per session on write; ``exchange_id`` names the exchange document a message
+  became part of, so deleting that document deletes the messages too (else the history window
+  would show a forgotten exchange again).
 * ``sessions``: per session, the id of its last exchange document (ids are chained on it, so
   they never depend on an in-process counter).
-* ``documents``: for backends that do not track sessions and metadata themselves, which
-  session each document belongs to and the metadata stored with it.
+
+The document catalogue of earlier releases (``documents`` here, without text) is now the
+memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite_engine`).
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
-from ovos_memory_plugins.storage.sqlite import Database, Migration
+from ovos_memory_plugins.storage.engine import StoredDocument, StoredMessage
+from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
 
-__all__ = ["HistoryStore", "StoredMessage"]
+__all__ = ["SqliteHistory", "StoredMessage"]
 
 
 def _v1(conn: sqlite3.Connection) -> None:
@@ -30,42 +31,49 @@ def _v1(conn: sqlite3.Connection) -> None:
     )
     conn.execute("CREATE INDEX history_session ON history (session_id, id)")
     conn.execute("CREATE TABLE sessions (session_id TEXT PRIMARY KEY, last_exchange_id TEXT NOT NULL)")
-    conn.execute(
-        "CREATE TABLE documents ("
-        " doc_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, metadata TEXT NOT NULL, created REAL NOT NULL)"
-    )
-    conn.execute("CREATE INDEX documents_session ON documents (session_id)")
+    # (earlier releases also created the catalogue ``documents`` here; the memory's documents
+    # table replaces it, see sqlite_engine's 0001_documents)
 
 
-MIGRATIONS = [Migration("0001_history_sessions_documents", _v1)]
+def _v2(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE history ADD COLUMN exchange_id TEXT")
+    conn.execute("CREATE INDEX history_exchange ON history (exchange_id)")
 
 
-@dataclass(frozen=True)
-class StoredMessage:
-    """A message read back from the history store."""
-
-    role: str
-    content: str
+MIGRATIONS = [Migration("0001_history_sessions_documents", _v1), Migration("0002_exchange_ids", _v2)]
 
 
-class HistoryStore:
-    """History, exchange-id chains and the document catalogue over a :class:`Database`."""
+def _exchange_parts(text: str) -> tuple[str, str] | None:
+    """``(user, assistant)`` of an exchange document's text (``Q: ...\nA: ...``), else None."""
+    if not text.startswith("Q: "):
+        return None
+    user, sep, assistant = text[3:].partition("\nA: ")
+    return (user, assistant) if sep else None
+
+
+class SqliteHistory:
+    """History and exchange-id chains over a :class:`Database`
+    (see :class:`ovos_memory_plugins.storage.engine.HistoryStore`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
         db.migrate("history", MIGRATIONS)
 
-    # -- history -----------------------------------------------------------------------------
-
     def append(
-        self, session_id: str, messages: Sequence[tuple[str, str]], keep: int, last_exchange_id: str | None = None
+        self,
+        session_id: str,
+        messages: Sequence[tuple[str, str]],
+        keep: int,
+        last_exchange_id: str | None = None,
+        exchange_ids: Sequence[str | None] | None = None,
     ) -> None:
         """Append ``(role, content)`` messages and trim the session to its newest ``keep``."""
         now = time.time()
+        ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
         with self.db.atomic() as conn:
             conn.executemany(
-                "INSERT INTO history (session_id, role, content, created) VALUES (?, ?, ?, ?)",
-                [(session_id, role, content, now) for role, content in messages],
+                "INSERT INTO history (session_id, role, content, created, exchange_id) VALUES (?, ?, ?, ?, ?)",
+                [(session_id, role, content, now, ids[i]) for i, (role, content) in enumerate(messages)],
             )
             if last_exchange_id is not None:
                 conn.execute(
@@ -79,13 +87,21 @@ class HistoryStore:
                 (session_id, session_id, max(keep, 0)),
             )
 
+    def tag_exchange(self, session_id: str, exchange_id: str) -> None:
+        """Mark the session's last untagged user message as part of ``exchange_id``."""
+        self.db.execute(
+            "UPDATE history SET exchange_id = ? WHERE id = (SELECT id FROM history WHERE session_id = ?"
+            " AND role = 'user' AND exchange_id IS NULL ORDER BY id DESC LIMIT 1)",
+            (exchange_id, session_id),
+        )
+
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
         """The newest ``limit`` messages of a session, oldest first."""
         rows = self.db.query(
             "SELECT role, content FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
             (session_id, max(limit, 0)),
         )
-        return [StoredMessage(r["role"], r["content"]) for r in reversed(rows)]
+        return [StoredMessage(r[0], r[1]) for r in reversed(rows)]
 
     def last_exchange_id(self, session_id: str) -> str:
         """The id of the session's newest exchange document, ``""`` when it has none."""
@@ -95,6 +111,28 @@ class HistoryStore:
     def sessions(self) -> list[str]:
         """Every session that has history."""
         return [r[0] for r in self.db.query("SELECT DISTINCT session_id FROM history ORDER BY session_id")]
+
+    def remove_exchanges(self, docs: Sequence[StoredDocument]) -> int:
+        """Delete the messages the given documents were recorded from; return how many.
+
+        Messages tagged with the document's id go; so do untagged messages of earlier releases
+        whose text is the document's question or answer in its session.
+        """
+        n = 0
+        with self.db.atomic() as conn:
+            ids = [d.doc_id for d in docs]
+            for chunk, marks in chunked(ids):
+                n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
+            for doc in docs:
+                parts = _exchange_parts(doc.text)
+                if parts is None:
+                    continue
+                n += conn.execute(
+                    "DELETE FROM history WHERE session_id = ? AND exchange_id IS NULL AND"
+                    " ((role = 'user' AND content = ?) OR (role = 'assistant' AND content = ?))",
+                    (doc.session_id, parts[0], parts[1]),
+                ).rowcount
+        return n
 
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
@@ -113,44 +151,3 @@ class HistoryStore:
     def message_count(self) -> int:
         """How many messages the history holds."""
         return int(self.db.scalar("SELECT count(*) FROM history") or 0)
-
-    # -- document catalogue ------------------------------------------------------------------
-
-    def put_document(self, doc_id: str, session_id: str, metadata: dict[str, Any]) -> None:
-        """Record (or replace) a document's session and metadata."""
-        self.db.execute(
-            "INSERT INTO documents (doc_id, session_id, metadata, created) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (doc_id) DO UPDATE SET session_id = excluded.session_id, metadata = excluded.metadata",
-            (doc_id, session_id, json.dumps(metadata, ensure_ascii=False, default=str), time.time()),
-        )
-
-    def documents(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        """``doc_id -> (session_id, metadata)`` for the known ids among ``doc_ids``."""
-        ids = list(dict.fromkeys(doc_ids))
-        out: dict[str, tuple[str, dict[str, Any]]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for r in self.db.query(
-                f"SELECT doc_id, session_id, metadata FROM documents WHERE doc_id IN ({marks})", chunk
-            ):
-                out[r["doc_id"]] = (r["session_id"], json.loads(r["metadata"]))
-        return out
-
-    def session_documents(self, session_id: str) -> list[str]:
-        """The ids of a session's documents."""
-        return [r[0] for r in self.db.query("SELECT doc_id FROM documents WHERE session_id = ?", (session_id,))]
-
-    def all_documents(self) -> list[str]:
-        """The ids of every catalogued document."""
-        return [r[0] for r in self.db.query("SELECT doc_id FROM documents")]
-
-    def document_count(self) -> int:
-        """How many documents the catalogue holds."""
-        return int(self.db.scalar("SELECT count(*) FROM documents") or 0)
-
-    def drop_documents(self, doc_ids: Iterable[str]) -> None:
-        """Forget catalogue rows."""
-        ids = list(doc_ids)
-        with self.db.atomic() as conn:
-            conn.executemany("DELETE FROM documents WHERE doc_id = ?", [(d,) for d in ids])

@@ -7,6 +7,12 @@
   each migration applied in its own transaction together with its bookkeeping row.
 * Identifier and FTS5 quoting live here and nowhere else; every value is bound, never formatted.
 
+Every connection turns on ``secure_delete`` (deleted rows are overwritten with zeros, so a
+forgotten text does not linger in free pages) and foreign keys. Creating or migrating a schema
+is atomic across processes: the check of what is applied and the migrations themselves run in
+one ``BEGIN IMMEDIATE`` transaction, so N processes opening one new folder at once never see a
+half-made schema and never fall back to RAM.
+
 Durability: WAL with ``synchronous=NORMAL``. A committed write survives a crash of the process
 (the acknowledged-means-stored promise); only a power cut may lose the last transactions.
 Pass ``synchronous="FULL"`` to trade speed for that too.
@@ -28,7 +34,17 @@ from ovos_memory_plugins.errors import StorageError
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["Database", "Migration", "fts5_available", "quote_fts_phrase", "quote_identifier"]
+__all__ = ["Database", "Migration", "chunked", "fts5_available", "quote_fts_phrase", "quote_identifier"]
+
+#: Bound parameters per ``IN (...)`` list (SQLite's default limit is 32,766; stay well below).
+CHUNK = 500
+
+
+def chunked(items: Sequence[Any], size: int = CHUNK) -> Iterator[tuple[Sequence[Any], str]]:
+    """Slices of ``items`` with the matching ``?,?,...`` placeholder list, for ``IN (...)``."""
+    for start in range(0, len(items), size):
+        chunk = items[start : start + size]
+        yield chunk, ",".join("?" * len(chunk))
 
 
 def quote_identifier(name: str) -> str:
@@ -79,7 +95,14 @@ class Database:
             configured; WAL and the busy timeout are still applied.
         busy_timeout_ms: how long a write waits for another process's lock.
         synchronous: ``"NORMAL"`` (default, survives process crashes) or ``"FULL"``.
+
+    Attributes:
+        engine: ``"sqlite"`` (the engine-neutral seam names engines; see ``storage.engine``).
+        in_ram: True for an in-memory database (nothing survives the process).
+        fallback_reason: why this database is in RAM although a file was wanted (else None).
     """
+
+    engine = "sqlite"
 
     def __init__(
         self,
@@ -92,8 +115,13 @@ class Database:
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError("synchronous must be 'NORMAL' or 'FULL'")
         self.path = str(path)
+        if "\x00" in self.path:
+            raise StorageError("a database path cannot contain a NUL character")
+        self.in_ram = self.path == ":memory:"
+        self.fallback_reason: str | None = None
         self.lock = threading.RLock()
         self._depth = 0
+        self._after_commit: list[Callable[[], None]] = []
         self._closed = False
         self.busy_timeout_ms = busy_timeout_ms
         if connection is None:
@@ -113,6 +141,7 @@ class Database:
                 self._retry(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
             self.conn.execute(f"PRAGMA synchronous = {synchronous}")
             self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute("PRAGMA secure_delete = ON")
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"cannot use database {self.path}: {exc}") from exc
 
@@ -168,15 +197,20 @@ class Database:
                     yield self.conn
                 except BaseException:
                     self._depth -= 1
+                    self._after_commit.clear()
                     self.conn.execute("ROLLBACK")
                     raise
                 self._depth -= 1
                 try:
                     self._retry(lambda: self.conn.execute("COMMIT"))
                 except BaseException:
+                    self._after_commit.clear()
                     if self.conn.in_transaction:
                         self.conn.execute("ROLLBACK")
                     raise
+                callbacks, self._after_commit = self._after_commit, []
+                for callback in callbacks:
+                    callback()
             else:
                 name = f"sp{self._depth}"
                 self.conn.execute(f"SAVEPOINT {name}")
@@ -191,29 +225,70 @@ class Database:
                 self._depth -= 1
                 self.conn.execute(f"RELEASE {name}")
 
+    def on_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the current transaction commits (dropped if it rolls back);
+        at once when no transaction is open. For RAM caches that must follow the file."""
+        with self.lock:
+            if self._depth == 0:
+                callback()
+            else:
+                self._after_commit.append(callback)
+
     # -- schema ------------------------------------------------------------------------------
 
     def migrate(self, store: str, migrations: Sequence[Migration]) -> list[str]:
-        """Apply the migrations of ``store`` not yet applied, in order; return their names."""
+        """Apply the migrations of ``store`` not yet applied, in order; return their names.
+
+        Atomic across processes: the bookkeeping table, the check of what is applied and every
+        pending migration run inside one ``BEGIN IMMEDIATE`` transaction (the write lock is
+        taken before anything is read), so a second process opening the same new file waits,
+        then finds everything applied. A failing migration rolls back with all the others.
+        """
         with self.lock:
-            self.execute(
-                "CREATE TABLE IF NOT EXISTS _migrations ("
-                " store TEXT NOT NULL, name TEXT NOT NULL, applied_at REAL NOT NULL,"
-                " PRIMARY KEY (store, name))"
-            )
-            done = {r[0] for r in self.query("SELECT name FROM _migrations WHERE store = ?", (store,))}
+            done = self._applied(store)
+            if all(m.name in done for m in migrations):
+                return []  # the common case: nothing to do, no write lock taken
             applied: list[str] = []
-            for migration in migrations:
-                if migration.name in done:
-                    continue
-                with self.atomic() as conn:
+            with self.atomic() as conn:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS _migrations ("
+                    " store TEXT NOT NULL, name TEXT NOT NULL, applied_at REAL NOT NULL,"
+                    " PRIMARY KEY (store, name))"
+                )
+                done = {r[0] for r in conn.execute("SELECT name FROM _migrations WHERE store = ?", (store,))}
+                for migration in migrations:
+                    if migration.name in done:
+                        continue
                     migration.apply(conn)
                     conn.execute(
                         "INSERT INTO _migrations (store, name, applied_at) VALUES (?, ?, ?)",
                         (store, migration.name, time.time()),
                     )
-                applied.append(migration.name)
+                    applied.append(migration.name)
             return applied
+
+    def _applied(self, store: str) -> set[str]:
+        if not self.table_exists("_migrations"):
+            return set()
+        return {r[0] for r in self.query("SELECT name FROM _migrations WHERE store = ?", (store,))}
+
+    def applied(self, store: str) -> set[str]:
+        """The names of the migrations of ``store`` applied to this database."""
+        with self.lock:
+            return self._applied(store)
+
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: changes when another connection commits (a cache
+        keyed on it notices other processes' writes)."""
+        return int(self.scalar("PRAGMA data_version") or 0)
+
+    def purge(self) -> None:
+        """After deleting: checkpoint and truncate the WAL, so no copy of a deleted page stays
+        in it (``secure_delete`` already zeroes the pages in the main file)."""
+        if self.in_ram:
+            return
+        with self.lock:
+            self._retry(lambda: self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
 
     def table_exists(self, name: str) -> bool:
         """Whether a table (or virtual table) of that name exists."""
@@ -229,6 +304,11 @@ class Database:
             if p.exists():
                 total += p.stat().st_size
         return total
+
+    @property
+    def location(self) -> str:
+        """Where the data lives, for logs and ``stats()``."""
+        return self.path
 
     def close(self) -> None:
         """Close the connection; later calls raise :class:`StorageError`."""

@@ -1,0 +1,496 @@
+"""The keyword index: our own tokens in SQLite FTS5, over the memory's documents table.
+
+Engine-neutral parts (a second engine uses them so every engine finds the same words):
+
+* :func:`split_head`: a document's leading ``[date]`` brackets and ``Speaker:`` label;
+* :func:`document_terms`: the stored terms of a document, from
+  :func:`ovos_memory_plugins.text.tokenize` (Han/Kana/Hangul/Thai runs as character bigrams,
+  folded and stemmed words): body terms, head terms, and whether it is a dialogue turn (a turn
+  also carries the words of the session's previous document as lighter *context* terms);
+* :func:`query_counts`: a query's terms (no stop words) and how often each counts.
+
+The SQLite index (:class:`SqliteKeywordIndex`) keeps the terms in ``keyword_terms`` (one row per
+document, keyed by the document's key, cascading with it) and indexes them with an
+external-content FTS5 table ``keyword_fts`` (three columns: body, head and context terms, the
+``ascii`` tokenizer, ranked by bm25 with per-column weights). Each term is quoted in the MATCH
+expression, so no query text is ever an FTS5 operator.
+
+* **Deferred indexing.** ``add`` writes the terms row in the write transaction (durable at once)
+  and FTS5 catches up in batches: before the next search and every :data:`INDEX_BATCH` adds,
+  so a batch is one FTS5 segment instead of one per document. Invariant: every terms row whose
+  id is at most the index's highest id is indexed; rows above it are pending (rows another
+  process added are picked up the same way).
+* **Pruning.** On a memory of :data:`PRUNE_MIN_DOCUMENTS` or more, query terms found in more than
+  half the documents are left out and the others are searched rarest first until their postings
+  add up to :data:`PRUNE_POSTINGS`, which bounds the time of a query on any size.
+* **Forgetting.** Deleted rows are removed from FTS5 with its ``delete`` command before the terms
+  row goes; on SQLite 3.42+ the index runs with ``secure-delete``, else it is merged
+  (``optimize``) after deletes, so deleted words do not stay in ``keyword_fts_data``.
+* **No FTS5** (some Python builds): the same API ranks the stored terms with
+  :class:`~ovos_memory_plugins.ranking.BM25Ranker` (rank-bm25's formula), cached until the file
+  changes (one log line says so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from ovos_memory_plugins.common import MemoryHit
+from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.ranking import BM25Ranker
+from ovos_memory_plugins.storage import sqlite as sqlite_layer
+from ovos_memory_plugins.storage.engine import Document, KeywordSettings, StoredDocument
+from ovos_memory_plugins.storage.sqlite import Database, chunked, quote_fts_phrase
+from ovos_memory_plugins.text import query_terms, tokenize
+
+LOG = logging.getLogger(__name__)
+
+__all__ = [
+    "INDEX_BATCH",
+    "PRUNE_MIN_DOCUMENTS",
+    "PRUNE_POSTINGS",
+    "TOKENIZER_VERSION",
+    "SqliteKeywordIndex",
+    "document_terms",
+    "match_expression",
+    "query_counts",
+    "split_head",
+]
+
+#: Bumped whenever tokenization changes; stored terms are rebuilt on open when it differs.
+TOKENIZER_VERSION = "1"
+#: Stored documents are indexed in batches of at most this many (and before every search).
+INDEX_BATCH = 256
+#: Pages the WAL may grow to before it is checkpointed (SQLite's default is 1,000).
+WAL_CHECKPOINT_PAGES = 4_000
+#: Memories with fewer documents search every query term.
+PRUNE_MIN_DOCUMENTS = 5_000
+#: On larger memories, query terms are searched rarest first until their documents add up to this.
+PRUNE_POSTINGS = 3_000
+#: Document frequencies remembered per open index.
+DF_CACHE_SIZE = 50_000
+#: A query term repeated more than this many times counts this many times.
+MAX_TERM_REPEAT = 4
+
+_HEAD = re.compile(r"^\s*((?:\[[^\]\n]{0,80}\]\s*)*)(?:([^\s:\[\]][^:\n]{0,40}?):(?=\s))?")
+
+
+def split_head(text: str) -> tuple[str, str]:
+    """``(head, body)``: a document's leading ``[...]`` brackets and ``Speaker:`` label, and the rest.
+
+    >>> split_head("[1:56 pm on 8 May, 2023] Caroline: I went to a support group")
+    ('[1:56 pm on 8 May, 2023] Caroline', 'I went to a support group')
+
+    A label is one to four words before a colon at the very start; ``Q:``/``A:`` labels are left
+    in the body (the tokenizer drops them).
+    """
+    m = _HEAD.match(text)
+    if m is None:
+        return "", text
+    brackets, label = m.group(1) or "", m.group(2)
+    if label is not None and (len(label.split()) > 4 or label.strip() in ("Q", "A")):
+        label = None
+    if not brackets and label is None:
+        return "", text
+    head = (brackets + (label or "")).strip()
+    end = m.end() if label is not None else m.end(1)
+    return head, text[end:].strip()
+
+
+def document_terms(text: str) -> tuple[str, str, bool]:
+    """The stored ``(body_terms, head_terms)`` of a document (space-joined) and whether it is a
+    dialogue turn (a recorded ``Q:`` exchange or a ``Speaker:`` line)."""
+    head, body = split_head(text)
+    turn = text.lstrip().startswith("Q:") or (bool(head) and not head.endswith("]"))
+    return " ".join(tokenize(body, unigrams=True)), " ".join(tokenize(head, unigrams=True)), turn
+
+
+def query_counts(query: str, settings: KeywordSettings) -> Counter[str]:
+    """A query's terms and how often each counts, at most ``max_query_terms`` distinct ones.
+
+    The last line's terms count ``last_line_weight`` times (the newest text matters most).
+    """
+    extra = list(settings.extra_stopwords)
+    lines = query.strip().rsplit("\n", 1)
+    terms = query_terms(lines[-1], settings.lang, extra_stopwords=extra, unigrams=True)
+    if len(lines) == 2:
+        earlier = query_terms(lines[0], settings.lang, extra_stopwords=extra, unigrams=True)
+        terms = earlier + terms * settings.last_line_weight
+    counts = Counter(terms)
+    if len(counts) > settings.max_query_terms:
+        newest = list(dict.fromkeys(reversed(terms)))[: settings.max_query_terms]
+        counts = Counter({t: counts[t] for t in newest})
+    return counts
+
+
+def match_expression(counts: Counter[str]) -> str:
+    """An FTS5 query: every term quoted (a literal, whatever it holds), repeated by weight, OR'ed."""
+    phrases = []
+    for term, n in counts.items():
+        phrases.extend([quote_fts_phrase(term)] * min(n, MAX_TERM_REPEAT))
+    return " OR ".join(phrases)
+
+
+_FTS_SQL = (
+    "CREATE VIRTUAL TABLE keyword_fts USING fts5("
+    "body_terms, head_terms, ctx_terms, content='keyword_terms', content_rowid='id', tokenize='ascii')"
+)
+_COLUMNS = "body_terms, head_terms, ctx_terms"
+
+
+class SqliteKeywordIndex:
+    """The keyword index over a memory's SQLite file (see the module docstring)."""
+
+    name = "keyword"
+
+    def __init__(self, db: Database, settings: KeywordSettings | None = None) -> None:
+        self.db = db
+        self.settings = settings or KeywordSettings()
+        self._ranker: tuple[tuple[int, int, str | None], list[sqlite3.Row], BM25Ranker] | None = None
+        self._writes = 0
+        self._pending = 0
+        self._count: tuple[tuple[int, int], int] | None = None
+        self._df: dict[str, tuple[int, int]] = {}
+        self._vocab = False
+        self.fts = bool(self.settings.use_fts5 and sqlite_layer.fts5_available())
+        self.secure_delete = self.fts and sqlite3.sqlite_version_info >= (3, 42, 0)
+        if not db.in_ram:
+            # checkpoint (and fsync) the WAL every ~16 MB instead of every ~4 MB: a third faster stores
+            db.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+        self._prepare()
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        db = self.db
+        with db.atomic() as conn:  # check and create inside one write transaction (many processes)
+            version = conn.execute("SELECT value FROM keyword_meta WHERE key = 'tokenizer'").fetchone()
+            if version is None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO keyword_meta (key, value) VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,)
+                )
+            has_fts = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'keyword_fts'").fetchone())
+            if self.fts and not has_fts:
+                conn.execute(_FTS_SQL)
+                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('rebuild')")
+            if self.fts and self.secure_delete:
+                conn.execute("INSERT INTO keyword_fts (keyword_fts, rank) VALUES ('secure-delete', 1)")
+            if not self.fts and has_fts:
+                # an index this build cannot maintain would keep deleted words: drop it
+                with contextlib.suppress(sqlite3.OperationalError):
+                    conn.execute("DROP TABLE keyword_fts")
+        if version is not None and version[0] != TOKENIZER_VERSION:
+            self._retokenize()
+        self._catch_up()
+        if not self.fts:
+            LOG.warning(
+                "keyword index: this SQLite (%s) has no FTS5; ranking stored terms in Python with rank-bm25 "
+                "(same results, slower on large memories)",
+                sqlite3.sqlite_version,
+            )
+
+    def _catch_up(self) -> None:
+        """Give terms to documents that have none (moved in from a vector memory, hybrid switched
+        on later), in the order of their keys."""
+        missing = self.db.query(
+            "SELECT d.id, d.session_id, d.content FROM documents d"
+            " WHERE NOT EXISTS (SELECT 1 FROM keyword_terms t WHERE t.id = d.id) ORDER BY d.id"
+        )
+        if not missing:
+            return
+        LOG.info("keyword index: indexing %d document(s) that have no keyword terms yet", len(missing))
+        stored = [StoredDocument(int(r[0]), "", r[1], r[2], {}, 0.0, True) for r in missing]
+        with self.db.atomic() as conn:
+            self._insert_terms(conn, stored)
+        self._index_pending()
+
+    def _retokenize(self) -> None:
+        """Recompute every document's stored terms (the tokenizer changed) and rebuild the index."""
+        LOG.info("keyword index: the tokenizer changed; re-indexing %s", self.db.path)
+        rows = self.db.query(
+            "SELECT t.id, d.content, t.ctx_id FROM keyword_terms t JOIN documents d ON d.id = t.id ORDER BY t.id"
+        )
+        body: dict[int, str] = {}
+        updates = []
+        for r in rows:
+            body_terms, head_terms, _ = document_terms(r[1])
+            body[r[0]] = body_terms
+            updates.append((body_terms, head_terms, body.get(r[2], ""), r[0]))
+        with self.db.atomic() as conn:
+            conn.executemany(
+                "UPDATE keyword_terms SET body_terms = ?, head_terms = ?, ctx_terms = ? WHERE id = ?", updates
+            )
+            if self.fts:
+                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('rebuild')")
+            conn.execute(
+                "INSERT OR REPLACE INTO keyword_meta (key, value) VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,)
+            )
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _indexed_upto(self, conn: sqlite3.Connection) -> int:
+        if not self.fts:
+            return 0
+        return int(conn.execute("SELECT coalesce(max(id), 0) FROM keyword_fts_docsize").fetchone()[0])
+
+    def _fts_delete(self, conn: sqlite3.Connection, rows: Sequence[Any], upto: int) -> int:
+        """Take the indexed ones of ``rows`` (id and term columns as stored) out of the index."""
+        done = [r for r in rows if r[0] <= upto]
+        if self.fts and done:
+            conn.executemany(
+                f"INSERT INTO keyword_fts (keyword_fts, rowid, {_COLUMNS}) VALUES ('delete', ?, ?, ?, ?)",
+                [(r[0], r[1], r[2], r[3]) for r in done],
+            )
+        return len(done)
+
+    def _fts_reinsert(self, conn: sqlite3.Connection, ids: Sequence[int], upto: int) -> None:
+        """Index again the indexed ones of ``ids`` after their terms changed."""
+        done = [i for i in ids if i <= upto]
+        if self.fts and done:
+            conn.executemany(
+                f"INSERT INTO keyword_fts (rowid, {_COLUMNS}) SELECT id, {_COLUMNS} FROM keyword_terms WHERE id = ?",
+                [(i,) for i in done],
+            )
+
+    def _index_pending(self) -> None:
+        """Index every terms row not indexed yet, in one transaction."""
+        if not self.fts:
+            self._pending = 0
+            return
+        with self.db.atomic() as conn:
+            conn.execute(
+                f"INSERT INTO keyword_fts (rowid, {_COLUMNS}) SELECT id, {_COLUMNS} FROM keyword_terms"
+                " WHERE id > ? ORDER BY id",
+                (self._indexed_upto(conn),),
+            )
+        self._pending = 0
+
+    def _has_pending(self) -> bool:
+        return bool(
+            self.db.scalar(
+                "SELECT (SELECT coalesce(max(id), 0) FROM keyword_terms)"
+                " > (SELECT coalesce(max(id), 0) FROM keyword_fts_docsize)"
+            )
+        )
+
+    def prepare(self, docs: Sequence[Document]) -> None:
+        """Nothing to do before the transaction (tokenizing is local and fast)."""
+        return None
+
+    def _insert_terms(self, conn: sqlite3.Connection, docs: Sequence[StoredDocument]) -> None:
+        """Terms rows for new documents; a turn takes the session's previous document as context.
+        Rows below the indexed mark go into FTS5 at once (keeping the invariant)."""
+        context_on = self.settings.context_weight > 0
+        upto = self._indexed_upto(conn)
+        late: list[int] = []
+        for doc in docs:
+            body_terms, head_terms, turn = document_terms(doc.text)
+            prev = None
+            if turn and context_on:
+                prev = conn.execute(
+                    "SELECT t.id, t.body_terms FROM keyword_terms t JOIN documents d ON d.id = t.id"
+                    " WHERE d.session_id = ? AND t.id < ? ORDER BY t.id DESC LIMIT 1",
+                    (doc.session_id, doc.key),
+                ).fetchone()
+            conn.execute(
+                "INSERT INTO keyword_terms (id, body_terms, head_terms, ctx_terms, ctx_id) VALUES (?, ?, ?, ?, ?)",
+                (doc.key, body_terms, head_terms, prev[1] if prev else "", prev[0] if prev else None),
+            )
+            if doc.key <= upto:
+                late.append(doc.key)
+        self._fts_reinsert(conn, late, upto)
+
+    def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
+        """Store the terms of new or changed documents (inside the write transaction)."""
+        todo = [d for d in docs if d.changed]
+        if not todo:
+            return
+        with self.db.atomic() as conn:
+            existing: dict[int, Any] = {}
+            for chunk, marks in chunked([d.key for d in todo]):
+                for r in conn.execute(f"SELECT id, {_COLUMNS} FROM keyword_terms WHERE id IN ({marks})", chunk):
+                    existing[int(r[0])] = r
+            fresh = [d for d in todo if d.key not in existing]
+            if fresh:
+                self._insert_terms(conn, fresh)
+            replaced = [d for d in todo if d.key in existing]
+            if replaced:  # the id exists: replace its terms, keep its place and context
+                upto = self._indexed_upto(conn)
+                self._fts_delete(conn, [existing[d.key] for d in replaced], upto)
+                for doc in replaced:
+                    body_terms, head_terms, _ = document_terms(doc.text)
+                    conn.execute(
+                        "UPDATE keyword_terms SET body_terms = ?, head_terms = ? WHERE id = ?",
+                        (body_terms, head_terms, doc.key),
+                    )
+                self._fts_reinsert(conn, [d.key for d in replaced], upto)
+        self._writes += 1
+        self._pending += len(fresh)
+        if self._pending >= INDEX_BATCH:
+            self.db.on_commit(self._index_pending)
+
+    def remove(self, docs: Sequence[StoredDocument]) -> int:
+        """Take documents out of the index and out of other turns' context (before their rows go)."""
+        gone = [d.key for d in docs]
+        if not gone:
+            return 0
+        with self.db.atomic() as conn:
+            rows: list[Any] = []
+            for chunk, marks in chunked(gone):
+                rows.extend(conn.execute(f"SELECT id, {_COLUMNS} FROM keyword_terms WHERE id IN ({marks})", chunk))
+            upto = self._indexed_upto(conn)
+            self._fts_delete(conn, rows, upto)
+            for chunk, marks in chunked(gone):
+                conn.execute(f"DELETE FROM keyword_terms WHERE id IN ({marks})", chunk)
+            heirs: list[Any] = []
+            for chunk, marks in chunked(gone):
+                heirs.extend(conn.execute(f"SELECT id, {_COLUMNS} FROM keyword_terms WHERE ctx_id IN ({marks})", chunk))
+            self._fts_delete(conn, heirs, upto)
+            conn.executemany(
+                "UPDATE keyword_terms SET ctx_terms = '', ctx_id = NULL WHERE id = ?", [(h[0],) for h in heirs]
+            )
+            self._fts_reinsert(conn, [h[0] for h in heirs], upto)
+        self._writes += 1
+        self.db.on_commit(self._merge)
+        return len(rows)
+
+    def remove_all(self) -> int:
+        """Empty the index; return how many terms rows went."""
+        with self.db.atomic() as conn:
+            n = int(conn.execute("DELETE FROM keyword_terms").rowcount)
+            if self.fts:
+                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('delete-all')")
+        self._writes += 1
+        self._pending = 0
+        self.db.on_commit(self._merge)
+        return n
+
+    def _merge(self) -> None:
+        """Without FTS5 secure-delete, merge the index so deleted words leave its segments."""
+        try:
+            if self.fts and not self.secure_delete:
+                self.db.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
+        except (StorageError, sqlite3.Error) as exc:
+            LOG.warning("keyword index: deleted, but could not merge the index yet (%s)", exc)
+
+    # -- querying ----------------------------------------------------------------------------
+
+    def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
+        """The best ``k`` documents by bm25 over the query's terms, best first."""
+        counts = query_counts(query, self.settings)
+        if not counts or k <= 0:
+            return []
+        if not self.fts:
+            return self._search_fallback(counts, k, session_id)
+        if self._pending or self._has_pending():
+            self._index_pending()
+        counts = self._prune(counts)
+        s = self.settings
+        weights = f"1.0, {float(s.head_weight)!r}, {float(s.context_weight)!r}"
+        match = match_expression(counts)
+        columns = "d.doc_id, d.session_id, d.content, d.metadata"
+        if session_id is None:  # rank in the index, then read the few winning rows
+            rows = self.db.query(
+                f"SELECT {columns}, f.score FROM (SELECT rowid, -bm25(keyword_fts, {weights}) AS score"
+                " FROM keyword_fts WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?) AS f"
+                " JOIN documents AS d ON d.id = f.rowid ORDER BY f.score DESC",
+                (match, int(k)),
+            )
+        else:
+            rows = self.db.query(
+                f"SELECT {columns}, -bm25(keyword_fts, {weights}) AS score"
+                " FROM keyword_fts JOIN documents AS d ON d.id = keyword_fts.rowid"
+                " WHERE keyword_fts MATCH ? AND d.session_id = ? ORDER BY score DESC LIMIT ?",
+                (match, session_id, int(k)),
+            )
+        return [self._hit(r, float(r[4])) for r in rows]
+
+    def count(self) -> int:
+        """How many documents the index holds (cached until this or another process writes)."""
+        key = (self.db.data_version(), self._writes)
+        if self._count is None or self._count[0] != key:
+            table = "keyword_fts_docsize" if self.fts else "keyword_terms"
+            self._count = (key, int(self.db.scalar(f"SELECT count(*) FROM {table}") or 0))
+        return self._count[1]
+
+    def _prune(self, counts: Counter[str]) -> Counter[str]:
+        """On a large memory, leave out terms that cost much and tell little (module docstring)."""
+        n = self.count()
+        if n < PRUNE_MIN_DOCUMENTS or not counts:
+            return counts
+        df = self._document_frequencies(list(counts), n)
+        ranked = sorted(counts, key=lambda t: df.get(t, 0))
+        kept: Counter[str] = Counter()
+        postings = 0
+        for term in ranked:
+            freq = df.get(term, 0)
+            if kept and (freq > n // 2 or postings + freq > PRUNE_POSTINGS):
+                break
+            kept[term] = counts[term]
+            postings += freq
+        return kept
+
+    def _document_frequencies(self, terms: list[str], n: int) -> dict[str, int]:
+        """How many documents hold each term (fts5vocab; cached while the memory grows < 10%)."""
+        if not self._vocab:
+            self.db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_vocab USING fts5vocab(main, keyword_fts, 'row')"
+            )
+            self._vocab = True
+        out: dict[str, int] = {}
+        for term in terms:
+            cached = self._df.get(term)
+            if cached is not None and n <= cached[1] * 1.1:
+                out[term] = cached[0]
+                continue
+            freq = int(self.db.scalar("SELECT doc FROM temp.keyword_vocab WHERE term = ?", (term,)) or 0)
+            if len(self._df) >= DF_CACHE_SIZE:
+                self._df.clear()
+            self._df[term] = (freq, n)
+            out[term] = freq
+        return out
+
+    @staticmethod
+    def _hit(row: Any, score: float) -> MemoryHit:
+        metadata = json.loads(row[3])
+        metadata.setdefault("session_id", row[1])
+        return MemoryHit(content=row[2], source=row[0], score=score, metadata=metadata)
+
+    def _search_fallback(self, counts: Counter[str], k: int, session_id: str | None) -> list[MemoryHit]:
+        """No FTS5: rank-bm25 over the stored terms (cached until the file changes)."""
+        key = (self.db.data_version(), self._writes, session_id)
+        if self._ranker is None or self._ranker[0] != key:
+            sql = (
+                f"SELECT d.doc_id, d.session_id, d.content, d.metadata, {_COLUMNS} FROM keyword_terms t"
+                " JOIN documents d ON d.id = t.id"
+            )
+            if session_id is None:
+                rows = self.db.query(sql + " ORDER BY t.id")
+            else:
+                rows = self.db.query(sql + " WHERE d.session_id = ? ORDER BY t.id", (session_id,))
+            tokenized = [f"{r[4]} {r[5]} {r[6]}".split() for r in rows]
+            self._ranker = (key, rows, BM25Ranker([""] * len(rows), tokenized=tokenized))
+        _, rows, ranker = self._ranker
+        return [self._hit(rows[i], score) for i, score in ranker.rank_terms(list(counts.elements()), k)]
+
+    # -- figures and life cycle --------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """``fts5`` (whether FTS5 ranks) and ``keyword_rows``."""
+        return {"fts5": self.fts, "keyword_rows": int(self.db.scalar("SELECT count(*) FROM keyword_terms") or 0)}
+
+    def close(self) -> None:
+        """Index what is pending, so the next process does not have to."""
+        self._ranker = None
+        if self._pending:
+            try:
+                self._index_pending()
+            except (StorageError, sqlite3.Error) as exc:  # indexed by the next process that searches
+                LOG.warning("keyword index: could not index the last documents before closing (%s)", exc)
