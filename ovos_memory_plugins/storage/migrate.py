@@ -93,10 +93,10 @@ def _read_vectors(source: Storage, space: str, batch: int) -> Iterator[list[tupl
     """The source's vectors of ``space``, oldest document first, in batches."""
     import numpy as np
 
-    from ovos_memory_plugins.storage.postgres import PgStorage
+    from ovos_memory_plugins.storage.postgres import PgStorage, PgVectorStore
 
     if isinstance(source, PgStorage):
-        yield from source.vector_store().iter_vectors(space, batch)
+        yield from PgVectorStore(source.db, source.namespace).iter_vectors(space, batch)
         return
     db: Any = source.db  # the SQLite engine's tables (storage/sqlite_engine.py)
     last = 0

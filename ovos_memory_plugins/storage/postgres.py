@@ -195,9 +195,9 @@ class PgDatabase:
         self,
         url: str,
         *,
-        connect_timeout: float = 5.0,
-        statement_timeout: float = 10.0,
-        pool_timeout: float = 10.0,
+        connect_timeout: float = 3.0,
+        statement_timeout: float = 5.0,
+        pool_timeout: float = 3.0,
         max_connections: int = 4,
         vector: bool = True,
     ) -> None:
@@ -216,6 +216,8 @@ class PgDatabase:
         self._lock = threading.Lock()
         self._closed = False
         self._vacuuming = False
+        self._down_until = 0.0
+        self._failures = 0
         ms = max(int(statement_timeout * 1000), 1)
         self._kwargs: dict[str, Any] = {
             "connect_timeout": max(math.ceil(connect_timeout), 1),
@@ -291,15 +293,31 @@ class PgDatabase:
 
         if self._closed:
             raise StorageError(f"database {self.path} is closed")
+        wait = self._down_until - time.monotonic()
+        if wait > 0:  # back-off: fail at once instead of waiting for the pool on every call
+            raise StorageError(f"PostgreSQL at {self.path} is unreachable; trying again in {wait:.0f} s")
         try:
             with self.pool.connection(timeout=self.pool_timeout) as conn:
                 yield conn
         except PoolTimeout as exc:
+            self._backoff()
             raise StorageError(f"no connection to {self.path} within {self.pool_timeout:g} s") from exc
         except psycopg.errors.QueryCanceled as exc:
             raise StorageError(f"a statement on {self.path} ran past its deadline: {_one_line(exc)}") from exc
+        except psycopg.OperationalError as exc:
+            self._backoff()
+            raise StorageError(f"PostgreSQL at {self.path} failed: {_one_line(exc)}") from exc
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL at {self.path}: {_one_line(exc)}") from exc
+        else:
+            self._failures = 0
+
+    def _backoff(self) -> None:
+        """After a connection failure: refuse calls for 1, 2, 4, ... up to 30 seconds."""
+        self._failures += 1
+        delay = min(2.0 ** (self._failures - 1), 30.0)
+        self._down_until = time.monotonic() + delay
+        LOG.warning("PostgreSQL at %s: connection failed; calls fail fast for %.0f s", self.path, delay)
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -491,7 +509,7 @@ def _v1(conn: psycopg.Connection[Any]) -> None:
         " namespace text NOT NULL, session_id text NOT NULL, last_exchange_id text NOT NULL,"
         " PRIMARY KEY (namespace, session_id))",
     ):
-        conn.execute(sql)  # type: ignore[call-overload]  # psycopg wants LiteralString; these are constants
+        conn.execute(sql)
 
 
 #: The schema. Append only; never rename or reorder an applied step.
@@ -1249,9 +1267,9 @@ class PgVectorStore:
                         (name,),
                     ).fetchone()
                     if invalid and invalid[0]:
-                        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")  # type: ignore[call-overload]
+                        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
                     conn.execute(
-                        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory_vectors"  # type: ignore[call-overload]
+                        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory_vectors"
                         f" USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) WHERE dims = {int(dims)}"
                     )
                 finally:
