@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import threading
 from collections import Counter
@@ -50,7 +51,6 @@ def forget(db: pg.PgDatabase, index: pg.PgKeywordIndex, doc_ids: list[str]) -> i
 
 
 def test_literals_quote_anything() -> None:
-    assert pg.tsvector_literal([["a", "b", "a"], ["it's"], ["c"]]) == "'a':1A,3A 'b':2A 'it''s':4B 'c':5C"
     assert pg.tsquery_literal(["x", "back\\slash", "x"]) == "'x' | 'back\\\\slash'"
     assert pg.redact_url("postgresql://u:secret@h:5/db") == "postgresql://u:***@h:5/db"
     assert pg.is_postgres_url("postgres://h/db") and not pg.is_postgres_url("/tmp/x.db")
@@ -60,9 +60,10 @@ def test_hostile_terms_round_trip(db: pg.PgDatabase) -> None:
     idx = pg.PgKeywordIndex(db, namespace())
     terms = ["it's", "back\\slash", "a:b", "&|!", "(x)", "中文", "'", "\\"]
     key = put(db, idx, "d1", "hostile").key
-    with db.atomic() as conn:  # terms no tokenizer makes, written straight as a tsvector
+    with db.atomic() as conn:  # terms no tokenizer makes, written straight into the row
         conn.execute(
-            "UPDATE memory_keywords SET terms = %s::tsvector WHERE id = %s", (pg.tsvector_literal([terms]), key)
+            "UPDATE memory_keywords SET tf = %s::jsonb, terms = array_to_tsvector(%s::text[]) WHERE id = %s",
+            (json.dumps({t: [1, 0, 0] for t in terms}), terms, key),
         )
     for term in terms:
         hits = idx.search_terms(Counter([term]), 5)

@@ -198,7 +198,7 @@ def migrate_memory(memory: Any, to: str, *, progress: Progress | None = None) ->
         folder = Path(to).expanduser()
         target = open_storage(folder / type(memory).database_file)
     try:
-        settings = getattr(memory, "keyword_settings", None)
+        settings = getattr(getattr(memory, "keyword", None), "settings", None)  # its keyword index's, if any
         return copy_storage(
             source, target, keyword=settings if isinstance(settings, KeywordSettings) else None, progress=progress
         )

@@ -83,7 +83,6 @@ __all__ = [
     "open_storage",
     "redact_url",
     "tsquery_literal",
-    "tsvector_literal",
 ]
 
 #: BM25 parameters, as SQLite FTS5's ``bm25()`` fixes them.
@@ -97,8 +96,6 @@ PRUNE_MIN_DOCUMENTS = 5_000
 PRUNE_POSTINGS = 3_000
 #: A namespace's vectors are searched through the HNSW index from this many on (exact below).
 HNSW_MIN_VECTORS = 20_000
-#: tsvector positions stop at this value (PostgreSQL's limit).
-MAX_POSITION = 16_383
 #: How long cached figures (document count, average length) stay fresh (seconds).
 STATS_TTL = 2.0
 #: The default namespace when none is given.
@@ -130,25 +127,6 @@ def redact_url(url: str) -> str:
 
 def _lexeme(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def tsvector_literal(columns: Sequence[Sequence[str]]) -> str:
-    """A ``tsvector`` literal holding exactly these terms, column by column.
-
-    Column 0 gets weight label A, column 1 B, column 2 C, column 3 D. Positions run on across
-    columns, so a term's count in a column is its number of positions with that column's label.
-    Nothing is re-parsed: the terms are our tokenizer's, as they are.
-    """
-    labels = "ABCD"
-    positions: dict[str, list[str]] = {}
-    pos = 0
-    for col, terms in enumerate(columns[:4]):
-        for term in terms:
-            if not term:
-                continue
-            pos = min(pos + 1, MAX_POSITION)
-            positions.setdefault(term, []).append(f"{pos}{labels[col]}")
-    return " ".join(f"{_lexeme(t)}:{','.join(p)}" for t, p in positions.items())
 
 
 def tsquery_literal(terms: Iterable[str]) -> str:
@@ -250,7 +228,8 @@ class PgDatabase:
             timeout=pool_timeout,
             open=False,
             configure=_register_vector if vector else None,
-            check=ConnectionPool.check_connection,
+            # no ping per checkout (a round trip each): a connection that broke fails its call
+            # once (a StorageError, then the back-off) and the pool replaces it
             reconnect_timeout=max(connect_timeout * 6, 30.0),
             name="ovos-memory",
         )
@@ -348,6 +327,19 @@ class PgDatabase:
                     yield conn
             finally:
                 self._local.conn = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """Join the calling thread's transaction (no savepoint: two round trips saved), or begin one.
+
+        The engine's own multi-statement writes use this; a failure inside aborts the whole
+        enclosing transaction, which its ``atomic()`` then rolls back.
+        """
+        if getattr(self._local, "conn", None) is not None:
+            yield self._local.conn
+            return
+        with self.atomic() as conn:
+            yield conn
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
         """Run one statement; return the affected row count."""
@@ -470,16 +462,19 @@ def _v1(conn: psycopg.Connection[Any]) -> None:
         " created double precision NOT NULL,"
         " UNIQUE (namespace, doc_id))",
         "CREATE INDEX memory_documents_session ON memory_documents (namespace, session_id, id)",
-        # the keyword index: our tokens as a tsvector (A body, B head, C context) and their count
+        # the keyword index: per document, each term's count in body, head and context
+        # ({"term": [a, b, c]}), the same terms as a tsvector (GIN: which documents hold a term),
+        # and the token count
         "CREATE TABLE memory_keywords ("
         " id bigint PRIMARY KEY REFERENCES memory_documents (id) ON DELETE CASCADE,"
         " namespace text NOT NULL,"
         " session_id text NOT NULL,"
+        " tf jsonb NOT NULL,"
         " terms tsvector NOT NULL,"
         " length integer NOT NULL,"
         " ctx_id bigint)",
         "CREATE INDEX memory_keywords_terms ON memory_keywords USING gin (terms)",
-        "CREATE INDEX memory_keywords_namespace ON memory_keywords (namespace, session_id, id)",
+        "CREATE INDEX memory_keywords_namespace ON memory_keywords (namespace, session_id, id) INCLUDE (length)",
         "CREATE INDEX memory_keywords_ctx ON memory_keywords (ctx_id) WHERE ctx_id IS NOT NULL",
         # vectors: one per (embedder space, document)
         "CREATE TABLE memory_vector_spaces ("
@@ -550,45 +545,54 @@ class PgDocuments:
         self.namespace = namespace
 
     def put(self, docs: Sequence[Document]) -> list[StoredDocument]:
-        """Insert or replace by ``doc_id``; a replaced document keeps its key and ``created``."""
+        """Insert or replace by ``doc_id``; a replaced document keeps its key and ``created``.
+
+        One statement per document: the row as it was (same snapshot) tells whether the text or
+        session changed.
+        """
         out: dict[str, StoredDocument] = {}
         now = time.time()
-        with self.db.atomic() as conn:
-            for doc in docs:
-                meta = dump_metadata(doc.metadata)
-                old = conn.execute(
-                    "SELECT id, session_id, content, created FROM memory_documents"
-                    " WHERE namespace = %s AND doc_id = %s FOR UPDATE",
-                    (self.namespace, doc.doc_id),
-                ).fetchone()
-                if old is None:
-                    row = conn.execute(
-                        "INSERT INTO memory_documents (namespace, doc_id, session_id, content, metadata, created)"
-                        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, doc_id) DO UPDATE"
-                        " SET session_id = excluded.session_id, content = excluded.content,"
-                        " metadata = excluded.metadata RETURNING id, created",
-                        (self.namespace, doc.doc_id, doc.session_id, doc.text, meta, now),
-                    ).fetchone()
-                    assert row is not None  # RETURNING always yields the row
-                    out[doc.doc_id] = StoredDocument(
-                        int(row[0]), doc.doc_id, doc.session_id, doc.text, dict(doc.metadata), float(row[1]), True
-                    )
-                    continue
-                changed = old[1] != doc.session_id or old[2] != doc.text
-                conn.execute(
-                    "UPDATE memory_documents SET session_id = %s, content = %s, metadata = %s WHERE id = %s",
-                    (doc.session_id, doc.text, meta, old[0]),
-                )
-                prior = out.get(doc.doc_id)
-                out[doc.doc_id] = StoredDocument(
-                    int(old[0]),
-                    doc.doc_id,
-                    doc.session_id,
-                    doc.text,
-                    dict(doc.metadata),
-                    float(old[3]),
-                    changed or (prior is not None and prior.changed),
-                )
+        rows = [
+            {
+                "ns": self.namespace,
+                "doc": doc.doc_id,
+                "session": doc.session_id,
+                "text": doc.text,
+                "meta": dump_metadata(doc.metadata),
+                "now": now,
+            }
+            for doc in docs
+        ]
+        with self.db.transaction() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "WITH old AS (SELECT session_id, content FROM memory_documents"
+                "  WHERE namespace = %(ns)s AND doc_id = %(doc)s),"
+                " up AS (INSERT INTO memory_documents (namespace, doc_id, session_id, content, metadata, created)"
+                "  VALUES (%(ns)s, %(doc)s, %(session)s, %(text)s, %(meta)s, %(now)s)"
+                "  ON CONFLICT (namespace, doc_id) DO UPDATE SET session_id = excluded.session_id,"
+                "  content = excluded.content, metadata = excluded.metadata RETURNING id, created)"
+                " SELECT up.id, up.created, NOT EXISTS (SELECT 1 FROM old WHERE old.session_id = %(session)s"
+                "  AND old.content = %(text)s) FROM up",
+                rows,
+                returning=True,
+            )
+            results = []
+            while True:
+                results.append(cur.fetchone())
+                if not cur.nextset():
+                    break
+        for doc, row in zip(docs, results, strict=True):
+            assert row is not None  # RETURNING always yields the row
+            prior = out.get(doc.doc_id)
+            out[doc.doc_id] = StoredDocument(
+                int(row[0]),
+                doc.doc_id,
+                doc.session_id,
+                doc.text,
+                dict(doc.metadata),
+                float(row[1]),
+                bool(row[2]) or (prior is not None and prior.changed),
+            )
         return list(out.values())
 
     def get(self, doc_ids: Iterable[str]) -> dict[str, StoredDocument]:
@@ -658,7 +662,7 @@ class PgDocuments:
         ids = list(dict.fromkeys(doc_ids))
         if not ids:
             return 0
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             return int(
                 conn.execute(
                     "DELETE FROM memory_documents WHERE namespace = %s AND doc_id = ANY(%s)", (self.namespace, ids)
@@ -667,7 +671,7 @@ class PgDocuments:
 
     def remove_all(self) -> int:
         """Delete every document of the namespace; return how many existed."""
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             return int(conn.execute("DELETE FROM memory_documents WHERE namespace = %s", (self.namespace,)).rowcount)
 
 
@@ -680,6 +684,19 @@ def _exchange_parts(text: str) -> tuple[str, str] | None:
         return None
     user, sep, assistant = text[3:].partition("\nA: ")
     return (user, assistant) if sep else None
+
+
+_HISTORY_INSERT = (
+    "INSERT INTO memory_history (namespace, session_id, role, content, created, exchange_id)"
+    " SELECT %(ns)s, %(session)s, m.role, m.content, %(now)s, m.exchange_id"
+    " FROM unnest(%(roles)s::text[], %(contents)s::text[], %(ids)s::text[]) WITH ORDINALITY"
+    " AS m(role, content, exchange_id, n) ORDER BY m.n"
+)
+_HISTORY_TRIM = (
+    " DELETE FROM memory_history WHERE namespace = %(ns)s AND session_id = %(session)s AND id <= ("
+    " SELECT id FROM memory_history WHERE namespace = %(ns)s AND session_id = %(session)s"
+    " ORDER BY id DESC LIMIT 1 OFFSET %(offset)s)"
+)
 
 
 class PgHistory:
@@ -701,25 +718,31 @@ class PgHistory:
         """Append ``(role, content)`` messages and trim the session to its newest ``keep``."""
         ns, now = self.namespace, time.time()
         ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
-        with self.db.atomic() as conn:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO memory_history (namespace, session_id, role, content, created, exchange_id)"
-                    " VALUES (%s, %s, %s, %s, %s, %s)",
-                    [(ns, session_id, role, content, now, ids[i]) for i, (role, content) in enumerate(messages)],
-                )
-            if last_exchange_id is not None:
-                conn.execute(
-                    "INSERT INTO memory_sessions (namespace, session_id, last_exchange_id) VALUES (%s, %s, %s)"
-                    " ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id",
-                    (ns, session_id, last_exchange_id),
-                )
-            conn.execute(
-                "DELETE FROM memory_history WHERE namespace = %s AND session_id = %s AND id <= ("
-                " SELECT id FROM memory_history WHERE namespace = %s AND session_id = %s"
-                " ORDER BY id DESC LIMIT 1 OFFSET %s)",
-                (ns, session_id, ns, session_id, max(keep, 0)),
-            )
+        params = {
+            "ns": ns,
+            "session": session_id,
+            "roles": [r for r, _ in messages],
+            "contents": [c for _, c in messages],
+            "ids": ids,
+            "now": now,
+            "last": last_exchange_id,
+            # the trim below does not see this statement's own rows (one snapshot)
+            "offset": max(keep - len(messages), 0),
+        }
+        if keep < len(messages):  # a window smaller than one call's messages: keep the simple path
+            with self.db.transaction() as conn:
+                conn.execute(_HISTORY_INSERT, params)
+                conn.execute(_HISTORY_TRIM, {**params, "offset": max(keep, 0)})
+            return
+        # one statement (one round trip, one commit): insert, move the chain, trim
+        self.db.execute(
+            "WITH ins AS (" + _HISTORY_INSERT + " RETURNING id),"
+            " chain AS (INSERT INTO memory_sessions (namespace, session_id, last_exchange_id)"
+            "  SELECT %(ns)s, %(session)s, %(last)s WHERE %(last)s::text IS NOT NULL"
+            "  ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id)"
+            + _HISTORY_TRIM,
+            params,
+        )
 
     def tag_exchange(self, session_id: str, exchange_id: str) -> None:
         """Mark the session's last untagged user message as part of ``exchange_id``."""
@@ -760,7 +783,7 @@ class PgHistory:
         if not docs:
             return 0
         n = 0
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             n += conn.execute(
                 "DELETE FROM memory_history WHERE namespace = %s AND exchange_id = ANY(%s)",
                 (self.namespace, [d.doc_id for d in docs]),
@@ -778,7 +801,7 @@ class PgHistory:
 
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             n = conn.execute(
                 "DELETE FROM memory_history WHERE namespace = %s AND session_id = %s", (self.namespace, session_id)
             ).rowcount
@@ -789,7 +812,7 @@ class PgHistory:
 
     def clear_all(self) -> int:
         """Delete all of the namespace's history; return how many messages went."""
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             n = conn.execute("DELETE FROM memory_history WHERE namespace = %s", (self.namespace,)).rowcount
             conn.execute("DELETE FROM memory_sessions WHERE namespace = %s", (self.namespace,))
         return int(n)
@@ -805,21 +828,24 @@ class PgHistory:
 class PgKeywordIndex:
     """Keyword recall over ``memory_keywords`` (see :class:`~ovos_memory_plugins.storage.engine.Index`).
 
-    A document's terms (:func:`~ovos_memory_plugins.storage.keyword.document_terms`) go into one
-    ``tsvector``: body terms with label A, head terms (date, speaker) B, and for a dialogue turn
-    the body terms of the session's previous document C (its *context*). Ranking is FTS5's
-    ``bm25(fts, 1.0, head_weight, context_weight)`` written out in SQL: a term's frequency in a
-    document is the sum of its positions' column weights, the length is all its tokens, and the
-    document count, average length and document frequencies are the namespace's.
+    Per document: ``tf``, each term's count in the body, the head (date, speaker) and, for a
+    dialogue turn, the context (the body terms of the session's previous document), as
+    ``{"term": [body, head, context]}``; ``terms``, the same terms as a ``tsvector`` built with
+    ``array_to_tsvector`` (no parsing, no stemming, no stop words: ours are already applied),
+    GIN-indexed, which finds the documents holding any query term; ``length``, the token count.
+
+    Ranking is FTS5's ``bm25(fts, 1.0, head_weight, context_weight)`` written out in SQL: a
+    term's frequency in a document is ``body + head_weight * head + context_weight * context``,
+    the length is all its tokens, IDF uses the namespace's document count and frequencies.
     """
 
     def __init__(self, db: PgDatabase, namespace: str, settings: KeywordSettings | None = None) -> None:
         self.db = db
         self.namespace = namespace
         self.settings = settings or KeywordSettings()
-        self._stats: tuple[float, int, float] | None = None
+        #: (refreshed at, document count, total tokens) of the namespace
+        self._stats: tuple[float, int, int] | None = None
         self._df: dict[str, tuple[int, int]] = {}
-        self._writes = 0
 
     @property
     def name(self) -> str:
@@ -828,101 +854,93 @@ class PgKeywordIndex:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def prepare(self, docs: Sequence[Document]) -> dict[str, tuple[list[str], list[str], bool]]:
-        """Tokenize before the transaction: ``doc_id -> (body terms, head terms, is a turn)``."""
+    def prepare(self, docs: Sequence[Document]) -> dict[str, tuple[dict[str, list[int]], int, bool]]:
+        """Tokenize before the transaction: ``doc_id -> (term counts, token count, is a turn)``."""
         from ovos_memory_plugins.storage.keyword import document_terms
 
         out = {}
         for doc in docs:
             body, head, turn = document_terms(doc.text)
-            out[doc.doc_id] = (body.split(), head.split(), turn)
+            tf: dict[str, list[int]] = {}
+            length = 0
+            for column, terms in enumerate((body.split(), head.split())):
+                for term in terms:
+                    tf.setdefault(term, [0, 0, 0])[column] += 1
+                    length += 1
+            out[doc.doc_id] = (tf, length, turn)
         return out
 
     def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
         """Store the terms of new or changed documents (inside the write transaction).
 
-        A turn takes the body terms of the session's previous indexed document as its context
-        (label C), looked up in the same statement.
+        A turn takes the body terms of the session's previous indexed document as its context,
+        merged in the same statement.
         """
         todo = [d for d in docs if d.changed]
         if not todo:
             return
-        terms: dict[str, tuple[list[str], list[str], bool]] = dict(prepared or {})
+        terms: dict[str, tuple[dict[str, list[int]], int, bool]] = dict(prepared or {})
         missing = [d for d in todo if d.doc_id not in terms]
         if missing:
             terms.update(self.prepare([Document(d.doc_id, d.text, d.session_id, d.metadata) for d in missing]))
         context_on = self.settings.context_weight > 0
         rows = []
+        tokens = 0
         for doc in todo:
-            body, head, turn = terms[doc.doc_id]
+            tf, length, turn = terms[doc.doc_id]
+            tokens += length
             rows.append(
                 {
                     "id": doc.key,
                     "ns": self.namespace,
                     "session": doc.session_id,
-                    "terms": tsvector_literal([body, head]),
-                    "length": len(body) + len(head),
+                    "tf": json.dumps(tf, ensure_ascii=False),
+                    "length": length,
                     "turn": bool(turn and context_on),
                 }
             )
-        with self.db.atomic() as conn, conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO memory_keywords (id, namespace, session_id, terms, length, ctx_id)"
-                " SELECT %(id)s, %(ns)s, %(session)s,"
-                "  %(terms)s::tsvector || coalesce(setweight(ts_filter(p.terms, '{a}'), 'C'), ''::tsvector),"
-                "  %(length)s + coalesce((SELECT sum(cardinality(u.positions))::int"
-                "   FROM unnest(ts_filter(p.terms, '{a}')) AS u), 0), p.id"
-                " FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT k.id, k.terms FROM memory_keywords k"
-                "  WHERE %(turn)s AND k.namespace = %(ns)s AND k.session_id = %(session)s AND k.id < %(id)s"
-                "  ORDER BY k.id DESC LIMIT 1) AS p ON true"
-                " ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, terms = excluded.terms,"
-                " length = excluded.length, ctx_id = excluded.ctx_id",
-                rows,
-            )
-        self._writes += 1
+        with self.db.transaction() as conn, conn.cursor() as cur:
+            cur.executemany(_KEYWORD_ADD, rows)
+        if self._stats is not None:  # keep the figures current without a count
+            at, n, total = self._stats
+            self._stats = (at, n + len(rows), total + tokens)
 
     def remove(self, docs: Sequence[StoredDocument]) -> int:
         """Take documents out of the index and their words out of other turns' context."""
         keys = [d.key for d in docs]
         if not keys:
             return 0
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             n = conn.execute(
                 "DELETE FROM memory_keywords WHERE namespace = %s AND id = ANY(%s)", (self.namespace, keys)
             ).rowcount
-            conn.execute(
-                "UPDATE memory_keywords SET terms = ts_filter(terms, '{a,b}'), ctx_id = NULL,"
-                " length = coalesce((SELECT sum(cardinality(u.positions))::int"
-                "  FROM unnest(ts_filter(terms, '{a,b}')) AS u), 0)"
-                " WHERE namespace = %s AND ctx_id = ANY(%s)",
-                (self.namespace, keys),
-            )
-        self._writes += 1
+            conn.execute(_KEYWORD_DROP_CONTEXT, {"ns": self.namespace, "keys": keys})
+        self._stats = None
         self._df.clear()
         return int(n)
 
     def remove_all(self) -> int:
         """Empty the namespace's index; return how many rows went."""
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             n = conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,)).rowcount
-        self._writes += 1
+        self._stats = None
         self._df.clear()
         return int(n)
 
     # -- searching ---------------------------------------------------------------------------
 
     def _namespace_stats(self) -> tuple[int, float]:
-        """``(document count, average length)`` of the namespace, cached for ``STATS_TTL`` s
-        (refreshed at once after this process writes)."""
+        """``(document count, average length)`` of the namespace: counted at most every
+        ``STATS_TTL`` seconds, this process's own writes added in between."""
         now = time.monotonic()
-        if self._stats is None or now - self._stats[0] > STATS_TTL or self._writes:
+        if self._stats is None or now - self._stats[0] > STATS_TTL:
             row = self.db.query(
-                "SELECT count(*), coalesce(avg(length), 0) FROM memory_keywords WHERE namespace = %s",
+                "SELECT count(*), coalesce(sum(length), 0) FROM memory_keywords WHERE namespace = %s",
                 (self.namespace,),
             )[0]
-            self._stats = (now, int(row[0]), float(row[1]))
-            self._writes = 0
-        return self._stats[1], self._stats[2]
+            self._stats = (now, int(row[0]), int(row[1]))
+        n, tokens = self._stats[1], self._stats[2]
+        return n, (tokens / n if n else 0.0)
 
     def _frequencies(self, terms: list[str], n: int) -> dict[str, int]:
         """How many of the namespace's documents hold each term (cached while ``n`` moves < 10%)."""
@@ -935,16 +953,21 @@ class PgKeywordIndex:
             else:
                 todo.append(term)
         if todo:
-            rows = self.db.query(
-                "SELECT q.t, (SELECT count(*) FROM memory_keywords k WHERE k.namespace = %s"
-                "  AND k.terms @@ q.query) FROM unnest(%s::text[], %s::tsquery[]) AS q(t, query)",
-                (self.namespace, todo, [_lexeme(t) for t in todo]),
+            # one count per term, each with its tsquery as a bound value, so each can use the
+            # GIN index (a tsquery taken from a column per row could not)
+            sql = " UNION ALL ".join(
+                f"SELECT {i}, count(*) FROM memory_keywords WHERE namespace = %s AND terms @@ %s::tsquery"
+                for i in range(len(todo))
             )
+            params: list[str] = []
+            for term in todo:
+                params += [self.namespace, _lexeme(term)]
+            rows = self.db.query(sql, params)
             if len(self._df) > 50_000:
                 self._df.clear()
-            for term, freq in rows:
-                out[term] = int(freq)
-                self._df[term] = (int(freq), n)
+            for i, freq in rows:
+                out[todo[i]] = int(freq)
+                self._df[todo[i]] = (int(freq), n)
         # a frequency cached before another process's deletes may exceed the fresh count
         return {t: min(f, n) for t, f in out.items()}
 
@@ -952,8 +975,7 @@ class PgKeywordIndex:
         """The best ``k`` documents for ``query`` (only ``session_id``'s when given), best first."""
         from ovos_memory_plugins.storage.keyword import query_counts
 
-        counts = query_counts(query, self.settings)
-        return self.search_terms(counts, k, session_id)
+        return self.search_terms(query_counts(query, self.settings), k, session_id)
 
     def search_terms(self, counts: Counter[str], k: int, session_id: str | None = None) -> list[MemoryHit]:
         """Rank by weighted query terms (BM25 as FTS5 computes it)."""
@@ -974,22 +996,17 @@ class PgKeywordIndex:
             weights.append(min(counts[t], MAX_TERM_REPEAT) * (idf if idf > 0 else 1e-6))
         s = self.settings
         session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
-        sql = (
-            "WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)),"
-            " cand AS (SELECT k.id, k.terms, k.length FROM memory_keywords k"
-            "  WHERE k.namespace = %(ns)s" + session_filter + " AND k.terms @@ %(query)s::tsquery),"
-            " scored AS (SELECT c.id, sum(q.w * f.freq * %(k1p)s"
-            "   / (f.freq + %(k1)s * (1 - %(b)s + %(b)s * c.length / %(avgdl)s))) AS score"
-            "  FROM cand c CROSS JOIN LATERAL ("
-            "   SELECT u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN %(wb)s"
-            "     WHEN 'C' THEN %(wc)s ELSE 1.0 END) FROM unnest(u.weights) AS w) AS freq"
-            "   FROM unnest(c.terms) AS u WHERE u.lexeme = ANY(%(terms)s::text[])) AS f"
-            "  JOIN q ON q.term = f.lexeme GROUP BY c.id ORDER BY score DESC, c.id DESC LIMIT %(k)s)"
-            " SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM scored s"
-            " JOIN memory_documents d ON d.id = s.id ORDER BY s.score DESC, s.id DESC"
-        )
         rows = self.db.query(
-            sql,
+            "WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)),"
+            " cand AS (SELECT k.id, k.tf, %(k1)s * (1 - %(b)s + %(b)s * k.length / %(avgdl)s) AS norm"
+            "  FROM memory_keywords k WHERE k.namespace = %(ns)s" + session_filter + ""
+            "  AND k.terms @@ %(query)s::tsquery),"
+            " scored AS (SELECT c.id, sum(q.w * f.freq * %(k1p)s / (f.freq + c.norm)) AS score"
+            "  FROM cand c JOIN q ON c.tf ? q.term CROSS JOIN LATERAL (SELECT (c.tf -> q.term ->> 0)::float8"
+            "   + %(wb)s * (c.tf -> q.term ->> 1)::float8 + %(wc)s * (c.tf -> q.term ->> 2)::float8 AS freq) AS f"
+            "  GROUP BY c.id ORDER BY score DESC, c.id DESC LIMIT %(k)s)"
+            " SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM scored s"
+            " JOIN memory_documents d ON d.id = s.id ORDER BY s.score DESC, s.id DESC",
             {
                 "terms": terms,
                 "weights": weights,
@@ -1017,6 +1034,40 @@ class PgKeywordIndex:
 
     def close(self) -> None:
         """Nothing pending: every add is indexed in its own transaction."""
+
+
+#: One document's keyword row; a turn merges the body counts of the session's previous document
+#: in as its context (column 2), in the same statement.
+_KEYWORD_ADD = (
+    "INSERT INTO memory_keywords (id, namespace, session_id, tf, terms, length, ctx_id)"
+    " SELECT %(id)s, %(ns)s, %(session)s, m.tf, array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf))),"
+    "  %(length)s + coalesce(p.body, 0), p.id"
+    " FROM (SELECT 1) AS one"
+    " LEFT JOIN LATERAL (SELECT k.id, k.tf, (SELECT sum((e.value ->> 0)::int) FROM jsonb_each(k.tf) AS e) AS body"
+    "  FROM memory_keywords k WHERE %(turn)s AND k.namespace = %(ns)s AND k.session_id = %(session)s"
+    "  AND k.id < %(id)s ORDER BY k.id DESC LIMIT 1) AS p ON true"
+    " CROSS JOIN LATERAL (SELECT coalesce(jsonb_object_agg(x.t, x.counts), '{}'::jsonb) AS tf FROM ("
+    "  SELECT u.t, jsonb_build_array(sum(u.a), sum(u.b), sum(u.c)) AS counts FROM ("
+    "   SELECT e.key AS t, (e.value ->> 0)::int AS a, (e.value ->> 1)::int AS b, 0 AS c"
+    "    FROM jsonb_each(%(tf)s::jsonb) AS e"
+    "   UNION ALL SELECT e.key, 0, 0, (e.value ->> 0)::int FROM jsonb_each(coalesce(p.tf, '{}'::jsonb)) AS e"
+    "    WHERE (e.value ->> 0)::int > 0) AS u GROUP BY u.t) AS x) AS m"
+    " ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, tf = excluded.tf, terms = excluded.terms,"
+    " length = excluded.length, ctx_id = excluded.ctx_id"
+)
+
+#: Turns whose context document went: their context counts go, and terms only it held.
+_KEYWORD_DROP_CONTEXT = (
+    "UPDATE memory_keywords k SET tf = m.tf, terms = array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf))),"
+    " length = m.length, ctx_id = NULL"
+    " FROM (SELECT h.id,"
+    "  coalesce(jsonb_object_agg(e.key, jsonb_build_array(e.value -> 0, e.value -> 1, 0))"
+    "   FILTER (WHERE (e.value ->> 0)::int + (e.value ->> 1)::int > 0), '{}'::jsonb) AS tf,"
+    "  coalesce(sum((e.value ->> 0)::int + (e.value ->> 1)::int), 0) AS length"
+    "  FROM memory_keywords h LEFT JOIN LATERAL jsonb_each(h.tf) AS e ON true"
+    "  WHERE h.namespace = %(ns)s AND h.ctx_id = ANY(%(keys)s) GROUP BY h.id) AS m"
+    " WHERE k.id = m.id"
+)
 
 
 def _hit(doc_id: str, session_id: str, content: str, metadata: Any, score: float) -> MemoryHit:
@@ -1078,7 +1129,7 @@ class PgVectorStore:
         if len(dims) != 1:
             raise StorageError(f"vectors of one batch differ in dimension: {sorted(dims)}")
         dim = dims.pop()
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO memory_vector_spaces (namespace, space, dims, created) VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (namespace, space) DO NOTHING",
@@ -1134,7 +1185,7 @@ class PgVectorStore:
 
     def drop_space(self, space: str) -> int:
         """Delete a space's vectors; return how many went."""
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             n = conn.execute(
                 "DELETE FROM memory_vectors WHERE namespace = %s AND space = %s", (self.namespace, space)
             ).rowcount
@@ -1156,7 +1207,7 @@ class PgVectorStore:
 
     def remove_all(self) -> int:
         """Delete every vector of the namespace; return how many."""
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             n = conn.execute("DELETE FROM memory_vectors WHERE namespace = %s", (self.namespace,)).rowcount
             conn.execute("DELETE FROM memory_vector_spaces WHERE namespace = %s", (self.namespace,))
         self._counts.clear()
@@ -1201,7 +1252,7 @@ class PgVectorStore:
         params = {"ns": self.namespace, "space": space, "q": q, "k": int(k), "session": session_id}
         large = self.count(space) >= HNSW_MIN_VECTORS
         if large and self._has_ann(dims):
-            with self.db.atomic() as conn:
+            with self.db.transaction() as conn:
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 conn.execute("SET LOCAL hnsw.ef_search = 100")
                 rows = conn.execute(
@@ -1313,7 +1364,7 @@ class PgStorage(Storage):
         """Drop the namespace's rows of indexes this memory no longer maintains (``"keyword"``,
         ``"vector"``), so no copy of a text stays in an index nobody updates on delete."""
         keep = set(active)
-        with self.db.atomic() as conn:
+        with self.db.transaction() as conn:
             if "keyword" not in keep:
                 conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,))
             if "vector" not in keep:
