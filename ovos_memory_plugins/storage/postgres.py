@@ -427,6 +427,8 @@ class PgDatabase:
                 finally:
                     conn.execute("RESET statement_timeout")
         except Exception as exc:  # autovacuum does it later anyway
+            if self._closed:
+                return
             LOG.warning("PostgreSQL: VACUUM after a delete failed (%s); autovacuum will reclaim the space", exc)
         finally:
             self._vacuuming = False
@@ -1004,9 +1006,9 @@ class PgKeywordIndex:
             " scored AS (SELECT c.id, sum(q.w * f.freq * %(k1p)s / (f.freq + c.norm)) AS score"
             "  FROM cand c JOIN q ON c.tf ? q.term CROSS JOIN LATERAL (SELECT (c.tf -> q.term ->> 0)::float8"
             "   + %(wb)s * (c.tf -> q.term ->> 1)::float8 + %(wc)s * (c.tf -> q.term ->> 2)::float8 AS freq) AS f"
-            "  GROUP BY c.id ORDER BY score DESC, c.id DESC LIMIT %(k)s)"
+            "  GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(k)s)"
             " SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM scored s"
-            " JOIN memory_documents d ON d.id = s.id ORDER BY s.score DESC, s.id DESC",
+            " JOIN memory_documents d ON d.id = s.id ORDER BY s.score DESC, s.id",
             {
                 "terms": terms,
                 "weights": weights,
