@@ -97,7 +97,7 @@ PRUNE_POSTINGS = 3_000
 #: A namespace's vectors are searched through the HNSW index from this many on (exact below).
 HNSW_MIN_VECTORS = 20_000
 #: How long cached figures (document count, average length) stay fresh (seconds).
-STATS_TTL = 2.0
+STATS_TTL = 30.0
 #: The default namespace when none is given.
 DEFAULT_NAMESPACE = "default"
 
@@ -931,11 +931,11 @@ class PgKeywordIndex:
 
     # -- searching ---------------------------------------------------------------------------
 
-    def _namespace_stats(self) -> tuple[int, float]:
+    def _namespace_stats(self, refresh: bool = False) -> tuple[int, float]:
         """``(document count, average length)`` of the namespace: counted at most every
-        ``STATS_TTL`` seconds, this process's own writes added in between."""
+        ``STATS_TTL`` seconds (or when ``refresh``), this process's own writes added in between."""
         now = time.monotonic()
-        if self._stats is None or now - self._stats[0] > STATS_TTL:
+        if refresh or self._stats is None or now - self._stats[0] > STATS_TTL:
             row = self.db.query(
                 "SELECT count(*), coalesce(sum(length), 0) FROM memory_keywords WHERE namespace = %s",
                 (self.namespace,),
@@ -984,9 +984,14 @@ class PgKeywordIndex:
         if not counts or k <= 0:
             return []
         n, avgdl = self._namespace_stats()
-        if n == 0:
-            return []
+        if n == 0:  # empty when last counted: other processes may have written since
+            n, avgdl = self._namespace_stats(refresh=True)
+            if n == 0:
+                return []
         df = self._frequencies(list(counts), n)
+        if any(self._df.get(t, (0, n))[0] > n for t in counts):  # grown by other processes' writes
+            n, avgdl = self._namespace_stats(refresh=True)
+            df = {t: min(self._df.get(t, (f, n))[0], n) for t, f in df.items()}
         terms = [t for t in counts if df.get(t, 0) > 0]
         if n >= PRUNE_MIN_DOCUMENTS:
             terms = _prune(terms, df, n)
