@@ -181,6 +181,7 @@ class PgDatabase:
     ) -> None:
         try:
             import psycopg
+            from psycopg.conninfo import conninfo_to_dict
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise StorageError(
@@ -197,11 +198,16 @@ class PgDatabase:
         self._down_until = 0.0
         self._failures = 0
         ms = max(int(statement_timeout * 1000), 1)
+        try:  # options the URL brings (?options=-c%20synchronous_commit%3Doff) come after ours: they win
+            own_options = str(conninfo_to_dict(url).get("options") or "")
+        except psycopg.Error:
+            own_options = ""
         self._kwargs: dict[str, Any] = {
             "connect_timeout": max(math.ceil(connect_timeout), 1),
             "application_name": "ovos-memory",
             "options": (
                 f"-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={ms * 3}"
+                + (f" {own_options}" if own_options else "")
             ),
             # a server that vanishes without closing the connection: give up instead of hanging
             "keepalives": 1,
@@ -464,8 +470,8 @@ def _v1(conn: psycopg.Connection[Any]) -> None:
         " created double precision NOT NULL,"
         " UNIQUE (namespace, doc_id))",
         "CREATE INDEX memory_documents_session ON memory_documents (namespace, session_id, id)",
-        # the keyword index: per document, each term's count in body, head and context
-        # ({"term": [a, b, c]}), the same terms as a tsvector (GIN: which documents hold a term),
+        # the keyword index: per document, each term's counts in body, head and context
+        # ({"term": body | head << 8 | context << 16}), the same terms as a tsvector (GIN: which documents hold a term),
         # and the token count
         "CREATE TABLE memory_keywords ("
         " id bigint PRIMARY KEY REFERENCES memory_documents (id) ON DELETE CASCADE,"
@@ -474,7 +480,10 @@ def _v1(conn: psycopg.Connection[Any]) -> None:
         " tf jsonb NOT NULL,"
         " terms tsvector NOT NULL,"
         " length integer NOT NULL,"
-        " ctx_id bigint)",
+        " ctx_id bigint)"
+        # rows stay uncompressed up to a page: ranking reads tf once per query term, and a
+        # compressed tf would be decompressed every time
+        " WITH (toast_tuple_target = 8160)",
         "CREATE INDEX memory_keywords_terms ON memory_keywords USING gin (terms)",
         "CREATE INDEX memory_keywords_namespace ON memory_keywords (namespace, session_id, id) INCLUDE (length)",
         "CREATE INDEX memory_keywords_ctx ON memory_keywords (ctx_id) WHERE ctx_id IS NOT NULL",
@@ -539,6 +548,20 @@ def _row_document(row: Sequence[Any], changed: bool = False) -> StoredDocument:
     )
 
 
+#: Insert or replace one document; returns its key, its creation time and whether its text or
+#: session changed (the row as it was is read in the same snapshot).
+_DOCUMENT_PUT = (
+    "WITH old AS (SELECT session_id, content FROM memory_documents"
+    "  WHERE namespace = %(ns)s AND doc_id = %(doc)s),"
+    " up AS (INSERT INTO memory_documents (namespace, doc_id, session_id, content, metadata, created)"
+    "  VALUES (%(ns)s, %(doc)s, %(session)s, %(text)s, %(meta)s, %(now)s)"
+    "  ON CONFLICT (namespace, doc_id) DO UPDATE SET session_id = excluded.session_id,"
+    "  content = excluded.content, metadata = excluded.metadata RETURNING id, created)"
+    " SELECT up.id, up.created, NOT EXISTS (SELECT 1 FROM old WHERE old.session_id = %(session)s"
+    "  AND old.content = %(text)s) FROM up"
+)
+
+
 class PgDocuments:
     """The namespace's rows of ``memory_documents`` (see :class:`~ovos_memory_plugins.storage.engine.DocumentStore`)."""
 
@@ -565,24 +588,16 @@ class PgDocuments:
             }
             for doc in docs
         ]
+        results: list[Any] = []
         with self.db.transaction() as conn, conn.cursor() as cur:
-            cur.executemany(
-                "WITH old AS (SELECT session_id, content FROM memory_documents"
-                "  WHERE namespace = %(ns)s AND doc_id = %(doc)s),"
-                " up AS (INSERT INTO memory_documents (namespace, doc_id, session_id, content, metadata, created)"
-                "  VALUES (%(ns)s, %(doc)s, %(session)s, %(text)s, %(meta)s, %(now)s)"
-                "  ON CONFLICT (namespace, doc_id) DO UPDATE SET session_id = excluded.session_id,"
-                "  content = excluded.content, metadata = excluded.metadata RETURNING id, created)"
-                " SELECT up.id, up.created, NOT EXISTS (SELECT 1 FROM old WHERE old.session_id = %(session)s"
-                "  AND old.content = %(text)s) FROM up",
-                rows,
-                returning=True,
-            )
-            results = []
-            while True:
-                results.append(cur.fetchone())
-                if not cur.nextset():
-                    break
+            if len(rows) == 1:  # the common case (one exchange): no pipeline round trips
+                results.append(cur.execute(_DOCUMENT_PUT, rows[0]).fetchone())
+            else:
+                cur.executemany(_DOCUMENT_PUT, rows, returning=True)
+                while True:
+                    results.append(cur.fetchone())
+                    if not cur.nextset():
+                        break
         for doc, row in zip(docs, results, strict=True):
             assert row is not None  # RETURNING always yields the row
             prior = out.get(doc.doc_id)
@@ -736,13 +751,21 @@ class PgHistory:
                 conn.execute(_HISTORY_INSERT, params)
                 conn.execute(_HISTORY_TRIM, {**params, "offset": max(keep, 0)})
             return
-        # one statement (one round trip, one commit): insert, move the chain, trim
+        # Messages that complete an exchange are followed at once by the exchange document's
+        # own transaction, whose (synchronous) commit flushes the WAL up to and including these
+        # rows: their transaction need not wait for its own flush, which halves the fsyncs of a
+        # recorded turn. Lone messages (no exchange) commit synchronously as usual.
+        params["commit"] = "off" if last_exchange_id is not None or any(ids) else None
+        # one statement (one round trip): insert, move the chain, trim
         self.db.execute(
             "WITH ins AS (" + _HISTORY_INSERT + " RETURNING id),"
             " chain AS (INSERT INTO memory_sessions (namespace, session_id, last_exchange_id)"
             "  SELECT %(ns)s, %(session)s, %(last)s WHERE %(last)s::text IS NOT NULL"
-            "  ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id)"
-            + _HISTORY_TRIM,
+            "  ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id),"
+            " cfg AS (SELECT set_config('synchronous_commit',"
+            "  coalesce(%(commit)s::text, current_setting('synchronous_commit')), true) AS v)"
+            + _HISTORY_TRIM
+            + " AND EXISTS (SELECT 1 FROM cfg)",
             params,
         )
 
@@ -831,9 +854,10 @@ class PgKeywordIndex:
     """Keyword recall over ``memory_keywords`` (see :class:`~ovos_memory_plugins.storage.engine.Index`).
 
     Per document: ``tf``, each term's count in the body, the head (date, speaker) and, for a
-    dialogue turn, the context (the body terms of the session's previous document), as
-    ``{"term": [body, head, context]}``; ``terms``, the same terms as a ``tsvector`` built with
-    ``array_to_tsvector`` (no parsing, no stemming, no stop words: ours are already applied),
+    dialogue turn, the context (the body terms of the session's previous document), packed in
+    one number per term, ``{"term": body | head << 8 | context << 16}`` (8 bits each);
+    ``terms``, the same terms as a ``tsvector`` built with ``array_to_tsvector`` (no parsing, no
+    stemming, no stop words: ours are already applied),
     GIN-indexed, which finds the documents holding any query term; ``length``, the token count.
 
     Ranking is FTS5's ``bm25(fts, 1.0, head_weight, context_weight)`` written out in SQL: a
@@ -856,20 +880,20 @@ class PgKeywordIndex:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def prepare(self, docs: Sequence[Document]) -> dict[str, tuple[dict[str, list[int]], int, bool]]:
+    def prepare(self, docs: Sequence[Document]) -> dict[str, tuple[dict[str, int], int, bool]]:
         """Tokenize before the transaction: ``doc_id -> (term counts, token count, is a turn)``."""
         from ovos_memory_plugins.storage.keyword import document_terms
 
         out = {}
         for doc in docs:
             body, head, turn = document_terms(doc.text)
-            tf: dict[str, list[int]] = {}
+            counts: dict[str, list[int]] = {}
             length = 0
             for column, terms in enumerate((body.split(), head.split())):
                 for term in terms:
-                    tf.setdefault(term, [0, 0, 0])[column] += 1
+                    counts.setdefault(term, [0, 0])[column] += 1
                     length += 1
-            out[doc.doc_id] = (tf, length, turn)
+            out[doc.doc_id] = ({t: _pack(a, b, 0) for t, (a, b) in counts.items()}, length, turn)
         return out
 
     def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
@@ -881,7 +905,7 @@ class PgKeywordIndex:
         todo = [d for d in docs if d.changed]
         if not todo:
             return
-        terms: dict[str, tuple[dict[str, list[int]], int, bool]] = dict(prepared or {})
+        terms: dict[str, tuple[dict[str, int], int, bool]] = dict(prepared or {})
         missing = [d for d in todo if d.doc_id not in terms]
         if missing:
             terms.update(self.prepare([Document(d.doc_id, d.text, d.session_id, d.metadata) for d in missing]))
@@ -902,7 +926,10 @@ class PgKeywordIndex:
                 }
             )
         with self.db.transaction() as conn, conn.cursor() as cur:
-            cur.executemany(_KEYWORD_ADD, rows)
+            if len(rows) == 1:
+                cur.execute(_KEYWORD_ADD, rows[0])
+            else:
+                cur.executemany(_KEYWORD_ADD, rows)
         if self._stats is not None:  # keep the figures current without a count
             at, n, total = self._stats
             self._stats = (at, n + len(rows), total + tokens)
@@ -1002,32 +1029,39 @@ class PgKeywordIndex:
             idf = math.log((n - df[t] + 0.5) / (df[t] + 0.5))
             weights.append(min(counts[t], MAX_TERM_REPEAT) * (idf if idf > 0 else 1e-6))
         s = self.settings
+        params: dict[str, Any] = {
+            "ns": self.namespace,
+            "session": session_id,
+            "query": tsquery_literal(terms),
+            "k1": BM25_K1,
+            "k1p": BM25_K1 + 1,
+            "b": BM25_B,
+            "avgdl": max(avgdl, 1e-9),
+            "wb": float(s.head_weight),
+            "wc": float(s.context_weight),
+            "k": int(k),
+        }
+        # one expression per query term over the candidate's counts (no join, no grouping):
+        # j<i> its packed counts, f<i> its weighted frequency
+        counts_of, freqs, parts = [], [], []
+        for i, (term, weight) in enumerate(zip(terms, weights, strict=True)):
+            params[f"t{i}"], params[f"w{i}"] = term, weight
+            counts_of.append(f"(k.tf -> %(t{i})s)::int AS j{i}")
+            freqs.append(
+                f"coalesce((j.j{i} & 255) + %(wb)s * ((j.j{i} >> 8) & 255) + %(wc)s * (j.j{i} >> 16), 0) AS f{i}"
+            )
+            parts.append(f"%(w{i})s * f.f{i} * %(k1p)s / (f.f{i} + n.norm)")
         session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
         rows = self.db.query(
-            "WITH q AS (SELECT * FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)),"
-            " cand AS (SELECT k.id, k.tf, %(k1)s * (1 - %(b)s + %(b)s * k.length / %(avgdl)s) AS norm"
-            "  FROM memory_keywords k WHERE k.namespace = %(ns)s" + session_filter + ""
-            "  AND k.terms @@ %(query)s::tsquery),"
-            " scored AS (SELECT c.id, sum(q.w * f.freq * %(k1p)s / (f.freq + c.norm)) AS score"
-            "  FROM cand c JOIN q ON c.tf ? q.term CROSS JOIN LATERAL (SELECT (c.tf -> q.term ->> 0)::float8"
-            "   + %(wb)s * (c.tf -> q.term ->> 1)::float8 + %(wc)s * (c.tf -> q.term ->> 2)::float8 AS freq) AS f"
-            "  GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(k)s)"
-            " SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM scored s"
+            "SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM ("
+            " SELECT k.id, " + " + ".join(parts) + " AS score FROM memory_keywords k"
+            " CROSS JOIN LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * k.length / %(avgdl)s) AS norm) AS n"
+            " CROSS JOIN LATERAL (SELECT " + ", ".join(counts_of) + ") AS j"
+            " CROSS JOIN LATERAL (SELECT " + ", ".join(freqs) + ") AS f"
+            " WHERE k.namespace = %(ns)s" + session_filter + " AND k.terms @@ %(query)s::tsquery"
+            " ORDER BY score DESC, k.id LIMIT %(k)s) AS s"
             " JOIN memory_documents d ON d.id = s.id ORDER BY s.score DESC, s.id",
-            {
-                "terms": terms,
-                "weights": weights,
-                "ns": self.namespace,
-                "session": session_id,
-                "query": tsquery_literal(terms),
-                "k1": BM25_K1,
-                "k1p": BM25_K1 + 1,
-                "b": BM25_B,
-                "avgdl": max(avgdl, 1e-9),
-                "wb": float(s.head_weight),
-                "wc": float(s.context_weight),
-                "k": int(k),
-            },
+            params,
         )
         return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
@@ -1044,21 +1078,20 @@ class PgKeywordIndex:
 
 
 #: One document's keyword row; a turn merges the body counts of the session's previous document
-#: in as its context (column 2), in the same statement.
+#: in as its context, in the same statement.
 _KEYWORD_ADD = (
     "INSERT INTO memory_keywords (id, namespace, session_id, tf, terms, length, ctx_id)"
     " SELECT %(id)s, %(ns)s, %(session)s, m.tf, array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf))),"
     "  %(length)s + coalesce(p.body, 0), p.id"
     " FROM (SELECT 1) AS one"
-    " LEFT JOIN LATERAL (SELECT k.id, k.tf, (SELECT sum((e.value ->> 0)::int) FROM jsonb_each(k.tf) AS e) AS body"
+    " LEFT JOIN LATERAL (SELECT k.id, k.tf, (SELECT sum(e.value::int & 255) FROM jsonb_each(k.tf) AS e) AS body"
     "  FROM memory_keywords k WHERE %(turn)s AND k.namespace = %(ns)s AND k.session_id = %(session)s"
     "  AND k.id < %(id)s ORDER BY k.id DESC LIMIT 1) AS p ON true"
-    " CROSS JOIN LATERAL (SELECT coalesce(jsonb_object_agg(x.t, x.counts), '{}'::jsonb) AS tf FROM ("
-    "  SELECT u.t, jsonb_build_array(sum(u.a), sum(u.b), sum(u.c)) AS counts FROM ("
-    "   SELECT e.key AS t, (e.value ->> 0)::int AS a, (e.value ->> 1)::int AS b, 0 AS c"
-    "    FROM jsonb_each(%(tf)s::jsonb) AS e"
-    "   UNION ALL SELECT e.key, 0, 0, (e.value ->> 0)::int FROM jsonb_each(coalesce(p.tf, '{}'::jsonb)) AS e"
-    "    WHERE (e.value ->> 0)::int > 0) AS u GROUP BY u.t) AS x) AS m"
+    " CROSS JOIN LATERAL (SELECT coalesce(jsonb_object_agg(x.t, x.v), '{}'::jsonb) AS tf FROM ("
+    "  SELECT u.t, sum(u.v) AS v FROM ("
+    "   SELECT e.key AS t, e.value::int AS v FROM jsonb_each(%(tf)s::jsonb) AS e"
+    "   UNION ALL SELECT e.key, (e.value::int & 255) << 16 FROM jsonb_each(coalesce(p.tf, '{}'::jsonb)) AS e"
+    "    WHERE e.value::int & 255 > 0) AS u GROUP BY u.t) AS x) AS m"
     " ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, tf = excluded.tf, terms = excluded.terms,"
     " length = excluded.length, ctx_id = excluded.ctx_id"
 )
@@ -1068,13 +1101,18 @@ _KEYWORD_DROP_CONTEXT = (
     "UPDATE memory_keywords k SET tf = m.tf, terms = array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf))),"
     " length = m.length, ctx_id = NULL"
     " FROM (SELECT h.id,"
-    "  coalesce(jsonb_object_agg(e.key, jsonb_build_array(e.value -> 0, e.value -> 1, 0))"
-    "   FILTER (WHERE (e.value ->> 0)::int + (e.value ->> 1)::int > 0), '{}'::jsonb) AS tf,"
-    "  coalesce(sum((e.value ->> 0)::int + (e.value ->> 1)::int), 0) AS length"
+    "  coalesce(jsonb_object_agg(e.key, e.value::int & 65535) FILTER (WHERE e.value::int & 65535 > 0),"
+    "   '{}'::jsonb) AS tf,"
+    "  coalesce(sum((e.value::int & 255) + ((e.value::int >> 8) & 255)), 0) AS length"
     "  FROM memory_keywords h LEFT JOIN LATERAL jsonb_each(h.tf) AS e ON true"
     "  WHERE h.namespace = %(ns)s AND h.ctx_id = ANY(%(keys)s) GROUP BY h.id) AS m"
     " WHERE k.id = m.id"
 )
+
+
+def _pack(body: int, head: int, context: int) -> int:
+    """A term's counts in one number (what ``tf`` stores): 8 bits each, body lowest."""
+    return min(body, 255) | min(head, 255) << 8 | min(context, 255) << 16
 
 
 def _hit(doc_id: str, session_id: str, content: str, metadata: Any, score: float) -> MemoryHit:
