@@ -6,7 +6,7 @@ Usage (from the project root)::
     python benchmarks/vector_speed.py embed [--model minilm|e5-small] [--threads 2] [--sentences 512]
 
 ``search`` pins BLAS to one thread (set before numpy loads) and times, per query, each exact
-path over the same random unit vectors stored through :class:`VectorStore`:
+path over the same random unit vectors stored through the vector store of a memory's file:
 
 * ``numpy (columns)``: the store's own path, one column per document;
 * ``numpy (rows)``: the same product over the row layout, for comparison;
@@ -32,7 +32,8 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # after the thread pins above
 
-from ovos_memory_plugins.storage.vector_store import VectorStore, open_vector_database
+from ovos_memory_plugins.storage.sqlite_engine import SqliteStorage, open_sqlite
+from ovos_memory_plugins.storage.vector_store import SqliteVectorStore
 
 
 def _percentiles(times: tuple[list[float], list[float]]) -> str:
@@ -56,20 +57,20 @@ def _time(fn: Callable[[np.ndarray], object], queries: np.ndarray) -> tuple[list
     return wall, cpu
 
 
-def _fill(store: VectorStore, vectors: np.ndarray) -> None:
+def _fill(store: SqliteVectorStore, vectors: np.ndarray) -> None:
     now = time.time()
     n = vectors.shape[0]
     with store.db.atomic() as conn:
         conn.executemany(
-            "INSERT INTO vec_documents (doc_id, session_id, text, metadata, created) VALUES (?, 's', ?, '{}', ?)",
-            [(f"d{i:07d}", f"text {i}", now) for i in range(n)],
+            "INSERT INTO documents (id, doc_id, session_id, content, metadata, created) VALUES (?, ?, 's', ?, '{}', ?)",
+            [(i + 1, f"d{i:07d}", f"text {i}", now) for i in range(n)],
         )
         conn.execute(
-            "INSERT INTO vec_spaces (embedder_id, dimension, created) VALUES ('bench', ?, ?)", (vectors.shape[1], now)
+            "INSERT INTO vector_spaces (space, dimension, created) VALUES ('bench', ?, ?)", (vectors.shape[1], now)
         )
         conn.executemany(
-            "INSERT INTO vec_vectors (embedder_id, doc_id, vector) VALUES ('bench', ?, ?)",
-            [(f"d{i:07d}", vectors[i].tobytes()) for i in range(n)],
+            "INSERT INTO vectors (space, doc, vector) VALUES ('bench', ?, ?)",
+            [(i + 1, vectors[i].tobytes()) for i in range(n)],
         )
 
 
@@ -82,9 +83,10 @@ def search(args: argparse.Namespace) -> int:
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     print(f"exact k={args.k} over {args.n} x {args.dim} float32, {args.queries} queries, BLAS threads 1")
     with tempfile.TemporaryDirectory() as tmp:
-        db, ext = open_vector_database(Path(tmp) / "bench.db", True)
+        storage: SqliteStorage = open_sqlite(Path(tmp) / "bench.db", vector_extension=True)
+        db, ext = storage.db, storage.vector_driver
         try:
-            np_store = VectorStore(db, "numpy", ext)
+            np_store = SqliteVectorStore(db, "numpy", ext)
             _fill(np_store, vectors)
             start = time.perf_counter()
             reference = np_store.search("bench", queries[0], args.k)
@@ -102,7 +104,7 @@ def search(args: argparse.Namespace) -> int:
             if ext is None:
                 print("sqlite-vec: SKIPPED (no sqlite3 module here can load extensions; pip install sqlean-py)")
                 return 0
-            sql_store = VectorStore(db, "sqlite-vec", ext)
+            sql_store = SqliteVectorStore(db, "sqlite-vec", ext)
             assert [d for d, _ in sql_store.search("bench", queries[0], args.k)] == [d for d, _ in reference]
             sql_times = _time(lambda q: sql_store.search("bench", q, args.k), queries[:50])
             print(f"{'sqlite-vec SQL (' + ext + ')':<28} {_percentiles(sql_times)}")

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import sqlite3
 import threading
 import time
 from abc import abstractmethod
@@ -50,7 +49,15 @@ from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessa
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
-from ovos_memory_plugins.storage.engine import Document, ForgetReport, Index, Storage, StoredDocument, check_id
+from ovos_memory_plugins.storage.engine import (
+    Document,
+    ForgetReport,
+    Index,
+    Storage,
+    StoredDocument,
+    check_id,
+    open_storage,
+)
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, clip_query
 
@@ -157,20 +164,19 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         return []
 
     def _open_state_database(self) -> Database:
-        """Deprecated hook: a subclass that overrides it chooses the SQLite database itself."""
-        return Database(":memory:")
+        """The SQLite database at :meth:`_database_path` (RAM when None). A subclass that
+        overrides this hook chooses the database itself (it may call this one); raises
+        :class:`StorageError` when the file cannot be opened."""
+        where = self._database_path()
+        return Database(where[0] if where is not None else ":memory:")
 
     def _open_storage(self) -> Storage:
         """The memory's one database, migrated; never raises (falls back to RAM, and says so:
         ``stats()["storage"]``, an ERROR logged every turn)."""
-        from ovos_memory_plugins.storage.engine import open_storage
-        from ovos_memory_plugins.storage.sqlite_engine import SqliteStorage, adopt_shared_file
-
-        name = type(self).__name__
         if type(self)._open_state_database is not BaseRetrievalMemory._open_state_database:
             try:
-                return SqliteStorage(self._open_state_database())
-            except (StorageError, sqlite3.Error, OSError) as exc:
+                return open_storage(self._open_state_database())
+            except (StorageError, OSError) as exc:
                 return self._ram_storage(f"cannot use the state database ({exc})")
         if self.settings.database:
             try:
@@ -184,16 +190,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             return open_storage(":memory:")
         path, shared = where
         try:
-            if shared is not None and shared != path:
-                adopt_shared_file(shared, path)
-            return open_storage(path, legacy=self._legacy_files(path), **self._database_options())
-        except (StorageError, sqlite3.Error, OSError) as exc:
-            LOG.error("%s: cannot open %s (%s)", name, path, exc)
+            return open_storage(path, adopt=shared, legacy=self._legacy_files(path), **self._database_options())
+        except (StorageError, OSError) as exc:
             return self._ram_storage(f"cannot open {path} ({exc})")
 
     def _ram_storage(self, reason: str) -> Storage:
-        from ovos_memory_plugins.storage.engine import open_storage
-
         LOG.error("%s: %s; memories are kept in RAM only and lost when the process ends", type(self).__name__, reason)
         storage = open_storage(":memory:", **self._database_options())
         storage.db.fallback_reason = reason
@@ -417,7 +418,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         went (a :class:`~ovos_memory_plugins.storage.engine.ForgetReport`)."""
         session_id = check_id(session_id, "session_id")
         with self._lock:
-            ids = self._session_document_ids(session_id)
+            catalogued = self.storage.documents.ids(session_id)
+            ids = list(dict.fromkeys([*catalogued, *self._session_document_ids(session_id)]))
             if ids and not self._can_delete():
                 raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")
             with self.storage.atomic():

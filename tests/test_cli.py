@@ -66,9 +66,10 @@ class JsonFileMemory(BaseRetrievalMemory):
         return n
 
     def iter_documents(self):
-        known = self._history.documents(self.docs)
+        known = self.storage.documents.get(self.docs)
         for doc_id, text in self.docs.items():
-            session, meta = known.get(doc_id, ("default", {}))
+            doc = known.get(doc_id)
+            session, meta = (doc.session_id, doc.metadata) if doc else ("default", {})
             yield {"id": doc_id, "text": text, "session_id": session, "metadata": meta}
 '''
 

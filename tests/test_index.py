@@ -4,36 +4,45 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.embedders import HashingEmbedder
 from ovos_memory_plugins.errors import BackendError
-from ovos_memory_plugins.index import HybridIndex, Index, IndexBase, IndexDocument, VectorIndex, fuse_scores
-from ovos_memory_plugins.storage.vector_store import VectorStore, open_vector_database
+from ovos_memory_plugins.index import HybridIndex, Index, IndexBase, VectorIndex, fuse_scores
+from ovos_memory_plugins.storage.engine import Document, StoredDocument
+from ovos_memory_plugins.storage.sqlite_engine import open_sqlite
 
 
 class DictIndex(IndexBase):
-    """A bring-your-own arm: substring matching over a dict."""
+    """A bring-your-own arm: word matching over a dict."""
 
     def __init__(self, name: str, fail_reads: bool = False, fail_writes: bool = False) -> None:
         self.name = name
-        self.docs: dict[str, IndexDocument] = {}
+        self.docs: dict[str, StoredDocument] = {}
         self.fail_reads = fail_reads
         self.fail_writes = fail_writes
 
-    def add(self, docs: Sequence[IndexDocument]) -> None:
+    def prepare(self, docs: Sequence[Document]) -> None:
+        return None
+
+    def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
         if self.fail_writes:
             raise RuntimeError(f"{self.name} is down")
         for doc in docs:
             self.docs[doc.doc_id] = doc
 
-    def remove(self, ids: Sequence[str]) -> None:
+    def remove(self, docs: Sequence[StoredDocument]) -> int:
         if self.fail_writes:
             raise RuntimeError(f"{self.name} is down")
-        for i in ids:
-            self.docs.pop(i, None)
+        return sum(self.docs.pop(d.doc_id, None) is not None for d in docs)
+
+    def remove_all(self) -> int:
+        n = len(self.docs)
+        self.docs.clear()
+        return n
 
     def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
         if self.fail_reads:
@@ -49,11 +58,21 @@ class DictIndex(IndexBase):
         hits.sort(key=lambda h: (-h.score, h.source))
         return hits[:k]
 
+    def stats(self) -> dict[str, Any]:
+        return {f"{self.name}_docs": len(self.docs)}
+
+    def close(self) -> None:
+        pass
+
+
+def _doc(key: int, doc_id: str, text: str, session_id: str) -> StoredDocument:
+    return StoredDocument(key, doc_id, session_id, text, {}, 0.0)
+
 
 DOCS = [
-    IndexDocument("a", "the red bicycle is in the garage", "s1"),
-    IndexDocument("b", "the blue car is parked outside", "s1"),
-    IndexDocument("c", "my red scarf is in the drawer", "s2"),
+    _doc(1, "a", "the red bicycle is in the garage", "s1"),
+    _doc(2, "b", "the blue car is parked outside", "s1"),
+    _doc(3, "c", "my red scarf is in the drawer", "s2"),
 ]
 
 
@@ -69,19 +88,21 @@ def test_writes_reach_every_arm_and_upsert_by_id() -> None:
     x, y = DictIndex("x"), DictIndex("y")
     hybrid = x | y
     hybrid.add(DOCS)
-    hybrid.add([IndexDocument("a", "the red bicycle is in the shed", "s1")])
+    hybrid.add([_doc(1, "a", "the red bicycle is in the shed", "s1")])
     assert set(x.docs) == set(y.docs) == {"a", "b", "c"}
     assert x.docs["a"].text.endswith("shed") and y.docs["a"].text.endswith("shed")
-    hybrid.remove(["b"])
+    removed = hybrid.remove([DOCS[1]])
     assert set(x.docs) == set(y.docs) == {"a", "c"}
+    assert removed == 2 and removed.tiers == {"x_rows": 1, "y_rows": 1}  # type: ignore[attr-defined]
+    assert hybrid.stats() == {"x_docs": 2, "y_docs": 2}
 
 
-def test_a_failing_arm_still_lets_the_others_write_then_raises() -> None:
+def test_a_failing_arm_fails_the_write() -> None:
+    """Arms write inside the memory's one transaction: a failing arm rolls the whole write back."""
     good, bad = DictIndex("good"), DictIndex("bad", fail_writes=True)
-    hybrid = bad | good
-    with pytest.raises(BackendError, match="bad"):
+    hybrid = good | bad
+    with pytest.raises(RuntimeError, match="bad"):
         hybrid.add(DOCS)
-    assert set(good.docs) == {"a", "b", "c"}
 
 
 def test_reads_skip_a_failing_arm() -> None:
@@ -127,15 +148,18 @@ def test_rrf_fusion_and_per_query_weight() -> None:
 
 
 def test_vector_arm_composes_with_a_keyword_arm(tmp_path: Path) -> None:
-    db, _ = open_vector_database(tmp_path / "v.db", False)
+    storage = open_sqlite(tmp_path / "v.db")
     try:
-        vectors = VectorIndex(VectorStore(db), HashingEmbedder(128), min_similarity=0.1)
+        vectors = VectorIndex(storage.vector_store(), storage.documents, HashingEmbedder(128), min_similarity=0.1)
         words = DictIndex("keyword")
         hybrid = words | vectors
-        hybrid.add(DOCS)
+        docs = [Document(d.doc_id, d.text, d.session_id) for d in DOCS]
+        prepared = hybrid.prepare(docs)
+        with storage.atomic():
+            hybrid.add(storage.documents.put(docs), prepared)
         assert vectors.pending() == 0
         hits = hybrid.search("bicycles in garages", 3)
         assert hits[0].source == "a"
         vectors.stop()
     finally:
-        db.close()
+        storage.close()

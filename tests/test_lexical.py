@@ -299,7 +299,7 @@ def test_a_second_process_writing_the_same_file(tmp_path: Path, caplog: pytest.L
         assert m.stats()["documents"] == 1 + n + i
         assert len(m.search("walruses", session_id="cli", top_k=1000)) >= 1
         assert len(m.get_history("persona")) == 10
-        assert m._db.scalar("SELECT count(*) FROM lexical_docs WHERE session_id = 'cli'") == n
+        assert m.storage.documents.count("cli") == n
 
 
 # -- no FTS5 ------------------------------------------------------------------------------------
@@ -307,7 +307,7 @@ def test_a_second_process_writing_the_same_file(tmp_path: Path, caplog: pytest.L
 
 def test_no_fts5_fallback_same_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
     monkeypatch.setattr(sqlite_layer, "fts5_available", lambda: False)
-    caplog.set_level(logging.WARNING, logger="ovos_memory_plugins.lexical")
+    caplog.set_level(logging.WARNING, logger="ovos_memory_plugins.storage.keyword")
     with LexicalMemory({"root": str(tmp_path / "m")}) as m:
         assert [r for r in caplog.records if "no FTS5" in r.getMessage()]
         assert len([r for r in caplog.records if "no FTS5" in r.getMessage()]) == 1
@@ -350,7 +350,7 @@ def test_plain_sqlite_reader_sees_the_documents(tmp_path: Path) -> None:
         m.store("readable by any sqlite client", "s")
     conn = sqlite3.connect(tmp_path / "lexical.db")
     try:
-        assert conn.execute("SELECT content FROM lexical_docs").fetchall() == [("readable by any sqlite client",)]
+        assert conn.execute("SELECT content FROM documents").fetchall() == [("readable by any sqlite client",)]
     finally:
         conn.close()
 
@@ -359,15 +359,15 @@ def test_plain_sqlite_reader_sees_the_documents(tmp_path: Path) -> None:
 
 
 def _integrity_check(m: LexicalMemory) -> None:
-    m._index_pending()
-    m._db.execute("INSERT INTO lexical_fts (lexical_fts, rank) VALUES ('integrity-check', 1)")
+    m.keyword._index_pending()
+    m.keyword.db.execute("INSERT INTO keyword_fts (keyword_fts, rank) VALUES ('integrity-check', 1)")
 
 
 def test_deferred_index_stays_consistent(tmp_path: Path) -> None:
-    from ovos_memory_plugins import lexical
+    from ovos_memory_plugins.storage import keyword
 
     with LexicalMemory({"root": str(tmp_path)}) as m:
-        ids = [m.store(f"Caroline: batch note {i} about otter {i}", "s") for i in range(lexical.INDEX_BATCH + 5)]
+        ids = [m.store(f"Caroline: batch note {i} about otter {i}", "s") for i in range(keyword.INDEX_BATCH + 5)]
         # the last documents are pending until this search, which indexes them first
         assert m.search("otter 260", top_k=1)[0].source == ids[260]
         pending = m.store("Melanie: a pending note about herons", "s", {"v": 1})
@@ -385,22 +385,22 @@ def test_close_indexes_what_is_pending(tmp_path: Path) -> None:
         m.store("the albatross flies far", "s")
     conn = sqlite3.connect(tmp_path / "lexical.db")
     try:
-        assert conn.execute("SELECT count(*) FROM lexical_fts_docsize").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM keyword_fts_docsize").fetchone() == (1,)
     finally:
         conn.close()
 
 
 def test_large_memories_prune_common_terms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ovos_memory_plugins import lexical
+    from ovos_memory_plugins.storage import keyword
 
-    monkeypatch.setattr(lexical, "PRUNE_MIN_DOCUMENTS", 20)
-    monkeypatch.setattr(lexical, "PRUNE_POSTINGS", 10)
+    monkeypatch.setattr(keyword, "PRUNE_MIN_DOCUMENTS", 20)
+    monkeypatch.setattr(keyword, "PRUNE_POSTINGS", 10)
     with LexicalMemory({"root": str(tmp_path)}) as m:
         for i in range(40):
             m.store(f"weather report {i}: cloudy", "s")
         rare = m.store("weather report: a tornado was seen", "s")
         assert m.search("weather tornado", top_k=3)[0].source == rare
-        assert dict(m._prune(m._query_terms("weather tornado"))) == {"tornado": 1}
+        assert dict(m.keyword._prune(keyword.query_counts("weather tornado", m.keyword.settings))) == {"tornado": 1}
         # a query of common terms only still searches its rarest term
         assert m.search("weather", top_k=3)
         _integrity_check(m)

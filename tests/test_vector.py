@@ -17,7 +17,8 @@ from ovos_memory_plugins.config import validate_config
 from ovos_memory_plugins.embedders import HashingEmbedder
 from ovos_memory_plugins.errors import ConfigError
 from ovos_memory_plugins.fakes import HTTPFailure, ScriptedOpenAIServer
-from ovos_memory_plugins.storage.vector_store import VectorStore, open_vector_database
+from ovos_memory_plugins.storage.engine import Document
+from ovos_memory_plugins.storage.sqlite_engine import open_database, open_sqlite
 from ovos_memory_plugins.testing import exchange
 from ovos_memory_plugins.vector import VectorMemory
 
@@ -30,7 +31,7 @@ FACTS = [
 
 
 def _sqlite_vec_loads() -> bool:
-    db, ext = open_vector_database(":memory:", True)
+    db, ext = open_database(":memory:", True)
     db.close()
     return ext is not None
 
@@ -38,9 +39,36 @@ def _sqlite_vec_loads() -> bool:
 # -- storage paths -------------------------------------------------------------------------
 
 
-def _random_store(path: Path, search: str) -> tuple[VectorStore, np.ndarray]:
-    db, ext = open_vector_database(path, search == "sqlite-vec")
-    store = VectorStore(db, search, ext)
+class _Store:
+    """A memory's documents table and vector store, driven as the vector index drives them."""
+
+    def __init__(self, path: Path | str, search: str = "auto") -> None:
+        self.storage = open_sqlite(path, vector_extension=search == "sqlite-vec")
+        self.vectors = self.storage.vector_store(search)
+        self.path = self.vectors.path
+
+    def put_document(self, doc_id: str, session_id: str, text: str, metadata: dict[str, Any]) -> None:
+        for doc in self.storage.documents.put([Document(doc_id, text, session_id, metadata)]):
+            if doc.changed:
+                self.vectors.remove([doc.key])
+
+    def put_vectors(self, space: str, items: Any) -> int:
+        return self.vectors.put_vectors(space, items)
+
+    def search(self, space: str, q: Any, k: int, session_id: str | None = None) -> list[tuple[str, float]]:
+        return self.vectors.search(space, q, k, session_id)
+
+    def delete(self, ids: list[str]) -> None:
+        found = self.storage.documents.get(ids)
+        self.vectors.remove([d.key for d in found.values()])
+        self.storage.documents.remove(ids)
+
+    def close(self) -> None:
+        self.storage.close()
+
+
+def _random_store(path: Path, search: str) -> tuple[_Store, np.ndarray]:
+    store = _Store(path, search)
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((300, 24)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -68,8 +96,8 @@ def test_numpy_and_sqlite_vec_paths_give_the_same_results(tmp_path: Path) -> Non
         b.delete(["d001"])
         assert [d for d, _ in a.search("space-a", vectors[1], 3)] == [d for d, _ in b.search("space-a", vectors[1], 3)]
     finally:
-        a.db.close()
-        b.db.close()
+        a.close()
+        b.close()
 
 
 def test_numpy_path_is_exact_against_brute_force(tmp_path: Path) -> None:
@@ -81,13 +109,12 @@ def test_numpy_path_is_exact_against_brute_force(tmp_path: Path) -> None:
         assert [d for d, _ in store.search("space-a", q, 10)] == [f"d{i:03d}" for i in expected]
         assert store.search("space-b", q, 10) == []  # another space holds nothing
     finally:
-        store.db.close()
+        store.close()
 
 
 def test_ram_matrix_stays_exact_through_growth_updates_and_removals(tmp_path: Path) -> None:
-    db, _ = open_vector_database(tmp_path / "g.db", False)
+    store = _Store(tmp_path / "g.db")
     try:
-        store = VectorStore(db)
         rng = np.random.default_rng(3)
         vectors = rng.standard_normal((200, 16)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -107,20 +134,20 @@ def test_ram_matrix_stays_exact_through_growth_updates_and_removals(tmp_path: Pa
             assert [d for d, _ in store.search("sp", q, 10, session)] == [f"d{i:03d}" for i in expected]
         assert store.search("sp", q, 10, "nobody") == []
     finally:
-        db.close()
+        store.close()
 
 
 def test_sqlite_vec_request_without_extension_falls_back_with_one_log_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="ovos_memory_plugins.storage.vector_store")
-    db, _ = open_vector_database(tmp_path / "x.db", False)
+    storage = open_sqlite(tmp_path / "x.db")
     try:
-        store = VectorStore(db, "sqlite-vec", extension=None)
+        store = storage.vector_store("sqlite-vec")
         assert store.path == "numpy"
         assert any("extension did not load" in r.message for r in caplog.records)
     finally:
-        db.close()
+        storage.close()
 
 
 @pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no system Python")
@@ -263,10 +290,10 @@ def test_hybrid_can_be_turned_on_later(tmp_path: Path) -> None:
         for fact in FACTS:
             mem.store(fact, "s1")
     with _mem(tmp_path, hybrid=True) as mem:
-        assert mem.keyword.stats()["documents"] == 4
+        assert mem.stats()["keyword_rows"] == 4
         assert mem.search("Ingrid Tromsø", top_k=1)[0].content == FACTS[1]
         mem.delete([mem.search("Ingrid Tromsø", top_k=1)[0].source])
-        assert mem.keyword.stats()["documents"] == 3 and mem.stats()["documents"] == 3
+        assert mem.stats()["keyword_rows"] == 3 and mem.stats()["documents"] == 3
 
 
 def test_broken_embedder_config_does_not_raise(tmp_path: Path) -> None:

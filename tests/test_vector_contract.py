@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
-from ovos_memory_plugins.storage.vector_store import open_vector_database
+from ovos_memory_plugins.storage.sqlite_engine import open_database
 from ovos_memory_plugins.testing import MemoryContract
 from ovos_memory_plugins.vector import VectorMemory
 
@@ -27,7 +27,7 @@ class TestHybridContract(MemoryContract):
 
 
 def _sqlite_vec_loads() -> bool:
-    db, ext = open_vector_database(":memory:", True)
+    db, ext = open_database(":memory:", True)
     db.close()
     return ext is not None
 

@@ -1,5 +1,26 @@
-"""Storage shared by every backend: the SQLite layer and the stores built on it."""
+"""Storage: the only code that touches bytes. One database per memory (see ``engine``).
 
+* :mod:`~ovos_memory_plugins.storage.engine`: the engine-neutral seam (``Database``,
+  ``DocumentStore``, ``Index``, ``HistoryStore``, ``VectorStore``, ``Storage``, ``open_storage``);
+* :mod:`~ovos_memory_plugins.storage.sqlite` and
+  :mod:`~ovos_memory_plugins.storage.sqlite_engine`: the SQLite engine (connection, migrations,
+  the documents table, files of earlier releases);
+* :mod:`~ovos_memory_plugins.storage.keyword`, :mod:`~ovos_memory_plugins.storage.vector_store`,
+  :mod:`~ovos_memory_plugins.storage.history`: the keyword index, the vector store and the
+  history over that one database;
+* ``notes_store``, ``sticky_store``: the notes backends' stores.
+"""
+
+from ovos_memory_plugins.storage.engine import ForgetReport, Storage, open_storage
 from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase, quote_identifier
 
-__all__ = ["Database", "Migration", "fts5_available", "quote_fts_phrase", "quote_identifier"]
+__all__ = [
+    "Database",
+    "ForgetReport",
+    "Migration",
+    "Storage",
+    "fts5_available",
+    "open_storage",
+    "quote_fts_phrase",
+    "quote_identifier",
+]

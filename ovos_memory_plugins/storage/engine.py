@@ -40,7 +40,9 @@ Implementing a second engine (PostgreSQL): provide objects with the methods of
 (tokenize with :func:`ovos_memory_plugins.storage.keyword.document_terms` and query with
 :func:`ovos_memory_plugins.storage.keyword.query_counts`, so stop words, CJK bigrams and
 stemming behave the same) and a :class:`VectorStore`; bundle them in a :class:`Storage` from a
-module-level ``open_storage(location, **options) -> Storage``. :func:`open_storage` here picks
+module-level ``open_storage(location, *, namespace="default", **options) -> Storage`` (the base
+passes ``namespace``, which keys the memory's rows, and engine options such as
+``vector_extension`` that another engine accepts and ignores). :func:`open_storage` here picks
 the engine by the location: a ``postgresql://`` URL imports
 ``ovos_memory_plugins.storage.postgres``; anything else is a SQLite file path. Rules every engine
 keeps:
@@ -181,9 +183,6 @@ class ForgetReport(int):
         obj = super().__new__(cls, documents)
         obj.tiers = dict(tiers or {})
         return obj
-
-    def __repr__(self) -> str:
-        return f"ForgetReport({int(self)}, {self.tiers!r})"
 
 
 @runtime_checkable
@@ -424,14 +423,20 @@ class Storage:
         self.db.close()
 
 
-def open_storage(location: str | Path, **options: Any) -> Storage:
-    """Open a memory's storage: a ``postgresql://`` URL, else a SQLite file (or ``":memory:"``).
+def open_storage(location: str | Path | Database, **options: Any) -> Storage:
+    """Open a memory's storage: a ``postgresql://`` URL, else a SQLite file (or ``":memory:"``,
+    or an already open SQLite :class:`~ovos_memory_plugins.storage.sqlite.Database`).
 
-    ``options`` go to the engine (SQLite: ``vector_extension`` = load sqlite-vec, ``legacy``
-    = files to migrate in on first open; see :func:`ovos_memory_plugins.storage.sqlite_engine.open_sqlite`).
-    Raises :class:`~ovos_memory_plugins.errors.StorageError` when it cannot; the caller decides
-    whether to fall back to RAM (and must say so).
+    ``options`` go to the engine (SQLite: ``vector_extension`` = load sqlite-vec, ``adopt`` = the
+    shared file of earlier releases to copy in first, ``legacy`` = files whose rows move in; see
+    :func:`ovos_memory_plugins.storage.sqlite_engine.open_sqlite`). Raises
+    :class:`~ovos_memory_plugins.errors.StorageError` when it cannot; the caller decides whether
+    to fall back to RAM (and must say so).
     """
+    if not isinstance(location, (str, Path)):
+        from ovos_memory_plugins.storage.sqlite_engine import storage_for
+
+        return storage_for(location)
     text = str(location)
     if text.startswith(("postgresql://", "postgres://")):
         from ovos_memory_plugins.storage import postgres  # type: ignore[attr-defined,unused-ignore]

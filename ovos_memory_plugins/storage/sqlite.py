@@ -210,7 +210,10 @@ class Database:
                     raise
                 callbacks, self._after_commit = self._after_commit, []
                 for callback in callbacks:
-                    callback()
+                    try:
+                        callback()
+                    except Exception:  # the transaction is committed: a cache or index catches up later
+                        LOG.exception("database %s: a step after the commit failed", self.path)
             else:
                 name = f"sp{self._depth}"
                 self.conn.execute(f"SAVEPOINT {name}")

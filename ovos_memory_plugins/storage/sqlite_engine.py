@@ -47,7 +47,16 @@ from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["MIGRATIONS", "SqliteDocuments", "SqliteStorage", "import_legacy_file", "open_database", "open_sqlite"]
+__all__ = [
+    "MIGRATIONS",
+    "SqliteDocuments",
+    "SqliteStorage",
+    "adopt_shared_file",
+    "import_legacy_file",
+    "open_database",
+    "open_sqlite",
+    "storage_for",
+]
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -475,17 +484,35 @@ def import_legacy_file(storage: SqliteStorage, path: Path) -> int:
     return copied
 
 
+def storage_for(db: Any) -> SqliteStorage:
+    """The storage over an already open :class:`Database` (migrated); raises :class:`StorageError`."""
+    if not isinstance(db, Database):
+        raise StorageError(f"not a database: {type(db).__name__}")
+    try:
+        return SqliteStorage(db)
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot use database {db.path}: {exc}") from exc
+
+
 def open_sqlite(
     location: str | Path,
     *,
     vector_extension: bool = False,
+    adopt: Path | None = None,
     legacy: Sequence[Path] = (),
+    **ignored: Any,
 ) -> SqliteStorage:
-    """Open (creating and migrating) a memory's SQLite file; ``legacy``: earlier files to import.
+    """Open (creating and migrating) a memory's SQLite file.
 
-    Raises :class:`StorageError` when the file cannot be opened or migrated.
+    ``adopt``: the file earlier releases shared between namespaces, copied to ``location``
+    first when that does not exist yet (:func:`adopt_shared_file`); ``legacy``: separate files
+    of earlier releases whose rows move in (:func:`import_legacy_file`). Other options (meant
+    for other engines, such as ``namespace``) are ignored. Raises :class:`StorageError` when the
+    file cannot be opened or migrated.
     """
     try:
+        if adopt is not None and str(location) != ":memory:" and Path(adopt) != Path(location):
+            adopt_shared_file(Path(adopt), Path(location))
         db, driver = open_database(location, vector_extension)
     except OSError as exc:
         raise StorageError(f"cannot open database {location}: {exc}") from exc
