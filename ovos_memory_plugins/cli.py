@@ -636,6 +636,24 @@ def handler_warnings(persona: dict[str, Any]) -> list[str]:
     ]
 
 
+def cmd_migrate(args: argparse.Namespace, output: Output) -> int:
+    from ovos_memory_plugins.storage.migrate import migrate_memory
+    from ovos_memory_plugins.storage.postgres import redact_url
+
+    bar = Progress(output.err)
+    with open_memory(args, output) as memory:
+        report = migrate_memory(memory, args.to, progress=None if args.quiet else lambda s, d, t: bar(d, t, s))
+    bar.finish()
+    where = redact_url(args.to)
+    text = (
+        f"copied {report.documents} document(s), {sum(report.vectors.values())} vector(s) and"
+        f" {report.history_messages} history message(s) of {report.sessions} session(s) to {where};"
+        ' point the memory\'s config at it ("database" or "root") to use it'
+    )
+    output.emit({**report.as_dict(), "to": where}, text)
+    return 0
+
+
 def cmd_check(args: argparse.Namespace, output: Output) -> int:
     from ovos_memory_plugins.config import validate_config
 
@@ -834,6 +852,11 @@ def build_parser() -> argparse.ArgumentParser:
     _target(p)
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--session", metavar="ID", default="default", help="session id (default: each transcript's name)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    p = command("migrate", "copy the memory to a PostgreSQL URL or a folder (docs/postgres.md)", cmd_migrate)
+    _target(p)
+    p.add_argument("--to", required=True, metavar="URL|DIR", help="postgresql://... or a folder")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     p = command("check", "validate a persona's memory config and say exactly what is wrong", cmd_check)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,32 @@ def test_module_command(tmp_path: Path, postgres_url: str, capsys: pytest.Captur
     assert "documents: 6/6" in out.err
     assert main([str(tmp_path / "memory.db"), postgres_url, "--namespace", namespace]) == 1
     assert "already holds" in capsys.readouterr().err
+
+
+def test_ovos_memory_migrate_there_and_back(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ovos_memory_plugins.cli import main as cli
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    namespace = f"cli-{next(_ns)}"
+    before = LexicalMemory({"root": str(tmp_path / "a"), "namespace": namespace})
+    for text, session in TEXTS:
+        before.store(text, session)
+    before.update_history([{"role": "user", "content": "bike?"}, {"role": "assistant", "content": "red"}], "s2")
+    expected = {q: [(h.source, round(h.score, 6)) for h in before.search(q)] for q in QUERIES}
+    before.close()
+    assert cli(["migrate", "--root", str(tmp_path / "a"), "--namespace", namespace, "--to", postgres_url]) == 0
+    out = capsys.readouterr().out
+    assert f"copied {len(TEXTS) + 1} document(s)" in out and "***" in out
+    on_pg = LexicalMemory({"database": postgres_url, "namespace": namespace})
+    assert {q: [(h.source, round(h.score, 6)) for h in on_pg.search(q)] for q in QUERIES} == expected
+    assert [m.content for m in on_pg.messages("s2")] == ["bike?", "red"]
+    on_pg.close()
+    config = json.dumps({"database": postgres_url})
+    back = ["migrate", "--config", config, "--namespace", namespace, "--to", str(tmp_path / "b"), "--json"]
+    assert cli(back) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == len(TEXTS) + 1
+    again = LexicalMemory({"root": str(tmp_path / "b"), "namespace": namespace})
+    assert {q: [(h.source, round(h.score, 6)) for h in again.search(q)] for q in QUERIES} == expected
+    again.close()

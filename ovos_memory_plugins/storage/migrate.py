@@ -18,6 +18,7 @@ Progress is reported through a callback ``progress(stage, done, total)``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -186,17 +187,20 @@ def _is_url(location: str) -> bool:
 def migrate_memory(memory: Any, to: str, *, progress: Progress | None = None) -> MigrationReport:
     """Copy a loaded memory plugin's storage to ``to``: a PostgreSQL URL or a folder.
 
-    The memory's ``namespace`` keys it in PostgreSQL; in a folder, its database file
-    (``database_file``) is created. The memory keeps working on its own storage; point its
-    config at the new place (``"database": ...`` or ``"root": ...``) when the copy is done.
+    The memory's ``namespace`` keys it in PostgreSQL; in a folder, its database file is created
+    where the same memory configured with ``"root": <folder>`` looks for it. The memory keeps
+    working on its own storage; point its config at the new place (``"database": ...`` or
+    ``"root": ...``) when the copy is done.
     """
     source: Storage = memory.storage
     namespace = memory.settings.namespace
     if _is_url(to):
         target = open_storage(to, namespace=namespace)
-    else:
-        folder = Path(to).expanduser()
-        target = open_storage(folder / type(memory).database_file)
+    else:  # where the same memory with "root": <to> keeps its file (<to>/<namespace>/... for a namespace)
+        from ovos_memory_plugins.config import resolve_file
+
+        settings = dataclasses.replace(memory.settings, root=str(Path(to).expanduser()), database=None)
+        target = open_storage(resolve_file(settings, None, type(memory).database_file)[0])
     try:
         settings = getattr(getattr(memory, "keyword", None), "settings", None)  # its keyword index's, if any
         return copy_storage(
