@@ -1151,7 +1151,7 @@ class PgVectorStore:
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         self.db = db
         self.namespace = namespace
-        self.path = db.location
+        self.path = "pgvector"  # the search path, as the SQLite store names "numpy" or "sqlite-vec"
         self._counts: dict[str, tuple[float, int]] = {}
         self._ann: set[int] = set()
         self._building = False
