@@ -92,8 +92,11 @@ BM25_B = 0.75
 MAX_TERM_REPEAT = 4
 #: Namespaces with fewer documents search every query term (as the SQLite engine does).
 PRUNE_MIN_DOCUMENTS = 5_000
-#: On larger namespaces, query terms are searched rarest first until their documents add up to this.
-PRUNE_POSTINGS = 3_000
+#: On larger namespaces, query terms are searched rarest first until their documents add up to
+#: this. The SQLite engine allows 3,000 (FTS5 reads a posting for a fraction of a microsecond);
+#: here each candidate is a heap row read and scored in SQL, so the budget is lower to keep a
+#: turn within its latency target at 100,000 documents (benchmarks/postgres_bench.py).
+PRUNE_POSTINGS = 1_000
 #: A namespace's vectors are searched through the HNSW index from this many on (exact below).
 HNSW_MIN_VECTORS = 20_000
 #: How long cached figures (document count, average length) stay fresh (seconds).
