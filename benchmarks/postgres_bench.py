@@ -226,6 +226,8 @@ def context(engine: str, url: str, size: int, namespaces: int, queries: int, see
         mem.forget_all()
         mem.close()
 
+        if namespaces <= 0:  # --namespaces 0: the one-namespace layout only
+            return rows
         per = max(size // namespaces, 1)
         start = time.perf_counter()
         measured: list[LexicalMemory] = []
@@ -256,7 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="an existing database (default: a throwaway server)")
     parser.add_argument("--size", type=int, default=100_000, help="exchanges for the context test")
-    parser.add_argument("--namespaces", type=int, default=1000, help="namespaces the same size is spread over")
+    parser.add_argument(
+        "--namespaces", type=int, default=1000, help="namespaces the same size is spread over (0: skip that layout)"
+    )
     parser.add_argument("--store", type=int, default=2000, help="exchanges for the store-rate test")
     parser.add_argument("--queries", type=int, default=300, help="turns measured per layout")
     parser.add_argument("--sets", default=",".join(SETS), help="dev sets for recall")
