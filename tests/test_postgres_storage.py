@@ -283,3 +283,16 @@ def test_hnsw_index_search(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -
             (vectors[7],),
         ).fetchall()
     assert "memory_vectors_hnsw_8" in " ".join(r[0] for r in plan)
+
+
+def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pg, "PRUNE_MIN_DOCUMENTS", 10)
+    monkeypatch.setattr(pg, "PRUNE_POSTINGS", 5)
+    idx = pg.PgKeywordIndex(db, namespace())
+    for i in range(40):
+        put(db, idx, f"c{i}", f"common word {'zebra' if i in (3, 30) else 'filler'} number{i}", session=f"s{i}")
+    hits = idx.search("common zebra", 10)
+    assert {h.source for h in hits} == {"c3", "c30"}  # "common" (in all 40) was left out
+    assert idx._df["common"][2]  # counted only up to the cap
+    alone = idx.search("common", 3)  # the rarest (only) term is kept, and counted exactly then
+    assert len(alone) == 3 and idx._df["common"][:2] == (40, 40) and not idx._df["common"][2]

@@ -874,7 +874,8 @@ class PgKeywordIndex:
         self.settings = settings or KeywordSettings()
         #: (refreshed at, document count, total tokens) of the namespace
         self._stats: tuple[float, int, int] | None = None
-        self._df: dict[str, tuple[int, int]] = {}
+        #: term -> (documents holding it, namespace size then, whether counting stopped at a cap)
+        self._df: dict[str, tuple[int, int, bool]] = {}
 
     @property
     def name(self) -> str:
@@ -974,21 +975,31 @@ class PgKeywordIndex:
         n, tokens = self._stats[1], self._stats[2]
         return n, (tokens / n if n else 0.0)
 
-    def _frequencies(self, terms: list[str], n: int) -> dict[str, int]:
-        """How many of the namespace's documents hold each term (cached while ``n`` moves < 10%)."""
+    def _frequencies(self, terms: list[str], n: int, cap: int | None = None) -> dict[str, int]:
+        """How many of the namespace's documents hold each term (cached while ``n`` moves < 10%).
+
+        With ``cap``, counting stops there: a term found ``cap`` times is at least that common,
+        which is all pruning needs to know (``search_terms`` counts the few it keeps exactly).
+        """
         out: dict[str, int] = {}
         todo: list[str] = []
         for term in terms:
             cached = self._df.get(term)
-            if cached is not None and cached[1] * 0.9 <= n <= cached[1] * 1.1:
+            if (
+                cached is not None
+                and cached[1] * 0.9 <= n <= cached[1] * 1.1
+                and (not cached[2] or (cap is not None and cached[0] >= cap))
+            ):
                 out[term] = cached[0]
             else:
                 todo.append(term)
         if todo:
             # one count per term, each with its tsquery as a bound value, so each can use the
             # GIN index (a tsquery taken from a column per row could not)
+            limit = f" LIMIT {int(cap)}" if cap is not None else ""
             sql = " UNION ALL ".join(
-                f"SELECT {i}, count(*) FROM memory_keywords WHERE namespace = %s AND terms @@ %s::tsquery"
+                f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM memory_keywords WHERE namespace = %s"
+                f" AND terms @@ %s::tsquery{limit}) AS hits)"
                 for i in range(len(todo))
             )
             params: list[str] = []
@@ -999,7 +1010,7 @@ class PgKeywordIndex:
                 self._df.clear()
             for i, freq in rows:
                 out[todo[i]] = int(freq)
-                self._df[todo[i]] = (int(freq), n)
+                self._df[todo[i]] = (int(freq), n, cap is not None and int(freq) >= cap)
         # a frequency cached before another process's deletes may exceed the fresh count
         return {t: min(f, n) for t, f in out.items()}
 
@@ -1018,13 +1029,17 @@ class PgKeywordIndex:
             n, avgdl = self._namespace_stats(refresh=True)
             if n == 0:
                 return []
-        df = self._frequencies(list(counts), n)
-        if any(self._df.get(t, (0, n))[0] > n for t in counts):  # grown by other processes' writes
+        large = n >= PRUNE_MIN_DOCUMENTS
+        df = self._frequencies(list(counts), n, PRUNE_POSTINGS + 1 if large else None)
+        if any(self._df.get(t, (0, n, False))[0] > n for t in counts):  # grown by other processes' writes
             n, avgdl = self._namespace_stats(refresh=True)
-            df = {t: min(self._df.get(t, (f, n))[0], n) for t, f in df.items()}
+            df = {t: min(self._df.get(t, (f, n, False))[0], n) for t, f in df.items()}
         terms = [t for t in counts if df.get(t, 0) > 0]
-        if n >= PRUNE_MIN_DOCUMENTS:
+        if large:
             terms = _prune(terms, df, n)
+            capped = [t for t in terms if self._df.get(t, (0, 0, False))[2]]
+            if capped:  # kept although common (the rarest term is always kept): its exact count
+                df.update(self._frequencies(capped, n))
         if not terms:
             return []
         weights = []
