@@ -12,7 +12,7 @@ seam as the SQLite engine), for one memory = one ``namespace``:
   connect timeout, the wait for a free connection, and ``statement_timeout`` / ``lock_timeout``
   / ``idle_in_transaction_session_timeout`` on every connection. An unreachable server or a
   missing extension raises one :class:`~ovos_memory_plugins.errors.StorageError` at open, naming
-  the URL (password masked) and what to do. ``atomic()`` binds one pooled connection to the
+  the URL (user and password masked) and what to do. ``atomic()`` binds one pooled connection to the
   calling thread for the transaction; nested calls are savepoints on it.
 * Versioned, append-only migrations (:class:`PgMigration`), applied in one transaction under
   ``pg_advisory_xact_lock``, so many processes starting at once apply each step exactly once.
@@ -113,16 +113,15 @@ def is_postgres_url(value: object) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for logs, errors and ``stats()``)."""
+    """The URL with its user and password replaced by ``***`` and without its query (which may
+    carry a password too), for logs, errors and ``stats()``."""
     try:
         parts = urlsplit(url)
-        password = parts.password
     except ValueError:
         return "postgresql://***"
-    if password is None:
-        return url
     host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    netloc = f"***@{host}" if "@" in parts.netloc else host
+    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
 
 
 # -- quoting: the one place tsvector and tsquery literals are written ---------------------------
@@ -165,7 +164,7 @@ class PgDatabase:
 
     Raises:
         StorageError: the server cannot be reached, refuses us, or lacks the extension; the
-            message names the URL (password masked) and what to do.
+            message names the URL (user and password masked) and what to do.
     """
 
     engine = "postgresql"
