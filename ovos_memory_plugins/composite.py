@@ -406,17 +406,15 @@ class CompositeMemory(BaseRetrievalMemory):
         return Database(":memory:")
 
     def member_config(self, spec: MemberSpec) -> dict[str, Any]:
-        """The config a member is built with: its own block, plus the composite's ``scope`` and
-        ``max_history`` where it sets none, and ``root`` = ``<composite root>/<member name>``
-        (already under the composite's namespace) where it sets neither ``root`` nor
-        ``namespace``, else the composite's ``namespace`` where it sets none."""
+        """The config a member is built with: its own block, plus the composite's ``scope``,
+        ``namespace`` and ``max_history`` where it sets none, and ``root`` = ``<composite
+        root>/<member name>`` where it sets neither ``root`` nor ``namespace``."""
         cfg = dict(spec.config)
         s = self.settings
         if "root" not in cfg and "namespace" not in cfg:
-            cfg["root"] = str(Path(self.root) / spec.name)  # already under the composite's namespace
-        else:
-            cfg.setdefault("namespace", s.namespace)
+            cfg["root"] = str(Path(self.root) / spec.name)
         cfg.setdefault("scope", s.scope)
+        cfg.setdefault("namespace", s.namespace)
         cfg.setdefault("max_history", s.max_history)
         return cfg
 

@@ -286,16 +286,14 @@ def test_scope_namespace_and_root_reach_members_that_set_none(tmp_path: Path, _i
         namespace="ada",
     ) as mem:
         shared, own, ns = (mem.members[n] for n in ("shared", "own", "ns"))
-        # the composite's folder is <root>/<namespace>; a member it places there needs no namespace
-        assert (shared.settings.scope, shared.settings.namespace) == ("session", "default")
-        assert shared.root == tmp_path / "composite" / "ada" / "shared"
-        assert (own.settings.scope, own.settings.namespace) == ("global", "ada")
-        assert own.root == tmp_path / "elsewhere" / "ada"  # namespaces always isolate
+        assert (shared.settings.scope, shared.settings.namespace) == ("session", "ada")
+        assert shared.root == tmp_path / "composite" / "shared"
+        assert (own.settings.scope, own.root) == ("global", tmp_path / "elsewhere")
         assert (ns.settings.scope, ns.settings.namespace) == ("session", "other")
         assert ns.root == _isolated_data_home / "ovos" / "memory" / "other"
         mem.update_history(exchange("my bike is the red one", "red bike, noted"), "alice")
-        assert (tmp_path / "composite" / "ada" / "shared" / "history.db").exists()
-        assert (tmp_path / "elsewhere" / "ada" / "history.db").exists()
+        assert (tmp_path / "composite" / "shared" / "history.db").exists()
+        assert (tmp_path / "elsewhere" / "history.db").exists()
         # bob's turn: only the global member recalls alice's exchange
         msgs = mem.build_conversation_context("which bike is mine", "bob")
         assert "red bike" in msgs[-2].content

@@ -44,8 +44,9 @@ module-level ``open_storage(location, *, namespace="default", **options) -> Stor
 passes ``namespace``, which keys the memory's rows, and engine options such as
 ``vector_extension`` that another engine accepts and ignores). :func:`open_storage` here picks
 the engine by the location: a ``postgresql://`` URL imports
-``ovos_memory_plugins.storage.postgres``; anything else is a SQLite file path. Rules every engine
-keeps:
+``ovos_memory_plugins.storage.postgres``; anything else is a SQLite file path.
+:class:`ovos_memory_plugins.storage.contract.EngineContract` is the test suite an engine
+passes (subclass it, implement ``open(where)``). Rules every engine keeps:
 
 * every method may be called from several threads; the engine serialises what it must;
 * ``atomic()`` nests (a savepoint inside a transaction); ``put``/``add``/``remove`` are only
@@ -139,7 +140,8 @@ class StoredDocument:
 
     ``key`` is the engine's integer row id (ordered by age; indexes may reference it).
     ``changed`` is set by :meth:`DocumentStore.put`: True when the row is new or its text or
-    session changed (indexes re-index it), False for a pure metadata update or a replay.
+    session changed (indexes re-index it), False for a pure metadata update or a replay;
+    ``new`` is True when :meth:`DocumentStore.put` inserted the row (no index knows it yet).
     """
 
     key: int
@@ -149,6 +151,7 @@ class StoredDocument:
     metadata: dict[str, Any]
     created: float
     changed: bool = True
+    new: bool = False
 
 
 @dataclass(frozen=True)
