@@ -558,9 +558,9 @@ _DOCUMENT_PUT = (
     " up AS (INSERT INTO memory_documents (namespace, doc_id, session_id, content, metadata, created)"
     "  VALUES (%(ns)s, %(doc)s, %(session)s, %(text)s, %(meta)s, %(now)s)"
     "  ON CONFLICT (namespace, doc_id) DO UPDATE SET session_id = excluded.session_id,"
-    "  content = excluded.content, metadata = excluded.metadata RETURNING id, created)"
+    "  content = excluded.content, metadata = excluded.metadata RETURNING id, created, (xmax = 0) AS inserted)"
     " SELECT up.id, up.created, NOT EXISTS (SELECT 1 FROM old WHERE old.session_id = %(session)s"
-    "  AND old.content = %(text)s) FROM up"
+    "  AND old.content = %(text)s), up.inserted FROM up"
 )
 
 
@@ -611,6 +611,7 @@ class PgDocuments:
                 dict(doc.metadata),
                 float(row[1]),
                 bool(row[2]) or (prior is not None and prior.changed),
+                bool(row[3]) or (prior is not None and prior.new),
             )
         return list(out.values())
 
