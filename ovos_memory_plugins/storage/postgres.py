@@ -304,6 +304,8 @@ class PgDatabase:
         self._failures += 1
         delay = min(2.0 ** (self._failures - 1), 30.0)
         self._down_until = time.monotonic() + delay
+        if self._closed:  # a background step (VACUUM) cut short by close(): nothing to report
+            return
         LOG.warning("PostgreSQL at %s: connection failed; calls fail fast for %.0f s", self.path, delay)
 
     @contextlib.contextmanager
