@@ -886,6 +886,34 @@ def extra_warnings(cls: type[Any], config: dict[str, Any]) -> list[str]:
     return warnings
 
 
+def cmd_migrate(args: argparse.Namespace, output: Output) -> int:
+    from ovos_memory_plugins.storage.migrate import migrate_memory
+    from ovos_memory_plugins.storage.postgres import redact_url
+
+    bars: dict[str, Any] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            bar = bars[stage] = _progress(total, stage.split(":")[0], output, args.quiet)
+        bar.update(done - bar.n)
+
+    try:
+        with open_memory(args, output) as memory:
+            report = migrate_memory(memory, args.to, progress=progress)
+    finally:
+        for bar in bars.values():
+            bar.close()
+    where = redact_url(args.to)
+    text = (
+        f"copied {report.documents} document(s), {sum(report.vectors.values())} vector(s) and"
+        f" {report.history_messages} history message(s) of {report.sessions} session(s) to {where};"
+        ' point the memory\'s config at it ("database" or "root") to use it'
+    )
+    output.emit({**report.as_dict(), "to": where}, text)
+    return 0
+
+
 def cmd_check(args: argparse.Namespace, output: Output) -> int:
     from ovos_memory_plugins.config import validate_config
 
@@ -1232,6 +1260,11 @@ def build_parser() -> argparse.ArgumentParser:
     _target(p)
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--session", metavar="ID", default="default", help="session id (default: each transcript's name)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+    p = command("migrate", "copy the memory to a PostgreSQL URL or a folder (docs/postgres.md)", cmd_migrate)
+    _target(p)
+    p.add_argument("--to", required=True, metavar="URL|DIR", help="postgresql://... or a folder")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     p = command(

@@ -1,0 +1,257 @@
+"""Move a memory between engines: a folder's SQLite file to PostgreSQL and back, losslessly.
+
+:func:`copy_storage` copies everything one memory keeps through the storage seam
+(:mod:`ovos_memory_plugins.storage.engine`): its documents (ids, sessions, text, metadata and
+creation times, oldest first, so keys keep their order and dialogue turns keep their context),
+the keyword index (rebuilt on the target from the same tokens), the vectors of every embedder
+space (copied, never re-embedded), and the history of every session with its exchange-id
+chain. It refuses a target that already holds documents, and checks the counts at the end.
+
+:func:`migrate_memory` does it for a loaded memory plugin (``memory.storage`` is the source):
+``to`` is a ``postgresql://`` URL (the memory's ``namespace`` keys it there) or a folder (the
+memory's database file is created in it). ``ovos-memory migrate --to ...`` calls it;
+``python -m ovos_memory_plugins.storage.migrate FROM TO`` works on locations directly.
+
+Progress is reported through a callback ``progress(stage, done, total)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument, open_storage
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
+
+__all__ = ["MigrationReport", "Progress", "copy_storage", "main", "migrate_memory"]
+
+#: ``progress(stage, done, total)``: stage is ``"documents"``, ``"vectors:<space>"`` or ``"history"``.
+Progress = Callable[[str, int, int], None]
+
+#: Documents (and vectors) copied per transaction.
+BATCH = 500
+
+
+@dataclass
+class MigrationReport:
+    """What :func:`copy_storage` copied."""
+
+    documents: int = 0
+    vectors: dict[str, int] = field(default_factory=dict)
+    sessions: int = 0
+    history_messages: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the command's ``--json``)."""
+        return {
+            "documents": self.documents,
+            "vectors": dict(self.vectors),
+            "sessions": self.sessions,
+            "history_messages": self.history_messages,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _batches(items: Iterator[StoredDocument], size: int) -> Iterator[list[StoredDocument]]:
+    batch: list[StoredDocument] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _set_created(target: Storage, docs: Sequence[StoredDocument]) -> None:
+    """Keep the source's creation times (``put`` stamps the time of writing)."""
+    from ovos_memory_plugins.storage.postgres import PgStorage
+
+    if isinstance(target, PgStorage):
+        target.db.executemany(
+            "UPDATE memory_documents SET created = %s WHERE namespace = %s AND doc_id = %s",
+            [(d.created, target.namespace, d.doc_id) for d in docs],
+        )
+    else:
+        db: Any = target.db  # the SQLite engine's documents table
+        db.executemany("UPDATE documents SET created = ? WHERE doc_id = ?", [(d.created, d.doc_id) for d in docs])
+
+
+def _read_vectors(source: Storage, space: str, batch: int) -> Iterator[list[tuple[str, Vector]]]:
+    """The source's vectors of ``space``, oldest document first, in batches."""
+    import numpy as np
+
+    from ovos_memory_plugins.storage.postgres import PgStorage, PgVectorStore
+
+    if isinstance(source, PgStorage):
+        yield from PgVectorStore(source.db, source.namespace).iter_vectors(space, batch)
+        return
+    db: Any = source.db  # the SQLite engine's tables (storage/sqlite_engine.py)
+    last = 0
+    while True:
+        rows = db.query(
+            "SELECT d.id, d.doc_id, v.vector FROM vectors v JOIN documents d ON d.id = v.doc"
+            " WHERE v.space = ? AND d.id > ? ORDER BY d.id LIMIT ?",
+            (space, last, batch),
+        )
+        if not rows:
+            return
+        yield [(r[1], np.frombuffer(r[2], dtype=np.float32).copy()) for r in rows]
+        last = int(rows[-1][0])
+
+
+def copy_storage(
+    source: Storage,
+    target: Storage,
+    *,
+    keyword: KeywordSettings | None = None,
+    progress: Progress | None = None,
+    batch: int = BATCH,
+) -> MigrationReport:
+    """Copy one memory's documents, keyword index, vectors and history from ``source`` to ``target``.
+
+    Args:
+        keyword: the keyword settings the target indexes with (default: the defaults).
+        progress: called as ``progress(stage, done, total)`` after every batch.
+
+    Raises:
+        StorageError: the target already holds documents, a write failed, or the counts
+            differ at the end.
+    """
+    started = time.monotonic()
+    report = MigrationReport()
+    report_progress = progress or (lambda stage, done, total: None)
+    existing = target.documents.count()
+    if existing:
+        raise StorageError(f"the target {target.db.location} already holds {existing} document(s) of this memory")
+    total = source.documents.count()
+    index = target.keyword_index(keyword or KeywordSettings())
+    try:
+        for docs in _batches(source.documents.iter(batch), batch):
+            plain = [Document(d.doc_id, d.text, d.session_id, d.metadata) for d in docs]
+            prepared = index.prepare(plain)
+            with target.atomic():
+                stored = target.documents.put(plain)
+                index.add(stored, prepared)
+                _set_created(target, docs)
+            report.documents += len(docs)
+            report_progress("documents", report.documents, total)
+    finally:
+        index.close()
+
+    source_vectors = source.vector_store()
+    target_vectors = target.vector_store()
+    for space, count in sorted(source_vectors.spaces().items()):
+        done = 0
+        for items in _read_vectors(source, space, batch):
+            done += target_vectors.put_vectors(space, items)
+            report_progress(f"vectors:{space}", done, count)
+        report.vectors[space] = done
+
+    sessions = source.history.sessions()
+    for i, session in enumerate(sessions, 1):
+        messages = source.history.recent(session, 1 << 30)
+        last = source.history.last_exchange_id(session) or None
+        target.history.append(session, [(m.role, m.content) for m in messages], len(messages), last)
+        report.history_messages += len(messages)
+        report_progress("history", i, len(sessions))
+    report.sessions = len(sessions)
+
+    copied = target.documents.count()
+    if copied != total:
+        raise StorageError(f"copied {copied} document(s), but the source holds {total}")
+    for space, count in target_vectors.spaces().items():
+        if report.vectors.get(space) != count:
+            raise StorageError(f"space {space!r}: {count} vector(s) on the target, {report.vectors.get(space)} copied")
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _is_url(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def migrate_memory(memory: Any, to: str, *, progress: Progress | None = None) -> MigrationReport:
+    """Copy a loaded memory plugin's storage to ``to``: a PostgreSQL URL or a folder.
+
+    The memory's ``namespace`` keys it in PostgreSQL; in a folder, its database file is created
+    where the same memory configured with ``"root": <folder>`` looks for it. The memory keeps
+    working on its own storage; point its config at the new place (``"database": ...`` or
+    ``"root": ...``) when the copy is done.
+    """
+    source: Storage = memory.storage
+    namespace = memory.settings.namespace
+    if _is_url(to):
+        target = open_storage(to, namespace=namespace)
+    else:  # where the same memory with "root": <to> keeps its file (<to>/<namespace>/... for a namespace)
+        from ovos_memory_plugins.config import resolve_file
+
+        settings = dataclasses.replace(memory.settings, root=str(Path(to).expanduser()), database=None)
+        target = open_storage(resolve_file(settings, None, type(memory).database_file)[0])
+    try:
+        settings = getattr(getattr(memory, "keyword", None), "settings", None)  # its keyword index's, if any
+        return copy_storage(
+            source, target, keyword=settings if isinstance(settings, KeywordSettings) else None, progress=progress
+        )
+    finally:
+        target.close()
+
+
+def _print_progress(stage: str, done: int, total: int) -> None:
+    sys.stderr.write(f"\r{stage}: {done}/{total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ovos_memory_plugins.storage.migrate FROM TO [--namespace NS]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ovos_memory_plugins.storage.migrate",
+        description="Copy one memory between a SQLite file and a PostgreSQL database (either way).",
+    )
+    parser.add_argument("source", help="a memory's SQLite file, or a postgresql:// URL")
+    parser.add_argument("target", help="a new SQLite file, or a postgresql:// URL")
+    parser.add_argument(
+        "--namespace", default="default", help="the memory's namespace in PostgreSQL (default 'default')"
+    )
+    args = parser.parse_args(argv)
+    for where in (args.source, args.target):
+        if not _is_url(where) and where is args.source and not Path(where).exists():
+            parser.error(f"no such file: {where}")
+    source = open_storage(args.source, namespace=args.namespace) if _is_url(args.source) else open_storage(args.source)
+    try:
+        target = (
+            open_storage(args.target, namespace=args.namespace) if _is_url(args.target) else open_storage(args.target)
+        )
+        try:
+            report = copy_storage(source, target, progress=_print_progress)
+        finally:
+            target.close()
+    except StorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        source.close()
+    print(
+        f"copied {report.documents} document(s), {sum(report.vectors.values())} vector(s),"
+        f" {report.history_messages} history message(s) of {report.sessions} session(s) in {report.seconds:.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1453 @@
+"""The PostgreSQL engine of the storage seam: one database shared by many processes and devices.
+
+Configured with ``"database": "postgresql://user:password@host:port/dbname"`` (libpq's URL; the
+password may also come from ``PGPASSWORD`` or ``~/.pgpass``, and every other ``PG*`` variable
+libpq reads applies too). Needs the optional extra ``postgres`` (psycopg 3, psycopg_pool,
+pgvector) and, in the database, the ``vector`` extension (pgvector). See ``docs/postgres.md``.
+
+What :func:`open_storage` returns implements :mod:`ovos_memory_plugins.storage.engine` (the same
+seam as the SQLite engine), for one memory = one ``namespace``:
+
+* :class:`PgDatabase`: a pool of connections (psycopg_pool) with a deadline on everything: the
+  connect timeout, the wait for a free connection, and ``statement_timeout`` / ``lock_timeout``
+  / ``idle_in_transaction_session_timeout`` on every connection. An unreachable server or a
+  missing extension raises one :class:`~ovos_memory_plugins.errors.StorageError` at open, naming
+  the URL (user and password masked) and what to do. ``atomic()`` binds one pooled connection to the
+  calling thread for the transaction; nested calls are savepoints on it.
+* Versioned, append-only migrations (:class:`PgMigration`), applied in one transaction under
+  ``pg_advisory_xact_lock``, so many processes starting at once apply each step exactly once.
+* :class:`PgDocuments`: the memory's one documents table (``memory_documents``).
+* :class:`PgKeywordIndex`: a ``tsvector`` built from OUR tokens
+  (:func:`ovos_memory_plugins.storage.keyword.document_terms`: CJK bigrams, folding, stemming;
+  queries through :func:`~ovos_memory_plugins.storage.keyword.query_counts`, so stop words are the
+  same), written as a literal so PostgreSQL never re-parses them, GIN-indexed, and ranked with
+  the formula of SQLite FTS5's ``bm25()`` (column weights included: body A, head B, context C)
+  over the namespace's own document count and frequencies.
+* :class:`PgVectorStore`: pgvector, exact for small namespaces, HNSW (an expression index per
+  dimension, built concurrently in the background) once a namespace is large.
+* :class:`PgHistory`: recent messages, exchange-id chains, and which messages an exchange
+  document came from.
+
+Every table is shared by the memories of the database; ``namespace`` (and ``session_id``) are
+indexed columns and every statement filters on the namespace, so one memory never reads
+another's rows. Deleting a document deletes its index rows in the same transaction
+(``ON DELETE CASCADE``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ovos_memory_plugins.common import MemoryHit
+from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.storage.engine import (
+    Document,
+    KeywordSettings,
+    Storage,
+    StoredDocument,
+    StoredMessage,
+    dump_metadata,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    Vector = npt.NDArray[np.float32]
+
+LOG = logging.getLogger(__name__)
+
+__all__ = [
+    "MIGRATIONS",
+    "PgDatabase",
+    "PgDocuments",
+    "PgHistory",
+    "PgKeywordIndex",
+    "PgMigration",
+    "PgStorage",
+    "PgVectorStore",
+    "is_postgres_url",
+    "open_storage",
+    "redact_url",
+    "tsquery_literal",
+]
+
+#: BM25 parameters, as SQLite FTS5's ``bm25()`` fixes them.
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: A query term repeated more than this many times counts this many times (as in the SQLite index).
+MAX_TERM_REPEAT = 4
+#: Namespaces with fewer documents search every query term (as the SQLite engine does).
+PRUNE_MIN_DOCUMENTS = 5_000
+#: On larger namespaces, query terms are searched rarest first until their documents add up to
+#: this. The SQLite engine allows 3,000 (FTS5 reads a posting for a fraction of a microsecond);
+#: here each candidate is a heap row read and scored in SQL, so the budget is lower to keep a
+#: turn within its latency target at 100,000 documents (benchmarks/postgres_bench.py).
+PRUNE_POSTINGS = 1_000
+#: A namespace's vectors are searched through the HNSW index from this many on (exact below).
+HNSW_MIN_VECTORS = 20_000
+#: How long cached figures (document count, average length) stay fresh (seconds).
+STATS_TTL = 30.0
+#: The default namespace when none is given.
+DEFAULT_NAMESPACE = "default"
+
+_URL_RE = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
+
+
+def is_postgres_url(value: object) -> bool:
+    """Whether a ``database`` value names a PostgreSQL server (``postgresql://`` or ``postgres://``)."""
+    return isinstance(value, str) and bool(_URL_RE.match(value.strip()))
+
+
+def redact_url(url: str) -> str:
+    """The URL with its user and password replaced by ``***`` and without its query (which may
+    carry a password too), for logs, errors and ``stats()``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "postgresql://***"
+    host = parts.netloc.rsplit("@", 1)[-1]
+    netloc = f"***@{host}" if "@" in parts.netloc else host
+    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
+
+
+# -- quoting: the one place tsvector and tsquery literals are written ---------------------------
+
+
+def _lexeme(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsquery_literal(terms: Iterable[str]) -> str:
+    """A ``tsquery`` that matches a document holding any of the terms (each a literal lexeme)."""
+    return " | ".join(_lexeme(t) for t in dict.fromkeys(terms) if t)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+# -- the database ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PgMigration:
+    """One schema step. ``name`` is recorded once applied; never rename or reorder applied steps."""
+
+    name: str
+    apply: Callable[[psycopg.Connection[Any]], None]
+
+
+class PgDatabase:
+    """A pool of connections to one PostgreSQL database, every statement under a deadline.
+
+    Args:
+        url: ``postgresql://user:password@host:port/dbname``; anything libpq accepts.
+        connect_timeout: seconds to wait for the server when connecting (and at open).
+        statement_timeout: seconds any one statement may run (and wait for a lock).
+        pool_timeout: seconds to wait for a free connection of the pool.
+        max_connections: the pool's size (per process).
+        vector: require the ``vector`` extension (created when missing and allowed).
+
+    Raises:
+        StorageError: the server cannot be reached, refuses us, or lacks the extension; the
+            message names the URL (user and password masked) and what to do.
+    """
+
+    engine = "postgresql"
+    in_ram = False
+    fallback_reason: str | None = None
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout: float = 3.0,
+        statement_timeout: float = 5.0,
+        pool_timeout: float = 3.0,
+        max_connections: int = 4,
+        vector: bool = True,
+    ) -> None:
+        try:
+            import psycopg
+            from psycopg.conninfo import conninfo_to_dict
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise StorageError(
+                "a postgresql:// database needs the 'postgres' extra: pip install 'ovos-memory-plugins[postgres]'"
+            ) from exc
+        self.url = url
+        self.path = redact_url(url)
+        self.statement_timeout = statement_timeout
+        self.pool_timeout = pool_timeout
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._vacuuming = False
+        self._down_until = 0.0
+        self._failures = 0
+        ms = max(int(statement_timeout * 1000), 1)
+        try:  # options the URL brings (?options=-c%20synchronous_commit%3Doff) come after ours: they win
+            own_options = str(conninfo_to_dict(url).get("options") or "")
+        except psycopg.Error:
+            own_options = ""
+        self._kwargs: dict[str, Any] = {
+            "connect_timeout": max(math.ceil(connect_timeout), 1),
+            "application_name": "ovos-memory",
+            "options": (
+                f"-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={ms * 3}"
+                + (f" {own_options}" if own_options else "")
+            ),
+            # a server that vanishes without closing the connection: give up instead of hanging
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+            "tcp_user_timeout": ms * 2,
+        }
+        # one direct connection first: a clear error for an unreachable server or a missing
+        # extension, before the pool's background workers start retrying
+        try:
+            with psycopg.connect(url, autocommit=True, **self._kwargs) as conn:
+                self.server_version = conn.info.server_version
+                if vector:
+                    self._ensure_vector(conn)
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot use PostgreSQL at {self.path}: {_one_line(exc)}") from exc
+        self.vector = vector
+        self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url,
+            kwargs={**self._kwargs, "autocommit": True},
+            min_size=1,
+            max_size=max(max_connections, 1),
+            timeout=pool_timeout,
+            open=False,
+            configure=_register_vector if vector else None,
+            # no ping per checkout (a round trip each): a connection that broke fails its call
+            # once (a StorageError, then the back-off) and the pool replaces it
+            reconnect_timeout=max(connect_timeout * 6, 30.0),
+            name="ovos-memory",
+        )
+        try:
+            self.pool.open(wait=True, timeout=max(connect_timeout * 2, 1.0))
+        except Exception as exc:
+            self.pool.close()
+            raise StorageError(f"cannot open a connection pool to {self.path}: {_one_line(exc)}") from exc
+
+    @property
+    def location(self) -> str:
+        """The URL without its password."""
+        return self.path
+
+    @staticmethod
+    def _ensure_vector(conn: psycopg.Connection[Any]) -> None:
+        import psycopg
+
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            return
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error as exc:
+            available = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+            if available:
+                how = "run CREATE EXTENSION vector; in this database as its owner or a superuser"
+            else:
+                how = "install pgvector on the server (postgresql-NN-pgvector), then CREATE EXTENSION vector;"
+            raise StorageError(
+                f"the pgvector extension is missing in {conn.info.dbname}: {how} ({_one_line(exc)})"
+            ) from exc
+
+    # -- execution ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection from the pool; psycopg and pool failures become :class:`StorageError`."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        if self._closed:
+            raise StorageError(f"database {self.path} is closed")
+        wait = self._down_until - time.monotonic()
+        if wait > 0:  # back-off: fail at once instead of waiting for the pool on every call
+            raise StorageError(f"PostgreSQL at {self.path} is unreachable; trying again in {wait:.0f} s")
+        try:
+            with self.pool.connection(timeout=self.pool_timeout) as conn:
+                yield conn
+        except PoolTimeout as exc:
+            self._backoff()
+            raise StorageError(f"no connection to {self.path} within {self.pool_timeout:g} s") from exc
+        except psycopg.errors.QueryCanceled as exc:
+            raise StorageError(f"a statement on {self.path} ran past its deadline: {_one_line(exc)}") from exc
+        except psycopg.OperationalError as exc:
+            self._backoff()
+            raise StorageError(f"PostgreSQL at {self.path} failed: {_one_line(exc)}") from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL at {self.path}: {_one_line(exc)}") from exc
+        else:
+            self._failures = 0
+
+    def _backoff(self) -> None:
+        """After a connection failure: refuse calls for 1, 2, 4, ... up to 30 seconds."""
+        self._failures += 1
+        delay = min(2.0 ** (self._failures - 1), 30.0)
+        self._down_until = time.monotonic() + delay
+        if self._closed:  # a background step (VACUUM) cut short by close(): nothing to report
+            return
+        LOG.warning("PostgreSQL at %s: connection failed; calls fail fast for %.0f s", self.path, delay)
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """The calling thread's transaction connection, else a pooled one in autocommit mode."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        with self._pooled() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction, bound to the calling thread; nested calls are savepoints.
+
+        Commits on success, rolls back on any exception and re-raises it (psycopg errors as
+        :class:`StorageError`).
+        """
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            with current.transaction():
+                yield current
+            return
+        with self._pooled() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    yield conn
+            finally:
+                self._local.conn = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """Join the calling thread's transaction (no savepoint: two round trips saved), or begin one.
+
+        The engine's own multi-statement writes use this; a failure inside aborts the whole
+        enclosing transaction, which its ``atomic()`` then rolls back.
+        """
+        if getattr(self._local, "conn", None) is not None:
+            yield self._local.conn
+            return
+        with self.atomic() as conn:
+            yield conn
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> int:
+        """Run one statement; return the affected row count."""
+        with self.connection() as conn:
+            return conn.execute(sql, params).rowcount
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for many rows (in the current transaction, if any)."""
+        if not rows:
+            return
+        with self.connection() as conn, conn.cursor() as cur:
+            cur.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a statement and fetch every row (tuples)."""
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """The first column of the first row, or ``None``."""
+        rows = self.query(sql, params)
+        return rows[0][0] if rows else None
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def migrate(self, store: str, migrations: Sequence[PgMigration]) -> list[str]:
+        """Apply ``store``'s migrations not applied yet, in order; return their names.
+
+        The whole check-and-apply runs in one transaction under an advisory lock, so processes
+        starting at once wait for each other and each step is applied exactly once.
+        """
+        with self.atomic() as conn:
+            conn.execute("SET LOCAL statement_timeout = '120s'")
+            conn.execute("SET LOCAL lock_timeout = '120s'")
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('ovos_memory_migrations'))")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS memory_migrations ("
+                " store text NOT NULL, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),"
+                " PRIMARY KEY (store, name))"
+            )
+            done = {r[0] for r in conn.execute("SELECT name FROM memory_migrations WHERE store = %s", (store,))}
+            applied: list[str] = []
+            for migration in migrations:
+                if migration.name in done:
+                    continue
+                migration.apply(conn)
+                conn.execute("INSERT INTO memory_migrations (store, name) VALUES (%s, %s)", (store, migration.name))
+                applied.append(migration.name)
+        return applied
+
+    def applied(self, store: str) -> set[str]:
+        """The names of ``store``'s applied migrations."""
+        return {r[0] for r in self.query("SELECT name FROM memory_migrations WHERE store = %s", (store,))}
+
+    # -- figures and life cycle --------------------------------------------------------------
+
+    def size_bytes(self) -> int:
+        """Bytes the memory tables take on the server (every namespace's: they share tables)."""
+        return int(
+            self.scalar(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE c.relkind = 'r' AND c.relname LIKE 'memory\\_%%' AND n.nspname = current_schema()"
+            )
+            or 0
+        )
+
+    def purge(self) -> None:
+        """After deletions: ``VACUUM`` the memory tables in the background, so the dead rows'
+        space is reclaimed (see docs/postgres.md for what that does and does not erase)."""
+        with self._lock:
+            if self._vacuuming or self._closed:
+                return
+            self._vacuuming = True
+        threading.Thread(target=self._vacuum, name="ovos-memory-vacuum", daemon=True).start()
+
+    def _vacuum(self) -> None:
+        try:
+            with self._pooled() as conn:
+                conn.execute("SET statement_timeout = '300s'")
+                try:
+                    conn.execute(
+                        "VACUUM (SKIP_LOCKED) memory_documents, memory_keywords, memory_vectors, memory_history"
+                    )
+                finally:
+                    conn.execute("RESET statement_timeout")
+        except Exception as exc:  # autovacuum does it later anyway
+            if self._closed:
+                return
+            LOG.warning("PostgreSQL: VACUUM after a delete failed (%s); autovacuum will reclaim the space", exc)
+        finally:
+            self._vacuuming = False
+
+    def close(self) -> None:
+        """Close the pool (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.pool.close(timeout=2.0)
+
+
+def _register_vector(conn: psycopg.Connection[Any]) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+
+
+# -- schema ----------------------------------------------------------------------------------
+
+
+def _v1(conn: psycopg.Connection[Any]) -> None:
+    for sql in (
+        # every memory's documents: the one table every index of a memory shares
+        "CREATE TABLE memory_documents ("
+        " id bigserial PRIMARY KEY,"
+        " namespace text NOT NULL,"
+        " doc_id text NOT NULL,"
+        " session_id text NOT NULL,"
+        " content text NOT NULL,"
+        " metadata text NOT NULL DEFAULT '{}',"
+        " created double precision NOT NULL,"
+        " UNIQUE (namespace, doc_id))",
+        "CREATE INDEX memory_documents_session ON memory_documents (namespace, session_id, id)",
+        # the keyword index: per document, each term's counts in body, head and context
+        # ({"term": body | head << 8 | context << 16}), the same terms as a tsvector (GIN: which documents hold a term),
+        # and the token count
+        "CREATE TABLE memory_keywords ("
+        " id bigint PRIMARY KEY REFERENCES memory_documents (id) ON DELETE CASCADE,"
+        " namespace text NOT NULL,"
+        " session_id text NOT NULL,"
+        " tf jsonb NOT NULL,"
+        " terms tsvector NOT NULL,"
+        " length integer NOT NULL,"
+        " ctx_id bigint)"
+        # rows stay uncompressed up to a page: ranking reads tf once per query term, and a
+        # compressed tf would be decompressed every time
+        " WITH (toast_tuple_target = 8160)",
+        "CREATE INDEX memory_keywords_terms ON memory_keywords USING gin (terms)",
+        "CREATE INDEX memory_keywords_namespace ON memory_keywords (namespace, session_id, id) INCLUDE (length)",
+        "CREATE INDEX memory_keywords_ctx ON memory_keywords (ctx_id) WHERE ctx_id IS NOT NULL",
+        # vectors: one per (embedder space, document)
+        "CREATE TABLE memory_vector_spaces ("
+        " namespace text NOT NULL, space text NOT NULL, dims integer NOT NULL,"
+        " created double precision NOT NULL, PRIMARY KEY (namespace, space))",
+        "CREATE TABLE memory_vectors ("
+        " id bigint NOT NULL REFERENCES memory_documents (id) ON DELETE CASCADE,"
+        " space text NOT NULL,"
+        " namespace text NOT NULL,"
+        " session_id text NOT NULL,"
+        " dims integer NOT NULL,"
+        " embedding vector NOT NULL,"
+        " PRIMARY KEY (id, space))",
+        "CREATE INDEX memory_vectors_namespace ON memory_vectors (namespace, space, session_id)",
+        # short-term history, the exchange-id chains
+        "CREATE TABLE memory_history ("
+        " id bigserial PRIMARY KEY,"
+        " namespace text NOT NULL,"
+        " session_id text NOT NULL,"
+        " role text NOT NULL,"
+        " content text NOT NULL,"
+        " created double precision NOT NULL,"
+        " exchange_id text)",
+        "CREATE INDEX memory_history_session ON memory_history (namespace, session_id, id)",
+        "CREATE INDEX memory_history_exchange ON memory_history (namespace, exchange_id) WHERE exchange_id IS NOT NULL",
+        "CREATE TABLE memory_sessions ("
+        " namespace text NOT NULL, session_id text NOT NULL, last_exchange_id text NOT NULL,"
+        " PRIMARY KEY (namespace, session_id))",
+    ):
+        conn.execute(sql)
+
+
+#: The schema. Append only; never rename or reorder an applied step.
+MIGRATIONS = [PgMigration("0001_documents_keywords_vectors_history", _v1)]
+
+
+# -- documents -------------------------------------------------------------------------------
+
+
+def _loads(value: Any) -> dict[str, Any]:
+    try:
+        loaded = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+_SELECT = "SELECT id, doc_id, session_id, content, metadata, created FROM memory_documents"
+
+
+def _row_document(row: Sequence[Any], changed: bool = False) -> StoredDocument:
+    return StoredDocument(
+        key=int(row[0]),
+        doc_id=row[1],
+        session_id=row[2],
+        text=row[3],
+        metadata=_loads(row[4]),
+        created=float(row[5]),
+        changed=changed,
+    )
+
+
+#: Insert or replace one document; returns its key, its creation time and whether its text or
+#: session changed (the row as it was is read in the same snapshot).
+_DOCUMENT_PUT = (
+    "WITH old AS (SELECT session_id, content FROM memory_documents"
+    "  WHERE namespace = %(ns)s AND doc_id = %(doc)s),"
+    " up AS (INSERT INTO memory_documents (namespace, doc_id, session_id, content, metadata, created)"
+    "  VALUES (%(ns)s, %(doc)s, %(session)s, %(text)s, %(meta)s, %(now)s)"
+    "  ON CONFLICT (namespace, doc_id) DO UPDATE SET session_id = excluded.session_id,"
+    "  content = excluded.content, metadata = excluded.metadata RETURNING id, created, (xmax = 0) AS inserted)"
+    " SELECT up.id, up.created, NOT EXISTS (SELECT 1 FROM old WHERE old.session_id = %(session)s"
+    "  AND old.content = %(text)s), up.inserted FROM up"
+)
+
+
+class PgDocuments:
+    """The namespace's rows of ``memory_documents`` (see :class:`~ovos_memory_plugins.storage.engine.DocumentStore`)."""
+
+    def __init__(self, db: PgDatabase, namespace: str) -> None:
+        self.db = db
+        self.namespace = namespace
+
+    def put(self, docs: Sequence[Document]) -> list[StoredDocument]:
+        """Insert or replace by ``doc_id``; a replaced document keeps its key and ``created``.
+
+        One statement per document: the row as it was (same snapshot) tells whether the text or
+        session changed.
+        """
+        out: dict[str, StoredDocument] = {}
+        now = time.time()
+        rows = [
+            {
+                "ns": self.namespace,
+                "doc": doc.doc_id,
+                "session": doc.session_id,
+                "text": doc.text,
+                "meta": dump_metadata(doc.metadata),
+                "now": now,
+            }
+            for doc in docs
+        ]
+        results: list[Any] = []
+        with self.db.transaction() as conn, conn.cursor() as cur:
+            if len(rows) == 1:  # the common case (one exchange): no pipeline round trips
+                results.append(cur.execute(_DOCUMENT_PUT, rows[0]).fetchone())
+            else:
+                cur.executemany(_DOCUMENT_PUT, rows, returning=True)
+                while True:
+                    results.append(cur.fetchone())
+                    if not cur.nextset():
+                        break
+        for doc, row in zip(docs, results, strict=True):
+            assert row is not None  # RETURNING always yields the row
+            prior = out.get(doc.doc_id)
+            out[doc.doc_id] = StoredDocument(
+                int(row[0]),
+                doc.doc_id,
+                doc.session_id,
+                doc.text,
+                dict(doc.metadata),
+                float(row[1]),
+                bool(row[2]) or (prior is not None and prior.changed),
+                bool(row[3]) or (prior is not None and prior.new),
+            )
+        return list(out.values())
+
+    def get(self, doc_ids: Iterable[str]) -> dict[str, StoredDocument]:
+        """The stored documents among ``doc_ids``."""
+        ids = list(dict.fromkeys(doc_ids))
+        if not ids:
+            return {}
+        rows = self.db.query(f"{_SELECT} WHERE namespace = %s AND doc_id = ANY(%s)", (self.namespace, ids))
+        return {r[1]: _row_document(r) for r in rows}
+
+    def by_keys(self, keys: Iterable[int]) -> dict[int, StoredDocument]:
+        """The stored documents with these keys."""
+        wanted = list(dict.fromkeys(int(k) for k in keys))
+        if not wanted:
+            return {}
+        rows = self.db.query(f"{_SELECT} WHERE namespace = %s AND id = ANY(%s)", (self.namespace, wanted))
+        return {int(r[0]): _row_document(r) for r in rows}
+
+    def ids(self, session_id: str | None = None) -> list[str]:
+        """The ids of a session's documents (None: all), oldest first."""
+        if session_id is None:
+            rows = self.db.query(
+                "SELECT doc_id FROM memory_documents WHERE namespace = %s ORDER BY id", (self.namespace,)
+            )
+        else:
+            rows = self.db.query(
+                "SELECT doc_id FROM memory_documents WHERE namespace = %s AND session_id = %s ORDER BY id",
+                (self.namespace, session_id),
+            )
+        return [r[0] for r in rows]
+
+    def iter(self, batch: int = 500) -> Iterator[StoredDocument]:
+        """Every document, oldest first, in pages of ``batch``."""
+        last = 0
+        while True:
+            rows = self.db.query(
+                f"{_SELECT} WHERE namespace = %s AND id > %s ORDER BY id LIMIT %s",
+                (self.namespace, last, int(batch)),
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield _row_document(row)
+            last = int(rows[-1][0])
+
+    def count(self, session_id: str | None = None) -> int:
+        """How many documents (of a session)."""
+        if session_id is None:
+            value = self.db.scalar("SELECT count(*) FROM memory_documents WHERE namespace = %s", (self.namespace,))
+        else:
+            value = self.db.scalar(
+                "SELECT count(*) FROM memory_documents WHERE namespace = %s AND session_id = %s",
+                (self.namespace, session_id),
+            )
+        return int(value or 0)
+
+    def sessions(self) -> list[str]:
+        """Every session that has documents, sorted."""
+        rows = self.db.query(
+            "SELECT DISTINCT session_id FROM memory_documents WHERE namespace = %s ORDER BY session_id",
+            (self.namespace,),
+        )
+        return [r[0] for r in rows]
+
+    def remove(self, doc_ids: Sequence[str]) -> int:
+        """Delete by id (keyword and vector rows cascade); return how many existed."""
+        ids = list(dict.fromkeys(doc_ids))
+        if not ids:
+            return 0
+        with self.db.transaction() as conn:
+            return int(
+                conn.execute(
+                    "DELETE FROM memory_documents WHERE namespace = %s AND doc_id = ANY(%s)", (self.namespace, ids)
+                ).rowcount
+            )
+
+    def remove_all(self) -> int:
+        """Delete every document of the namespace; return how many existed."""
+        with self.db.transaction() as conn:
+            return int(conn.execute("DELETE FROM memory_documents WHERE namespace = %s", (self.namespace,)).rowcount)
+
+
+# -- history ---------------------------------------------------------------------------------
+
+
+def _exchange_parts(text: str) -> tuple[str, str] | None:
+    """``(user, assistant)`` of an exchange document's text (``Q: ...\\nA: ...``), else None."""
+    if not text.startswith("Q: "):
+        return None
+    user, sep, assistant = text[3:].partition("\nA: ")
+    return (user, assistant) if sep else None
+
+
+_HISTORY_INSERT = (
+    "INSERT INTO memory_history (namespace, session_id, role, content, created, exchange_id)"
+    " SELECT %(ns)s, %(session)s, m.role, m.content, %(now)s, m.exchange_id"
+    " FROM unnest(%(roles)s::text[], %(contents)s::text[], %(ids)s::text[]) WITH ORDINALITY"
+    " AS m(role, content, exchange_id, n) ORDER BY m.n"
+)
+_HISTORY_TRIM = (
+    " DELETE FROM memory_history WHERE namespace = %(ns)s AND session_id = %(session)s AND id <= ("
+    " SELECT id FROM memory_history WHERE namespace = %(ns)s AND session_id = %(session)s"
+    " ORDER BY id DESC LIMIT 1 OFFSET %(offset)s)"
+)
+
+
+class PgHistory:
+    """History and exchange-id chains of one namespace
+    (see :class:`~ovos_memory_plugins.storage.engine.HistoryStore`)."""
+
+    def __init__(self, db: PgDatabase, namespace: str) -> None:
+        self.db = db
+        self.namespace = namespace
+
+    def append(
+        self,
+        session_id: str,
+        messages: Sequence[tuple[str, str]],
+        keep: int,
+        last_exchange_id: str | None = None,
+        exchange_ids: Sequence[str | None] | None = None,
+    ) -> None:
+        """Append ``(role, content)`` messages and trim the session to its newest ``keep``."""
+        ns, now = self.namespace, time.time()
+        ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
+        params = {
+            "ns": ns,
+            "session": session_id,
+            "roles": [r for r, _ in messages],
+            "contents": [c for _, c in messages],
+            "ids": ids,
+            "now": now,
+            "last": last_exchange_id,
+            # the trim below does not see this statement's own rows (one snapshot)
+            "offset": max(keep - len(messages), 0),
+        }
+        if keep < len(messages):  # a window smaller than one call's messages: keep the simple path
+            with self.db.transaction() as conn:
+                conn.execute(_HISTORY_INSERT, params)
+                conn.execute(_HISTORY_TRIM, {**params, "offset": max(keep, 0)})
+            return
+        # Messages that complete an exchange are followed at once by the exchange document's
+        # own transaction, whose (synchronous) commit flushes the WAL up to and including these
+        # rows: their transaction need not wait for its own flush, which halves the fsyncs of a
+        # recorded turn. Lone messages (no exchange) commit synchronously as usual.
+        params["commit"] = "off" if last_exchange_id is not None or any(ids) else None
+        # one statement (one round trip): insert, move the chain, trim
+        self.db.execute(
+            "WITH ins AS (" + _HISTORY_INSERT + " RETURNING id),"
+            " chain AS (INSERT INTO memory_sessions (namespace, session_id, last_exchange_id)"
+            "  SELECT %(ns)s, %(session)s, %(last)s WHERE %(last)s::text IS NOT NULL"
+            "  ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id),"
+            " cfg AS (SELECT set_config('synchronous_commit',"
+            "  coalesce(%(commit)s::text, current_setting('synchronous_commit')), true) AS v)"
+            + _HISTORY_TRIM
+            + " AND EXISTS (SELECT 1 FROM cfg)",
+            params,
+        )
+
+    def tag_exchange(self, session_id: str, exchange_id: str) -> None:
+        """Mark the session's last untagged user message as part of ``exchange_id``."""
+        self.db.execute(
+            "UPDATE memory_history SET exchange_id = %s WHERE id = (SELECT id FROM memory_history"
+            " WHERE namespace = %s AND session_id = %s AND role = 'user' AND exchange_id IS NULL"
+            " ORDER BY id DESC LIMIT 1)",
+            (exchange_id, self.namespace, session_id),
+        )
+
+    def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
+        """The newest ``limit`` messages of a session, oldest first."""
+        rows = self.db.query(
+            "SELECT role, content FROM memory_history WHERE namespace = %s AND session_id = %s"
+            " ORDER BY id DESC LIMIT %s",
+            (self.namespace, session_id, max(limit, 0)),
+        )
+        return [StoredMessage(r[0], r[1]) for r in reversed(rows)]
+
+    def last_exchange_id(self, session_id: str) -> str:
+        """The id of the session's newest exchange document, ``""`` when it has none."""
+        value = self.db.scalar(
+            "SELECT last_exchange_id FROM memory_sessions WHERE namespace = %s AND session_id = %s",
+            (self.namespace, session_id),
+        )
+        return str(value) if value is not None else ""
+
+    def sessions(self) -> list[str]:
+        """Every session that has history, sorted."""
+        rows = self.db.query(
+            "SELECT DISTINCT session_id FROM memory_history WHERE namespace = %s ORDER BY session_id",
+            (self.namespace,),
+        )
+        return [r[0] for r in rows]
+
+    def remove_exchanges(self, docs: Sequence[StoredDocument]) -> int:
+        """Delete the messages the given exchange documents were recorded from; return how many."""
+        if not docs:
+            return 0
+        n = 0
+        with self.db.transaction() as conn:
+            n += conn.execute(
+                "DELETE FROM memory_history WHERE namespace = %s AND exchange_id = ANY(%s)",
+                (self.namespace, [d.doc_id for d in docs]),
+            ).rowcount
+            for doc in docs:
+                parts = _exchange_parts(doc.text)
+                if parts is None:
+                    continue
+                n += conn.execute(
+                    "DELETE FROM memory_history WHERE namespace = %s AND session_id = %s AND exchange_id IS NULL"
+                    " AND ((role = 'user' AND content = %s) OR (role = 'assistant' AND content = %s))",
+                    (self.namespace, doc.session_id, parts[0], parts[1]),
+                ).rowcount
+        return n
+
+    def clear_session(self, session_id: str) -> int:
+        """Delete a session's history; return how many messages went."""
+        with self.db.transaction() as conn:
+            n = conn.execute(
+                "DELETE FROM memory_history WHERE namespace = %s AND session_id = %s", (self.namespace, session_id)
+            ).rowcount
+            conn.execute(
+                "DELETE FROM memory_sessions WHERE namespace = %s AND session_id = %s", (self.namespace, session_id)
+            )
+        return int(n)
+
+    def clear_all(self) -> int:
+        """Delete all of the namespace's history; return how many messages went."""
+        with self.db.transaction() as conn:
+            n = conn.execute("DELETE FROM memory_history WHERE namespace = %s", (self.namespace,)).rowcount
+            conn.execute("DELETE FROM memory_sessions WHERE namespace = %s", (self.namespace,))
+        return int(n)
+
+    def message_count(self) -> int:
+        """How many messages the history holds."""
+        return int(self.db.scalar("SELECT count(*) FROM memory_history WHERE namespace = %s", (self.namespace,)) or 0)
+
+
+# -- the keyword index -----------------------------------------------------------------------
+
+
+class PgKeywordIndex:
+    """Keyword recall over ``memory_keywords`` (see :class:`~ovos_memory_plugins.storage.engine.Index`).
+
+    Per document: ``tf``, each term's count in the body, the head (date, speaker) and, for a
+    dialogue turn, the context (the body terms of the session's previous document), packed in
+    one number per term, ``{"term": body | head << 8 | context << 16}`` (8 bits each);
+    ``terms``, the same terms as a ``tsvector`` built with ``array_to_tsvector`` (no parsing, no
+    stemming, no stop words: ours are already applied),
+    GIN-indexed, which finds the documents holding any query term; ``length``, the token count.
+
+    Ranking is FTS5's ``bm25(fts, 1.0, head_weight, context_weight)`` written out in SQL: a
+    term's frequency in a document is ``body + head_weight * head + context_weight * context``,
+    the length is all its tokens, IDF uses the namespace's document count and frequencies.
+    """
+
+    def __init__(self, db: PgDatabase, namespace: str, settings: KeywordSettings | None = None) -> None:
+        self.db = db
+        self.namespace = namespace
+        self.settings = settings or KeywordSettings()
+        #: (refreshed at, document count, total tokens) of the namespace
+        self._stats: tuple[float, int, int] | None = None
+        #: term -> (documents holding it, namespace size then, whether counting stopped at a cap)
+        self._df: dict[str, tuple[int, int, bool]] = {}
+
+    @property
+    def name(self) -> str:
+        """``"keyword"``."""
+        return "keyword"
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def prepare(self, docs: Sequence[Document]) -> dict[str, tuple[dict[str, int], int, bool]]:
+        """Tokenize before the transaction: ``doc_id -> (term counts, token count, is a turn)``."""
+        from ovos_memory_plugins.storage.keyword import document_terms
+
+        out = {}
+        for doc in docs:
+            body, head, turn = document_terms(doc.text)
+            counts: dict[str, list[int]] = {}
+            length = 0
+            for column, terms in enumerate((body.split(), head.split())):
+                for term in terms:
+                    counts.setdefault(term, [0, 0])[column] += 1
+                    length += 1
+            out[doc.doc_id] = ({t: _pack(a, b, 0) for t, (a, b) in counts.items()}, length, turn)
+        return out
+
+    def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
+        """Store the terms of new or changed documents (inside the write transaction).
+
+        A turn takes the body terms of the session's previous indexed document as its context,
+        merged in the same statement.
+        """
+        todo = [d for d in docs if d.changed]
+        if not todo:
+            return
+        terms: dict[str, tuple[dict[str, int], int, bool]] = dict(prepared or {})
+        missing = [d for d in todo if d.doc_id not in terms]
+        if missing:
+            terms.update(self.prepare([Document(d.doc_id, d.text, d.session_id, d.metadata) for d in missing]))
+        context_on = self.settings.context_weight > 0
+        rows = []
+        tokens = 0
+        for doc in todo:
+            tf, length, turn = terms[doc.doc_id]
+            tokens += length
+            rows.append(
+                {
+                    "id": doc.key,
+                    "ns": self.namespace,
+                    "session": doc.session_id,
+                    "tf": json.dumps(tf, ensure_ascii=False),
+                    "length": length,
+                    "turn": bool(turn and context_on),
+                }
+            )
+        with self.db.transaction() as conn, conn.cursor() as cur:
+            if len(rows) == 1:
+                cur.execute(_KEYWORD_ADD, rows[0])
+            else:
+                cur.executemany(_KEYWORD_ADD, rows)
+        if self._stats is not None:  # keep the figures current without a count
+            at, n, total = self._stats
+            self._stats = (at, n + len(rows), total + tokens)
+
+    def remove(self, docs: Sequence[StoredDocument]) -> int:
+        """Take documents out of the index and their words out of other turns' context."""
+        keys = [d.key for d in docs]
+        if not keys:
+            return 0
+        with self.db.transaction() as conn:
+            n = conn.execute(
+                "DELETE FROM memory_keywords WHERE namespace = %s AND id = ANY(%s)", (self.namespace, keys)
+            ).rowcount
+            conn.execute(_KEYWORD_DROP_CONTEXT, {"ns": self.namespace, "keys": keys})
+        self._stats = None
+        self._df.clear()
+        return int(n)
+
+    def remove_all(self) -> int:
+        """Empty the namespace's index; return how many rows went."""
+        with self.db.transaction() as conn:
+            n = conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,)).rowcount
+        self._stats = None
+        self._df.clear()
+        return int(n)
+
+    # -- searching ---------------------------------------------------------------------------
+
+    def _namespace_stats(self, refresh: bool = False) -> tuple[int, float]:
+        """``(document count, average length)`` of the namespace: counted at most every
+        ``STATS_TTL`` seconds (or when ``refresh``), this process's own writes added in between."""
+        now = time.monotonic()
+        if refresh or self._stats is None or now - self._stats[0] > STATS_TTL:
+            row = self.db.query(
+                "SELECT count(*), coalesce(sum(length), 0) FROM memory_keywords WHERE namespace = %s",
+                (self.namespace,),
+            )[0]
+            self._stats = (now, int(row[0]), int(row[1]))
+        n, tokens = self._stats[1], self._stats[2]
+        return n, (tokens / n if n else 0.0)
+
+    def _frequencies(self, terms: list[str], n: int, cap: int | None = None) -> dict[str, int]:
+        """How many of the namespace's documents hold each term (cached while ``n`` moves < 10%).
+
+        With ``cap``, counting stops there: a term found ``cap`` times is at least that common,
+        which is all pruning needs to know (``search_terms`` counts the few it keeps exactly).
+        """
+        out: dict[str, int] = {}
+        todo: list[str] = []
+        for term in terms:
+            cached = self._df.get(term)
+            if (
+                cached is not None
+                and cached[1] * 0.9 <= n <= cached[1] * 1.1
+                and (not cached[2] or (cap is not None and cached[0] >= cap))
+            ):
+                out[term] = cached[0]
+            else:
+                todo.append(term)
+        if todo:
+            # one count per term, each with its tsquery as a bound value, so each can use the
+            # GIN index (a tsquery taken from a column per row could not)
+            limit = f" LIMIT {int(cap)}" if cap is not None else ""
+            sql = " UNION ALL ".join(
+                f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM memory_keywords WHERE namespace = %s"
+                f" AND terms @@ %s::tsquery{limit}) AS hits)"
+                for i in range(len(todo))
+            )
+            params: list[str] = []
+            for term in todo:
+                params += [self.namespace, _lexeme(term)]
+            rows = self.db.query(sql, params)
+            if len(self._df) > 50_000:
+                self._df.clear()
+            for i, freq in rows:
+                out[todo[i]] = int(freq)
+                self._df[todo[i]] = (int(freq), n, cap is not None and int(freq) >= cap)
+        # a frequency cached before another process's deletes may exceed the fresh count
+        return {t: min(f, n) for t, f in out.items()}
+
+    def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
+        """The best ``k`` documents for ``query`` (only ``session_id``'s when given), best first."""
+        from ovos_memory_plugins.storage.keyword import query_counts
+
+        return self.search_terms(query_counts(query, self.settings), k, session_id)
+
+    def search_terms(self, counts: Counter[str], k: int, session_id: str | None = None) -> list[MemoryHit]:
+        """Rank by weighted query terms (BM25 as FTS5 computes it)."""
+        if not counts or k <= 0:
+            return []
+        n, avgdl = self._namespace_stats()
+        if n == 0:  # empty when last counted: other processes may have written since
+            n, avgdl = self._namespace_stats(refresh=True)
+            if n == 0:
+                return []
+        large = n >= PRUNE_MIN_DOCUMENTS
+        df = self._frequencies(list(counts), n, PRUNE_POSTINGS + 1 if large else None)
+        if any(self._df.get(t, (0, n, False))[0] > n for t in counts):  # grown by other processes' writes
+            n, avgdl = self._namespace_stats(refresh=True)
+            df = {t: min(self._df.get(t, (f, n, False))[0], n) for t, f in df.items()}
+        terms = [t for t in counts if df.get(t, 0) > 0]
+        if large:
+            terms = _prune(terms, df, n)
+            capped = [t for t in terms if self._df.get(t, (0, 0, False))[2]]
+            if capped:  # kept although common (the rarest term is always kept): its exact count
+                df.update(self._frequencies(capped, n))
+        if not terms:
+            return []
+        weights = []
+        for t in terms:
+            idf = math.log((n - df[t] + 0.5) / (df[t] + 0.5))
+            weights.append(min(counts[t], MAX_TERM_REPEAT) * (idf if idf > 0 else 1e-6))
+        s = self.settings
+        params: dict[str, Any] = {
+            "ns": self.namespace,
+            "session": session_id,
+            "query": tsquery_literal(terms),
+            "k1": BM25_K1,
+            "k1p": BM25_K1 + 1,
+            "b": BM25_B,
+            "avgdl": max(avgdl, 1e-9),
+            "wb": float(s.head_weight),
+            "wc": float(s.context_weight),
+            "k": int(k),
+        }
+        # one expression per query term over the candidate's counts (no join, no grouping):
+        # j<i> its packed counts, f<i> its weighted frequency
+        counts_of, freqs, parts = [], [], []
+        for i, (term, weight) in enumerate(zip(terms, weights, strict=True)):
+            params[f"t{i}"], params[f"w{i}"] = term, weight
+            counts_of.append(f"(k.tf -> %(t{i})s)::int AS j{i}")
+            freqs.append(
+                f"coalesce((j.j{i} & 255) + %(wb)s * ((j.j{i} >> 8) & 255) + %(wc)s * (j.j{i} >> 16), 0) AS f{i}"
+            )
+            parts.append(f"%(w{i})s * f.f{i} * %(k1p)s / (f.f{i} + n.norm)")
+        session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
+        rows = self.db.query(
+            "SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM ("
+            " SELECT k.id, " + " + ".join(parts) + " AS score FROM memory_keywords k"
+            " CROSS JOIN LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * k.length / %(avgdl)s) AS norm) AS n"
+            " CROSS JOIN LATERAL (SELECT " + ", ".join(counts_of) + ") AS j"
+            " CROSS JOIN LATERAL (SELECT " + ", ".join(freqs) + ") AS f"
+            " WHERE k.namespace = %(ns)s" + session_filter + " AND k.terms @@ %(query)s::tsquery"
+            " ORDER BY score DESC, k.id LIMIT %(k)s) AS s"
+            " JOIN memory_documents d ON d.id = s.id ORDER BY s.score DESC, s.id",
+            params,
+        )
+        return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def count(self) -> int:
+        """How many documents the keyword index holds for the namespace."""
+        return int(self.db.scalar("SELECT count(*) FROM memory_keywords WHERE namespace = %s", (self.namespace,)) or 0)
+
+    def stats(self) -> dict[str, Any]:
+        """``keyword_rows`` and how ranking is done."""
+        return {"keyword_rows": self.count(), "ranking": "bm25 over tsvector (PostgreSQL)"}
+
+    def close(self) -> None:
+        """Nothing pending: every add is indexed in its own transaction."""
+
+
+#: One document's keyword row; a turn merges the body counts of the session's previous document
+#: in as its context, in the same statement.
+_KEYWORD_ADD = (
+    "INSERT INTO memory_keywords (id, namespace, session_id, tf, terms, length, ctx_id)"
+    " SELECT %(id)s, %(ns)s, %(session)s, m.tf, array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf))),"
+    "  %(length)s + coalesce(p.body, 0), p.id"
+    " FROM (SELECT 1) AS one"
+    " LEFT JOIN LATERAL (SELECT k.id, k.tf, (SELECT sum(e.value::int & 255) FROM jsonb_each(k.tf) AS e) AS body"
+    "  FROM memory_keywords k WHERE %(turn)s AND k.namespace = %(ns)s AND k.session_id = %(session)s"
+    "  AND k.id < %(id)s ORDER BY k.id DESC LIMIT 1) AS p ON true"
+    " CROSS JOIN LATERAL (SELECT coalesce(jsonb_object_agg(x.t, x.v), '{}'::jsonb) AS tf FROM ("
+    "  SELECT u.t, sum(u.v) AS v FROM ("
+    "   SELECT e.key AS t, e.value::int AS v FROM jsonb_each(%(tf)s::jsonb) AS e"
+    "   UNION ALL SELECT e.key, (e.value::int & 255) << 16 FROM jsonb_each(coalesce(p.tf, '{}'::jsonb)) AS e"
+    "    WHERE e.value::int & 255 > 0) AS u GROUP BY u.t) AS x) AS m"
+    " ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, tf = excluded.tf, terms = excluded.terms,"
+    " length = excluded.length, ctx_id = excluded.ctx_id"
+)
+
+#: Turns whose context document went: their context counts go, and terms only it held.
+_KEYWORD_DROP_CONTEXT = (
+    "UPDATE memory_keywords k SET tf = m.tf, terms = array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf))),"
+    " length = m.length, ctx_id = NULL"
+    " FROM (SELECT h.id,"
+    "  coalesce(jsonb_object_agg(e.key, e.value::int & 65535) FILTER (WHERE e.value::int & 65535 > 0),"
+    "   '{}'::jsonb) AS tf,"
+    "  coalesce(sum((e.value::int & 255) + ((e.value::int >> 8) & 255)), 0) AS length"
+    "  FROM memory_keywords h LEFT JOIN LATERAL jsonb_each(h.tf) AS e ON true"
+    "  WHERE h.namespace = %(ns)s AND h.ctx_id = ANY(%(keys)s) GROUP BY h.id) AS m"
+    " WHERE k.id = m.id"
+)
+
+
+def _pack(body: int, head: int, context: int) -> int:
+    """A term's counts in one number (what ``tf`` stores): 8 bits each, body lowest."""
+    return min(body, 255) | min(head, 255) << 8 | min(context, 255) << 16
+
+
+def _hit(doc_id: str, session_id: str, content: str, metadata: Any, score: float) -> MemoryHit:
+    meta = _loads(metadata)
+    meta.setdefault("session_id", session_id)
+    return MemoryHit(content=content, source=doc_id, score=score, metadata=meta)
+
+
+def _prune(terms: list[str], df: dict[str, int], n: int) -> list[str]:
+    """Rarest terms first until their documents add up to ``PRUNE_POSTINGS`` (at least one kept);
+    terms in more than half of the documents are left out (BM25 gives them no weight anyway)."""
+    kept: list[str] = []
+    postings = 0
+    for term in sorted(terms, key=lambda t: df[t]):
+        freq = df[term]
+        if kept and (freq > n // 2 or postings + freq > PRUNE_POSTINGS):
+            break
+        kept.append(term)
+        postings += freq
+    return kept
+
+
+# -- vectors ---------------------------------------------------------------------------------
+
+
+class PgVectorStore:
+    """Vectors per embedder space with pgvector (see :class:`~ovos_memory_plugins.storage.engine.VectorStore`).
+
+    Exact search (a scan of the namespace's rows of the space) below ``HNSW_MIN_VECTORS``; from
+    there on, through an HNSW expression index per dimension (``embedding::vector(N)``, partial
+    on ``dims = N``), built once with ``CREATE INDEX CONCURRENTLY`` in the background under an
+    advisory lock, and searched with pgvector's iterative scan so the namespace filter cannot
+    starve it.
+    """
+
+    def __init__(self, db: PgDatabase, namespace: str) -> None:
+        self.db = db
+        self.namespace = namespace
+        self.path = "pgvector"  # the search path, as the SQLite store names "numpy" or "sqlite-vec"
+        self._counts: dict[str, tuple[float, int]] = {}
+        self._ann: set[int] = set()
+        self._building = False
+
+    def dimension(self, space: str) -> int | None:
+        """The dimension recorded for a space, or None."""
+        value = self.db.scalar(
+            "SELECT dims FROM memory_vector_spaces WHERE namespace = %s AND space = %s", (self.namespace, space)
+        )
+        return int(value) if value is not None else None
+
+    def put_vectors(self, space: str, items: Sequence[tuple[str, Vector]]) -> int:
+        """Store vectors for existing documents (by doc id); return how many were stored."""
+        import numpy as np
+
+        if not items:
+            return 0
+        vecs = [(d, np.asarray(v, dtype=np.float32).ravel()) for d, v in items]
+        dims = {int(v.shape[0]) for _, v in vecs}
+        if len(dims) != 1:
+            raise StorageError(f"vectors of one batch differ in dimension: {sorted(dims)}")
+        dim = dims.pop()
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO memory_vector_spaces (namespace, space, dims, created) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (namespace, space) DO NOTHING",
+                (self.namespace, space, dim, time.time()),
+            )
+            known_dim = conn.execute(
+                "SELECT dims FROM memory_vector_spaces WHERE namespace = %s AND space = %s", (self.namespace, space)
+            ).fetchone()
+            if known_dim is not None and int(known_dim[0]) != dim:
+                raise StorageError(f"space {space!r} holds {known_dim[0]}-dimensional vectors, not {dim}")
+            rows = conn.execute(
+                "SELECT doc_id, id, session_id FROM memory_documents WHERE namespace = %s AND doc_id = ANY(%s)",
+                (self.namespace, [d for d, _ in vecs]),
+            ).fetchall()
+            known = {r[0]: (int(r[1]), r[2]) for r in rows}
+            data = [(known[d][0], space, self.namespace, known[d][1], dim, v) for d, v in vecs if d in known]
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO memory_vectors (id, space, namespace, session_id, dims, embedding)"
+                    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id, space) DO UPDATE"
+                    " SET embedding = excluded.embedding, dims = excluded.dims, session_id = excluded.session_id",
+                    data,
+                )
+        self._counts.pop(space, None)
+        return len(data)
+
+    def missing(self, space: str, limit: int = 64) -> list[tuple[str, str]]:
+        """Up to ``limit`` ``(doc_id, text)`` without a vector in ``space``, oldest first."""
+        rows = self.db.query(
+            "SELECT d.doc_id, d.content FROM memory_documents d WHERE d.namespace = %s AND NOT EXISTS ("
+            " SELECT 1 FROM memory_vectors v WHERE v.id = d.id AND v.space = %s) ORDER BY d.id LIMIT %s",
+            (self.namespace, space, int(limit)),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def missing_count(self, space: str) -> int:
+        """How many documents have no vector in ``space``."""
+        value = self.db.scalar(
+            "SELECT count(*) FROM memory_documents d WHERE d.namespace = %s AND NOT EXISTS ("
+            " SELECT 1 FROM memory_vectors v WHERE v.id = d.id AND v.space = %s)",
+            (self.namespace, space),
+        )
+        return int(value or 0)
+
+    def spaces(self) -> dict[str, int]:
+        """Vectors stored per space."""
+        rows = self.db.query(
+            "SELECT s.space, (SELECT count(*) FROM memory_vectors v WHERE v.namespace = s.namespace"
+            " AND v.space = s.space) FROM memory_vector_spaces s WHERE s.namespace = %s ORDER BY s.space",
+            (self.namespace,),
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
+    def drop_space(self, space: str) -> int:
+        """Delete a space's vectors; return how many went."""
+        with self.db.transaction() as conn:
+            n = conn.execute(
+                "DELETE FROM memory_vectors WHERE namespace = %s AND space = %s", (self.namespace, space)
+            ).rowcount
+            conn.execute(
+                "DELETE FROM memory_vector_spaces WHERE namespace = %s AND space = %s", (self.namespace, space)
+            )
+        self._counts.pop(space, None)
+        return int(n)
+
+    def remove(self, keys: Sequence[int]) -> int:
+        """Delete every vector of these document keys (every space); return how many."""
+        if not keys:
+            return 0
+        n = self.db.execute(
+            "DELETE FROM memory_vectors WHERE namespace = %s AND id = ANY(%s)", (self.namespace, list(keys))
+        )
+        self._counts.clear()
+        return int(n)
+
+    def remove_all(self) -> int:
+        """Delete every vector of the namespace; return how many."""
+        with self.db.transaction() as conn:
+            n = conn.execute("DELETE FROM memory_vectors WHERE namespace = %s", (self.namespace,)).rowcount
+            conn.execute("DELETE FROM memory_vector_spaces WHERE namespace = %s", (self.namespace,))
+        self._counts.clear()
+        return int(n)
+
+    def iter_vectors(self, space: str, batch: int = 500) -> Iterator[list[tuple[str, Vector]]]:
+        """The namespace's vectors of ``space`` as ``(doc_id, vector)``, oldest document first, in
+        batches (``storage.migrate`` copies them out)."""
+        last = 0
+        while True:
+            rows = self.db.query(
+                "SELECT v.id, d.doc_id, v.embedding FROM memory_vectors v JOIN memory_documents d ON d.id = v.id"
+                " WHERE v.namespace = %s AND v.space = %s AND v.id > %s ORDER BY v.id LIMIT %s",
+                (self.namespace, space, last, int(batch)),
+            )
+            if not rows:
+                return
+            yield [(r[1], r[2].to_numpy().astype("float32")) for r in rows]
+            last = int(rows[-1][0])
+
+    def count(self, space: str) -> int:
+        """How many vectors the namespace holds in ``space`` (cached for ``STATS_TTL`` s)."""
+        now = time.monotonic()
+        cached = self._counts.get(space)
+        if cached is None or now - cached[0] > STATS_TTL:
+            value = self.db.scalar(
+                "SELECT count(*) FROM memory_vectors WHERE namespace = %s AND space = %s", (self.namespace, space)
+            )
+            cached = (now, int(value or 0))
+            self._counts[space] = cached
+        return cached[1]
+
+    def search(self, space: str, query: Vector, k: int, session_id: str | None = None) -> list[tuple[str, float]]:
+        """``(doc_id, cosine similarity)`` of the ``k`` nearest, best first; ties: smaller doc id."""
+        import numpy as np
+
+        if k <= 0:
+            return []
+        q = np.asarray(query, dtype=np.float32).ravel()
+        dims = int(q.shape[0])
+        session_filter = " AND v.session_id = %(session)s" if session_id is not None else ""
+        params = {"ns": self.namespace, "space": space, "q": q, "k": int(k), "session": session_id}
+        large = self.count(space) >= HNSW_MIN_VECTORS
+        if large and self._has_ann(dims):
+            with self.db.transaction() as conn:
+                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                conn.execute("SET LOCAL hnsw.ef_search = 100")
+                rows = conn.execute(
+                    "SELECT doc_id, score FROM ("
+                    f" SELECT d.doc_id, 1 - (v.embedding::vector({dims}) <=> %(q)s) AS score"
+                    " FROM memory_vectors v JOIN memory_documents d ON d.id = v.id"
+                    f" WHERE v.dims = {dims} AND v.namespace = %(ns)s AND v.space = %(space)s"
+                    + session_filter
+                    + f" ORDER BY v.embedding::vector({dims}) <=> %(q)s LIMIT %(k)s) AS hits"
+                    " ORDER BY score DESC, doc_id",
+                    params,
+                ).fetchall()
+        else:
+            if large:
+                self._build_ann_soon(dims)
+            rows = self.db.query(
+                "SELECT d.doc_id, 1 - (v.embedding <=> %(q)s) AS score"
+                " FROM memory_vectors v JOIN memory_documents d ON d.id = v.id"
+                " WHERE v.namespace = %(ns)s AND v.space = %(space)s"
+                + session_filter
+                + " ORDER BY v.embedding <=> %(q)s, d.doc_id LIMIT %(k)s",
+                params,
+            )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def _has_ann(self, dims: int) -> bool:
+        if dims in self._ann:
+            return True
+        valid = self.db.scalar(
+            "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = %s",
+            (f"memory_vectors_hnsw_{dims}",),
+        )
+        if valid:
+            self._ann.add(dims)
+        return bool(valid)
+
+    def _build_ann_soon(self, dims: int) -> None:
+        if self._building:
+            return
+        self._building = True
+        threading.Thread(target=self.build_ann_index, args=(dims,), name="ovos-memory-hnsw", daemon=True).start()
+
+    def build_ann_index(self, dims: int, maintenance_work_mem: str | None = None) -> bool:
+        """Build the HNSW index for ``dims``-dimensional vectors unless it exists; True when valid.
+
+        ``CREATE INDEX CONCURRENTLY`` (writers go on), without a statement deadline, one process
+        at a time (an advisory lock; the others return at once). Give it ``maintenance_work_mem``
+        (``"1GB"``) for a fast build: see docs/postgres.md.
+        """
+        name = f"memory_vectors_hnsw_{int(dims)}"
+        try:
+            with self.db._pooled() as conn:
+                got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (name,)).fetchone()
+                if not got or not got[0]:
+                    return False
+                try:
+                    conn.execute("SET statement_timeout = 0")
+                    if maintenance_work_mem:
+                        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
+                    invalid = conn.execute(
+                        "SELECT NOT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+                        " WHERE c.relname = %s",
+                        (name,),
+                    ).fetchone()
+                    if invalid and invalid[0]:
+                        conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+                    conn.execute(
+                        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory_vectors"
+                        f" USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops) WHERE dims = {int(dims)}"
+                    )
+                finally:
+                    conn.execute("RESET statement_timeout")
+                    conn.execute("RESET maintenance_work_mem")
+                    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
+        except Exception as exc:
+            LOG.warning("PostgreSQL: could not build the HNSW index %s (%s); exact search goes on", name, exc)
+            return False
+        finally:
+            self._building = False
+        return self._has_ann(dims)
+
+
+# -- the storage bundle ----------------------------------------------------------------------
+
+
+class PgStorage(Storage):
+    """:class:`~ovos_memory_plugins.storage.engine.Storage` for one namespace of a PostgreSQL database."""
+
+    db: PgDatabase
+
+    def __init__(self, db: PgDatabase, namespace: str) -> None:
+        db.migrate("memory", MIGRATIONS)
+        super().__init__(
+            db=db,
+            documents=PgDocuments(db, namespace),
+            history=PgHistory(db, namespace),
+            keyword_factory=self._keyword,
+            vector_factory=self._vectors,
+        )
+        self.namespace = namespace
+
+    def _keyword(self, settings: KeywordSettings) -> PgKeywordIndex:
+        return PgKeywordIndex(self.db, self.namespace, settings)
+
+    def _vectors(self, search: str = "auto") -> PgVectorStore:
+        return PgVectorStore(self.db, self.namespace)
+
+    def retire_indexes(self, active: Iterable[str]) -> None:
+        """Drop the namespace's rows of indexes this memory no longer maintains (``"keyword"``,
+        ``"vector"``), so no copy of a text stays in an index nobody updates on delete."""
+        keep = set(active)
+        with self.db.transaction() as conn:
+            if "keyword" not in keep:
+                conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,))
+            if "vector" not in keep:
+                conn.execute("DELETE FROM memory_vectors WHERE namespace = %s", (self.namespace,))
+                conn.execute("DELETE FROM memory_vector_spaces WHERE namespace = %s", (self.namespace,))
+
+
+def open_storage(location: str, *, namespace: str = DEFAULT_NAMESPACE, **options: Any) -> PgStorage:
+    """Open one memory (``namespace``) of the PostgreSQL database at ``location`` (a URL).
+
+    ``options``: ``connect_timeout``, ``statement_timeout``, ``pool_timeout``,
+    ``max_connections`` (see :class:`PgDatabase`); SQLite-only options (``vector_extension``,
+    ``legacy``) are ignored. Raises :class:`StorageError` when the database cannot be used.
+    """
+    known = {"connect_timeout", "statement_timeout", "pool_timeout", "max_connections"}
+    db = PgDatabase(location, **{k: v for k, v in options.items() if k in known})
+    try:
+        return PgStorage(db, namespace)
+    except Exception:
+        db.close()
+        raise

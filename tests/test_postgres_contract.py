@@ -1,0 +1,58 @@
+"""The conformance kit with every backend's state in PostgreSQL (`"database": "postgresql://..."`)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
+
+from ovos_memory_plugins.base import BaseRetrievalMemory
+from ovos_memory_plugins.lexical import LexicalMemory
+from ovos_memory_plugins.testing import MemoryContract
+from ovos_memory_plugins.vector import VectorMemory
+
+
+def on_postgres(config: dict[str, Any], url: str) -> dict[str, Any]:
+    """The kit's config with the database URL and a namespace of the test's own (from its root),
+    so a restart in one test finds its memory and no two tests share one."""
+    root = str(config.get("root", "x"))
+    return {**config, "database": url, "namespace": "t-" + hashlib.sha256(root.encode()).hexdigest()[:16]}
+
+
+class _OnPostgres(MemoryContract):
+    survives_restart = True
+    url = ""
+
+    @pytest.fixture(autouse=True)
+    def _url(self, postgres_url: str) -> None:
+        type(self).url = postgres_url
+
+
+class TestLexicalOnPostgres(_OnPostgres):
+    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
+        return LexicalMemory(on_postgres(config, self.url))
+
+
+class TestVectorOnPostgres(_OnPostgres):
+    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
+        return VectorMemory({"embedder": "hash", **on_postgres(config, self.url)})
+
+
+class TestHybridOnPostgres(_OnPostgres):
+    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
+        return VectorMemory({"embedder": "hash", "hybrid": True, **on_postgres(config, self.url)})
+
+
+@pytest.mark.parametrize("make", [LexicalMemory, lambda c: VectorMemory({"embedder": "hash", "hybrid": True, **c})])
+def test_nothing_is_written_under_root(tmp_path: Path, postgres_url: str, make: Any) -> None:
+    root = tmp_path / "memory"
+    mem = make(on_postgres({"root": str(root)}, postgres_url))
+    assert mem.storage.db.engine == "postgresql" and not mem.storage.db.in_ram
+    mem.update_history([{"role": "user", "content": "my bike is red"}, {"role": "assistant", "content": "noted"}], "s")
+    assert [h.source for h in mem.search("bike")]
+    mem.close()
+    assert not root.exists() or not any(root.rglob("*"))

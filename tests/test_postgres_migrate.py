@@ -1,0 +1,119 @@
+"""`storage.migrate`: a memory moves SQLite -> PostgreSQL -> SQLite with identical search results."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
+
+import numpy as np
+
+from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, open_storage
+from ovos_memory_plugins.storage.migrate import copy_storage, main
+
+_ns = itertools.count()
+
+TEXTS = [
+    ("[8 May 2023] Caroline: I went to a support group yesterday", "s1"),
+    ("[8 May 2023] Melanie: That sounds brave, how was it?", "s1"),
+    ("[8 May 2023] Caroline: Powerful, I felt accepted", "s1"),
+    ("Q: what colour is my bike?\nA: Your bike is red.", "s2"),
+    ("Q: 我喜欢红色自行车吗？\nA: 是的，你喜欢。", "s2"),
+    ("[9 May 2023] Melanie: We painted a sunrise at the lake", "s3"),
+]
+QUERIES = ["support group", "bike colour", "自行车", "sunrise lake painting", "how was it"]
+
+
+def fill(storage: Storage) -> None:
+    index = storage.keyword_index(KeywordSettings())
+    docs = [Document(f"d{i}", text, session, {"i": i}) for i, (text, session) in enumerate(TEXTS)]
+    with storage.atomic():
+        index.add(storage.documents.put(docs), index.prepare(docs))
+    rng = np.random.default_rng(3)
+    vectors = storage.vector_store()
+    unit = [v / np.linalg.norm(v) for v in rng.normal(size=(len(docs), 8)).astype(np.float32)]
+    vectors.put_vectors("hash-8", [(d.doc_id, v) for d, v in zip(docs, unit, strict=True)])
+    storage.history.append("s2", [("user", "what colour is my bike?"), ("assistant", "Your bike is red.")], 24, "x-1")
+
+
+def snapshot(storage: Storage) -> dict[str, object]:
+    index = storage.keyword_index(KeywordSettings())
+    vectors = storage.vector_store()
+    q = np.linspace(-1, 1, 8).astype(np.float32)
+    q /= np.linalg.norm(q)
+    return {
+        "docs": [(d.doc_id, d.session_id, d.text, d.metadata, round(d.created, 3)) for d in storage.documents.iter()],
+        "search": {query: [(h.source, round(h.score, 6)) for h in index.search(query, 5)] for query in QUERIES},
+        "scoped": [h.source for h in index.search("bike", 5, session_id="s2")],
+        "vectors": [(d, round(s, 5)) for d, s in vectors.search("hash-8", q, 6)],
+        "history": [(m.role, m.content) for m in storage.history.recent("s2", 10)],
+        "last": storage.history.last_exchange_id("s2"),
+    }
+
+
+def test_round_trip_sqlite_postgres_sqlite(tmp_path: Path, postgres_url: str) -> None:
+    first = open_storage(tmp_path / "a" / "memory.db")
+    fill(first)
+    before = snapshot(first)
+    namespace = f"migrated-{next(_ns)}"
+    pg = open_storage(postgres_url, namespace=namespace)
+    seen: list[tuple[str, int, int]] = []
+    report = copy_storage(first, pg, progress=lambda stage, done, total: seen.append((stage, done, total)))
+    assert report.documents == len(TEXTS) and report.vectors == {"hash-8": len(TEXTS)}
+    assert report.history_messages == 2 and report.sessions == 1
+    assert ("documents", len(TEXTS), len(TEXTS)) in seen and ("history", 1, 1) in seen
+    assert snapshot(pg) == before
+    with pytest.raises(StorageError, match="already holds"):
+        copy_storage(first, pg)
+    back = open_storage(tmp_path / "b" / "memory.db")
+    copy_storage(pg, back)
+    assert snapshot(back) == before
+    for storage in (first, pg, back):
+        storage.close()
+
+
+def test_module_command(tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    source = open_storage(tmp_path / "memory.db")
+    fill(source)
+    source.close()
+    namespace = f"cmd-{next(_ns)}"
+    assert main([str(tmp_path / "memory.db"), postgres_url, "--namespace", namespace]) == 0
+    out = capsys.readouterr()
+    assert f"copied {len(TEXTS)} document(s), {len(TEXTS)} vector(s), 2 history message(s)" in out.out
+    assert "documents: 6/6" in out.err
+    assert main([str(tmp_path / "memory.db"), postgres_url, "--namespace", namespace]) == 1
+    assert "already holds" in capsys.readouterr().err
+
+
+def test_ovos_memory_migrate_there_and_back(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ovos_memory_plugins.cli import main as cli
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    namespace = f"cli-{next(_ns)}"
+    before = LexicalMemory({"root": str(tmp_path / "a"), "namespace": namespace})
+    for text, session in TEXTS:
+        before.store(text, session)
+    before.update_history([{"role": "user", "content": "bike?"}, {"role": "assistant", "content": "red"}], "s2")
+    expected = {q: [(h.source, round(h.score, 6)) for h in before.search(q)] for q in QUERIES}
+    before.close()
+    assert cli(["migrate", "--root", str(tmp_path / "a"), "--namespace", namespace, "--to", postgres_url]) == 0
+    out = capsys.readouterr().out
+    assert f"copied {len(TEXTS) + 1} document(s)" in out and "***" in out
+    on_pg = LexicalMemory({"database": postgres_url, "namespace": namespace})
+    assert {q: [(h.source, round(h.score, 6)) for h in on_pg.search(q)] for q in QUERIES} == expected
+    assert [m.content for m in on_pg.messages("s2")] == ["bike?", "red"]
+    on_pg.close()
+    config = json.dumps({"database": postgres_url})
+    back = ["migrate", "--config", config, "--namespace", namespace, "--to", str(tmp_path / "b"), "--json"]
+    assert cli(back) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == len(TEXTS) + 1
+    again = LexicalMemory({"root": str(tmp_path / "b"), "namespace": namespace})
+    assert {q: [(h.source, round(h.score, 6)) for h in again.search(q)] for q in QUERIES} == expected
+    again.close()
