@@ -60,8 +60,6 @@ Capabilities are declared by the members, never guessed from module names:
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib
 import logging
 import re
 import threading
@@ -74,7 +72,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
-from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole, ToolCall
+from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole
 
 from ovos_memory_plugins.base import BaseRetrievalMemory, exchange_text
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, fuse, normalize_content
@@ -82,6 +80,7 @@ from ovos_memory_plugins.concurrency import DaemonPool, wait_until
 from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse_config, resolve_root, validate_config
 from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm
+from ovos_memory_plugins.prompt import render_messages
 from ovos_memory_plugins.protocols import Capabilities, DocumentLister, NotesKeeper, capabilities
 from ovos_memory_plugins.text import clean_text, clip_query
 
@@ -267,83 +266,6 @@ def _load_member_class(module: str) -> type[Any] | None:
 
     cls = load_memory_plugin(module)
     return cls if isinstance(cls, type) else None
-
-
-def _digest(*parts: str) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-    return h.hexdigest()[:24]
-
-
-def _render_like_the_base(
-    utterance: str,
-    settings: MemoryConfig,
-    *,
-    system_prompt: str = "",
-    blocks: Sequence[str] = (),
-    hits: Sequence[MemoryHit] = (),
-    summary: str = "",
-    history: Sequence[AgentMessage] = (),
-    tool_query: str | None = None,
-    session_id: str = "",
-) -> list[AgentMessage]:
-    """The messages of a turn, exactly as ``BaseRetrievalMemory`` renders them today (blocks in
-    the system prompt, memories per ``inject_mode``). A stand-in with the signature of the core
-    branch's pure ``ovos_memory_plugins.prompt.render_messages``, which replaces it in one line
-    (:data:`_render`) once merged. ``summary`` is accepted for that signature and unused."""
-    c = settings.context
-    header = c.header
-    chunks = []
-    for hit in hits:
-        text = hit.content.strip().replace("\n", "\n  ")
-        if c.include_sources and hit.source:
-            text += f" [{hit.source}]"
-        chunks.append(c.chunk_prefix + text)
-    context = c.chunk_separator.join(chunks)
-    window = list(history)
-    kept = [b for b in blocks if isinstance(b, str) and b.strip()]
-    system = "\n\n".join([p for p in [system_prompt, *kept] if p])
-    sys_msgs = [AgentMessage(role=MessageRole.SYSTEM, content=system)] if system else []
-    user_msg = AgentMessage(role=MessageRole.USER, content=utterance)
-    mode = settings.inject_mode
-    if not context:
-        return [*sys_msgs, *window, user_msg]
-    block = f"{header}\n{context}" if header else context
-    if mode == "system":
-        return [*sys_msgs, AgentMessage(role=MessageRole.SYSTEM, content=block), *window, user_msg]
-    if mode == "developer":
-        return [*sys_msgs, AgentMessage(role=MessageRole.DEVELOPER, content=block), *window, user_msg]
-    if mode == "system_prompt":
-        merged = settings.system_prompt_template.format(system=system, header=header, context=context).strip()
-        return [AgentMessage(role=MessageRole.SYSTEM, content=merged), *window, user_msg]
-    if mode == "user":
-        wrapped = settings.user_template.format(header=header, context=context, utterance=utterance)
-        return [*sys_msgs, *window, AgentMessage(role=MessageRole.USER, content=wrapped)]
-    call_id = "call_" + _digest(session_id, utterance, str(len(window)))[:16]
-    call = ToolCall(id=call_id, name=c.tool_name, arguments={"query": utterance if tool_query is None else tool_query})
-    result = AgentMessage(role=MessageRole.TOOL, content=block, tool_call_id=call_id, name=c.tool_name)
-    if window and window[-1].role == MessageRole.ASSISTANT:
-        calling = AgentMessage(role=MessageRole.ASSISTANT, content=window[-1].content, tool_calls=[call])
-        return [*sys_msgs, *window[:-1], calling, result, user_msg]
-    calling = AgentMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
-    return [*sys_msgs, *window, calling, result, user_msg]
-
-
-def _one_renderer() -> Callable[..., list[AgentMessage]]:
-    """The package's one pure prompt renderer, ``ovos_memory_plugins.prompt.render_messages``
-    (the core branch's), or the stand-in above while that module is not there."""
-    try:
-        module = importlib.import_module("ovos_memory_plugins.prompt")
-    except ImportError:
-        return _render_like_the_base
-    render: Callable[..., list[AgentMessage]] = module.render_messages
-    return render
-
-
-#: The one prompt renderer (``prompt.render_messages`` once merged; same signature as the stand-in).
-_render = _one_renderer()
 
 
 class _Member:
@@ -765,7 +687,9 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
             return self._turn(utterance, session_id)
         except Exception:
             LOG.exception("CompositeMemory: could not build the context; answering without memory")
-            return _render(utterance, self.settings, system_prompt=self.system_prompt, session_id=str(session_id))
+            return render_messages(
+                utterance, self.settings, system_prompt=self.system_prompt, session_id=str(session_id)
+            )
 
     def _turn(self, utterance: str, session_id: str) -> list[AgentMessage]:
         s = self.settings
@@ -790,7 +714,7 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
         blocks: list[str] = []
         for _m, answer in self._collect(blocks_started, deadline, "context"):
             blocks.extend(b for b in answer if isinstance(b, str) and b.strip())
-        return _render(
+        return render_messages(
             utterance,
             s,
             system_prompt=self.system_prompt,
