@@ -59,10 +59,10 @@ from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessa
 
 from ovos_memory_plugins import prompt
 from ovos_memory_plugins.admission import is_low_signal
-from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
+from ovos_memory_plugins.common import MemoryHit, dedup_hits, exchange_text
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
-from ovos_memory_plugins.select import clip_context, needs_context, select_hits
+from ovos_memory_plugins.select import clip_context, needs_context, recall_query, select_hits, shown_in_window
 from ovos_memory_plugins.storage.engine import (
     Document,
     ForgetReport,
@@ -83,11 +83,6 @@ __all__ = ["BaseRetrievalMemory", "exchange_text", "forget_problems"]
 
 USER = MessageRole.USER.value
 ASSISTANT = MessageRole.ASSISTANT.value
-
-
-def exchange_text(user: str, assistant: str) -> str:
-    """The document one completed exchange becomes."""
-    return f"Q: {user}\nA: {assistant}"
 
 
 def _digest(*parts: str) -> str:
@@ -740,21 +735,14 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
 
     def recall_query(self, utterance: str, history: Sequence[AgentMessage]) -> str:
         """The text recall searches with, per ``retrieval.query_mode``."""
-        r = self.settings.retrieval
-        if r.query_mode == "history" and r.query_history_turns > 0:
-            users = [m.content for m in history if m.role == MessageRole.USER][-r.query_history_turns :]
-            return "\n".join([*users, utterance])
-        return utterance
+        return recall_query(utterance, history, self.settings.retrieval)
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
         """The hits a turn injects: searched per scope, minus what the history window shows."""
         query = self.recall_query(utterance, history)
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
-        in_window = set()
-        for prev, cur in pairwise(history):
-            if prev.role == MessageRole.USER and cur.role == MessageRole.ASSISTANT:
-                in_window.add(normalize_content(exchange_text(prev.content, cur.content)))
+        in_window = shown_in_window(history)
         hits = self.search(query, session_id=scoped, top_k=k + len(in_window))
         r = self.settings.retrieval
         relative = r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative

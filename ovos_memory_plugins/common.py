@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "MemoryHit",
     "dedup_hits",
+    "exchange_text",
     "fuse",
     "fuse_interleave",
     "fuse_merge",
@@ -42,6 +43,11 @@ class MemoryHit:
     source: str = ""
     score: float = 0.0
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def exchange_text(user: str, assistant: str) -> str:
+    """The document one completed exchange becomes."""
+    return f"Q: {user}\nA: {assistant}"
 
 
 def normalize_content(text: str) -> str:

@@ -67,14 +67,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
-from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole
+from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage
 
-from ovos_memory_plugins.base import BaseRetrievalMemory, exchange_text
+from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, fuse, normalize_content
 from ovos_memory_plugins.concurrency import DaemonPool, wait_until
 from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse_config, resolve_root, validate_config
@@ -82,6 +81,7 @@ from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
 from ovos_memory_plugins.protocols import Capabilities, DocumentLister, NotesKeeper, capabilities
+from ovos_memory_plugins.select import recall_query, shown_in_window
 from ovos_memory_plugins.text import clean_text, clip_query
 
 LOG = logging.getLogger(__name__)
@@ -612,19 +612,11 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
 
     def recall_query(self, utterance: str, history: Sequence[AgentMessage]) -> str:
         """The text recall searches with, per ``retrieval.query_mode``."""
-        r = self.settings.retrieval
-        if r.query_mode == "history" and r.query_history_turns > 0:
-            users = [m.content for m in history if m.role == MessageRole.USER][-r.query_history_turns :]
-            return "\n".join([*users, utterance])
-        return utterance
+        return recall_query(utterance, history, self.settings.retrieval)
 
     @staticmethod
     def _in_window(history: Sequence[AgentMessage]) -> set[str]:
-        shown = set()
-        for prev, cur in pairwise(history):
-            if prev.role == MessageRole.USER and cur.role == MessageRole.ASSISTANT:
-                shown.add(normalize_content(exchange_text(prev.content, cur.content)))
-        return shown
+        return shown_in_window(history)
 
     def _finish_recall(self, utterance: str, hits: list[MemoryHit], history: Sequence[AgentMessage]) -> list[MemoryHit]:
         shown = self._in_window(history)

@@ -26,16 +26,49 @@ See ``docs/recall.md``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
+from typing import Any
 
-from ovos_memory_plugins.common import MemoryHit, normalize_content
+from ovos_memory_plugins.common import MemoryHit, exchange_text, normalize_content
 
-__all__ = ["CONTEXT_CHARS", "CONTEXT_MAX_TERMS", "clip_context", "needs_context", "select_hits"]
+__all__ = [
+    "CONTEXT_CHARS",
+    "CONTEXT_MAX_TERMS",
+    "clip_context",
+    "needs_context",
+    "recall_query",
+    "select_hits",
+    "shown_in_window",
+]
 
 #: The turn before a hit is shown in at most this many characters.
 CONTEXT_CHARS = 240
 #: A user turn answering a question with at most this many content terms needs the question.
 CONTEXT_MAX_TERMS = 4
 _QUESTION_MARKS = ("?", "\uff1f", "\u061f")
+
+
+def _role(message: Any) -> str:
+    role = getattr(message, "role", "")
+    return str(getattr(role, "value", role))
+
+
+def recall_query(utterance: str, history: Sequence[Any], retrieval: Any) -> str:
+    """The text recall searches with: the utterance, or (``retrieval.query_mode == "history"``)
+    the last ``retrieval.query_history_turns`` user turns of the window and then the utterance."""
+    if retrieval.query_mode == "history" and retrieval.query_history_turns > 0:
+        users = [m.content for m in history if _role(m) == "user"][-retrieval.query_history_turns :]
+        return "\n".join([*users, utterance])
+    return utterance
+
+
+def shown_in_window(history: Sequence[Any]) -> set[str]:
+    """The normalised exchange texts the history window already shows (never recalled again)."""
+    return {
+        normalize_content(exchange_text(prev.content, cur.content))
+        for prev, cur in pairwise(history)
+        if _role(prev) == "user" and _role(cur) == "assistant"
+    }
 
 
 def select_hits(
