@@ -3,9 +3,16 @@
 The public API: :class:`BaseRetrievalMemory` (write a backend with two hooks),
 :class:`MemoryHit` and the fusion functions, config validation, and the exceptions.
 Backends are loaded by ovos-persona through the ``opm.agents.memory`` entry points.
+
+Importing the package (or ``ovos_memory_plugins.common``, ``.config``, ``.errors``) does not
+import ovos-plugin-manager: :class:`BaseRetrievalMemory` is imported on first use (PEP 562), so
+the command's ``--help`` and pure helpers start fast.
 """
 
-from ovos_memory_plugins.base import BaseRetrievalMemory
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ovos_memory_plugins.common import (
     MemoryHit,
     fuse,
@@ -24,6 +31,9 @@ from ovos_memory_plugins.errors import (
     OvosMemoryPluginError,
     StorageError,
 )
+
+if TYPE_CHECKING:
+    from ovos_memory_plugins.base import BaseRetrievalMemory
 
 __all__ = [
     "BackendError",
@@ -44,3 +54,16 @@ __all__ = [
     "parse_config",
     "validate_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import :class:`BaseRetrievalMemory` (and with it ovos-plugin-manager) on first use."""
+    if name == "BaseRetrievalMemory":
+        from ovos_memory_plugins.base import BaseRetrievalMemory
+
+        return BaseRetrievalMemory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

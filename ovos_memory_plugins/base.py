@@ -28,6 +28,17 @@ backends) need no hooks at all.
 On top the base builds ``store``/``search``, content-derived document ids, the persisted
 short-term history, the five inject modes, locking (one instance serves many threads) and the
 never-raise guarantee of the two methods ovos-persona calls every turn.
+
+The messages of a turn come from the one pure renderer,
+:func:`ovos_memory_plugins.prompt.render_messages` (the five inject modes); a backend
+contributes ``context_blocks`` (system text every turn, e.g. notes) and
+``session_summary`` (older turns of the session) and never renders itself.
+
+A class is checked when it is defined (``__init_subclass__``) and refused, with a TypeError
+naming it and the missing hook, when its hooks cannot forget: a backend that keeps sessions
+itself (``_query_session``) and deletes (``_delete_documents``) must also list a session's
+documents (``_session_document_ids``) and delete them all (``_delete_all``); ``_delete_all``
+needs ``_delete_documents``. :func:`forget_problems` states the rule.
 """
 
 from __future__ import annotations
@@ -44,8 +55,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole, ToolCall
+from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole
 
+from ovos_memory_plugins import prompt
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
@@ -63,7 +75,7 @@ from ovos_memory_plugins.text import clean_text, clip_query
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["BaseRetrievalMemory", "exchange_text"]
+__all__ = ["BaseRetrievalMemory", "exchange_text", "forget_problems"]
 
 USER = MessageRole.USER.value
 ASSISTANT = MessageRole.ASSISTANT.value
@@ -116,6 +128,10 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         config_problems: what was wrong with the config (empty when nothing was).
     """
 
+    #: Whether each completed exchange becomes a searchable document. False for memories whose
+    #: turns stay history only and whose documents come from elsewhere (sticky notes); the
+    #: conformance kit then checks them with its context-only profile.
+    archives_exchanges: ClassVar[bool] = True
     #: The backend's own config keys: a dataclass built with ``config.option``; None for none.
     options_class: ClassVar[type[Any] | None] = None
     #: Whether history goes to ``<root>/history.db`` even when ``root`` is not configured.
@@ -204,6 +220,16 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def system_prompt(self) -> str:
         """The persona's system prompt (config key ``system_prompt``)."""
         return self.settings.system_prompt
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse, when the class is defined, a hook combination that cannot forget.
+
+        Raises TypeError naming the class and the missing hook (see :func:`forget_problems`).
+        """
+        super().__init_subclass__(**kwargs)
+        problems = forget_problems(cls)
+        if problems:
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__}: " + "; ".join(problems))
 
     # -- hooks -------------------------------------------------------------------------------
 
@@ -585,11 +611,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             return self._bare(utterance)
 
     def _bare(self, utterance: str) -> list[AgentMessage]:
-        out = []
-        if self.system_prompt:
-            out.append(AgentMessage(role=MessageRole.SYSTEM, content=self.system_prompt))
-        out.append(AgentMessage(role=MessageRole.USER, content=utterance))
-        return out
+        return prompt.bare_messages(self.system_prompt, utterance)
 
     def recall_query(self, utterance: str, history: Sequence[AgentMessage]) -> str:
         """The text recall searches with, per ``retrieval.query_mode``."""
@@ -611,59 +633,30 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         hits = self.search(query, session_id=scoped, top_k=k + len(in_window))
         return [h for h in hits if normalize_content(h.content) not in in_window][:k]
 
-    def render_context(self, hits: Sequence[MemoryHit]) -> str:
-        """The recalled memories as one text block (without the header).
-
-        A memory's own line breaks are indented, so one memory cannot pose as several.
-        """
-        c = self.settings.context
-        chunks = []
-        for hit in hits:
-            text = hit.content.strip().replace("\n", "\n  ")
-            if c.include_sources and hit.source:
-                text += f" [{hit.source}]"
-            chunks.append(c.chunk_prefix + text)
-        return c.chunk_separator.join(chunks)
-
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Extra system text a backend always contributes (notes, sticky notes); none here."""
         return []
+
+    def session_summary(self, session_id: str) -> str:
+        """The running summary of the session's older turns, shown after the system prompt;
+        none here (empty)."""
+        return ""
 
     def _build(self, utterance: str, session_id: str) -> list[AgentMessage]:
         s = self.settings
         history = self.get_history(session_id)
         hits = self.recall(utterance, session_id, history) if s.retrieval.max_num_results > 0 else []
-        context = self.render_context(hits) if hits else ""
-        header = s.context.header
-        blocks = [b for b in self.context_blocks(utterance, session_id) if b.strip()]
-        system = "\n\n".join([p for p in [self.system_prompt, *blocks] if p])
-        sys_msgs = [AgentMessage(role=MessageRole.SYSTEM, content=system)] if system else []
-        user_msg = AgentMessage(role=MessageRole.USER, content=utterance)
-        mode = s.inject_mode
-        if not context:
-            return [*sys_msgs, *history, user_msg]
-        block = f"{header}\n{context}" if header else context
-        if mode == "system":
-            return [*sys_msgs, AgentMessage(role=MessageRole.SYSTEM, content=block), *history, user_msg]
-        if mode == "developer":
-            return [*sys_msgs, AgentMessage(role=MessageRole.DEVELOPER, content=block), *history, user_msg]
-        if mode == "system_prompt":
-            merged = s.system_prompt_template.format(system=system, header=header, context=context).strip()
-            return [AgentMessage(role=MessageRole.SYSTEM, content=merged), *history, user_msg]
-        if mode == "user":
-            wrapped = s.user_template.format(header=header, context=context, utterance=utterance)
-            return [*sys_msgs, *history, AgentMessage(role=MessageRole.USER, content=wrapped)]
-        # tool: the recall as a tool call and its result, never two assistant messages in a row
-        call_id = "call_" + _digest(session_id, utterance, str(len(history)))[:16]
-        query = self.recall_query(utterance, history)
-        call = ToolCall(id=call_id, name=s.context.tool_name, arguments={"query": query})
-        result = AgentMessage(role=MessageRole.TOOL, content=block, tool_call_id=call_id, name=s.context.tool_name)
-        if history and history[-1].role == MessageRole.ASSISTANT:
-            last = history[-1]
-            calling = AgentMessage(role=MessageRole.ASSISTANT, content=last.content, tool_calls=[call])
-            return [*sys_msgs, *history[:-1], calling, result, user_msg]
-        calling = AgentMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
-        return [*sys_msgs, *history, calling, result, user_msg]
+        return prompt.render_messages(
+            utterance,
+            s,
+            system_prompt=self.system_prompt,
+            blocks=self.context_blocks(utterance, session_id),
+            hits=hits,
+            summary=self.session_summary(session_id),
+            history=history,
+            tool_query=self.recall_query(utterance, history) if s.inject_mode == "tool" else None,
+            session_id=session_id,
+        )
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -687,3 +680,51 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _overrides(cls: type[Any], name: str) -> bool:
+    """Whether ``cls`` (or a base between it and BaseRetrievalMemory) defines ``name`` itself."""
+    return getattr(cls, name, None) is not getattr(BaseRetrievalMemory, name, None)
+
+
+def forget_problems(cls: type[Any]) -> list[str]:
+    """Why a backend class could not forget what it stores (empty: it can, or it says it cannot).
+
+    The rule: every document a backend keeps must go on every forget path.
+
+    * A backend that keeps sessions itself (``_query_session``) and deletes
+      (``_delete_documents``) must enumerate its own documents: ``_session_document_ids`` (or
+      its own ``forget_session``) and ``_delete_all`` (or its own ``forget_all``). Without them
+      ``forget_session()``/``forget_all()`` only reach what the base's catalogue saw, and report
+      0 while the backend's documents stay findable.
+    * A backend that can delete everything (``_delete_all``) must also delete by id
+      (``_delete_documents``): else ``forget_all()`` works while ``delete()`` and
+      ``forget_session()`` cannot forget anything.
+
+    A backend with no delete hook at all is accepted: ``delete`` and ``forget_*`` raise
+    :class:`~ovos_memory_plugins.errors.BackendError` ("cannot delete"), loudly.
+    """
+    problems = []
+    if _overrides(cls, "_query_session") and _overrides(cls, "_delete_documents"):
+        if not (_overrides(cls, "_session_document_ids") or _overrides(cls, "forget_session")):
+            problems.append(
+                "it keeps sessions itself (_query_session) and deletes (_delete_documents) but does not list a "
+                "session's documents: forget_session() would miss them and report 0 while they stay findable; "
+                "implement _session_document_ids(session_id) to return the ids of the session's documents"
+            )
+        if not (_overrides(cls, "_delete_all") or _overrides(cls, "forget_all")):
+            problems.append(
+                "it keeps sessions itself (_query_session) and deletes (_delete_documents) but cannot delete "
+                "everything: forget_all() would miss its documents and report 0 while they stay findable; "
+                "implement _delete_all() to delete every document and return how many there were"
+            )
+    if (
+        _overrides(cls, "_delete_all")
+        and not _overrides(cls, "_delete_documents")
+        and not getattr(cls, "stores_in_storage", False)
+    ):
+        problems.append(
+            "it implements _delete_all but not _delete_documents: forget_all() would work while delete() and "
+            "forget_session() could forget nothing; implement _delete_documents(doc_ids) too"
+        )
+    return problems

@@ -551,6 +551,8 @@ class StickyMemory(BaseRetrievalMemory):
             (a test seam).
     """
 
+    #: Turns stay history only; notes come from the user's asks and store() (the kit's context-only profile).
+    archives_exchanges: ClassVar[bool] = False
     options_class: ClassVar[type[Any] | None] = StickyOptions
     persistent: ClassVar[bool] = True
 

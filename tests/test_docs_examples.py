@@ -15,12 +15,16 @@ from ovos_memory_plugins.testing import MemoryContract
 DOC = Path(__file__).resolve().parent.parent / "docs" / "writing-a-backend.md"
 
 
-def _doc_namespace() -> dict[str, Any]:
+def _blocks() -> list[str]:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 4  # the backend, its use, the session-keeping backend, the kit
+    return blocks
+
+
+def _doc_namespace() -> dict[str, Any]:
     module = types.ModuleType("writing_a_backend")  # dataclasses look their module up
     sys.modules[module.__name__] = module
-    for block in blocks[:2]:
+    for block in _blocks()[:3]:
         exec(compile(block, str(DOC), "exec"), module.__dict__)
     return module.__dict__
 
@@ -35,6 +39,30 @@ class TestDocExampleContract(MemoryContract):
 
     def make_memory(self, config: dict[str, Any]) -> Any:
         return _doc_namespace()["WordOverlapMemory"](config)
+
+
+class TestDocSessionExampleContract(MemoryContract):
+    survives_restart = False
+
+    def make_memory(self, config: dict[str, Any]) -> Any:
+        return _doc_namespace()["SessionWordOverlapMemory"](config)
+
+
+@pytest.mark.parametrize("hook", ["_session_document_ids", "_delete_all"])
+def test_leaving_out_a_session_hook_raises_as_the_page_says(hook: str) -> None:
+    ns = _doc_namespace()
+    source = _blocks()[2]
+    start = source.index(f"    def {hook}(")
+    end = source.find("\n    def ", start + 1)
+    trimmed = source[:start] + (source[end + 1 :] if end != -1 else "")
+    with pytest.raises(TypeError) as caught:
+        exec(compile(trimmed, str(DOC), "exec"), dict(ns))
+    message = str(caught.value)
+    assert "SessionWordOverlapMemory: it keeps sessions itself (_query_session) and deletes" in message
+    assert hook in message
+    page = " ".join(DOC.read_text(encoding="utf-8").split())
+    if hook == "_session_document_ids":
+        assert " ".join(message.split(": ", 1)[1].split(":")[0].split()) in page
 
 
 def test_doc_example_options_are_validated() -> None:
