@@ -210,8 +210,9 @@ def open_memory(args: argparse.Namespace, output: Output) -> Iterator[Any]:
 
 def _ours(cls: Any) -> bool:
     from ovos_memory_plugins.base import BaseRetrievalMemory
+    from ovos_memory_plugins.composite import CompositeMemory
 
-    return isinstance(cls, type) and issubclass(cls, BaseRetrievalMemory)
+    return isinstance(cls, type) and issubclass(cls, (BaseRetrievalMemory, CompositeMemory))
 
 
 def _needs(memory: Any, *names: str, verb: str) -> Callable[..., Any]:

@@ -24,46 +24,64 @@ Each turn:
   into one ranked, deduplicated list, rendered by the inject mode like any single backend;
 * afterwards every member records the new exchange (``update_history``).
 
-Members are called concurrently on a pool of daemon threads kept for the instance. A member that
-raises or takes longer than ``member_timeout_ms`` is skipped for that turn (one warning) and, until
-its late call returns, for the next turns too, so a hung member holds at most one thread. A member
-that fails to load is skipped with one error line naming it and why; the rest carry on.
+Members are called side by side on the daemon pool of :mod:`ovos_memory_plugins.concurrency`. A
+member that raises or takes longer than ``member_timeout_ms`` is skipped for that turn (one
+warning) and, until its late call returns, for the next turns too, so a hung member costs one
+deadline once and holds at most one thread. Each member records turns on its own ordered
+writer: ``update_history`` waits up to ``write_timeout_ms`` for them, and not at all for a member
+still busy with an earlier write, so a hung member costs one write deadline once, then nothing.
+``close()`` returns within a second: writes still queued get what is left of it, and a member
+still busy after that is left open (nothing depends on ``close`` for durability). A member that
+fails to load, or a ``members`` entry that is not an object, is skipped with one error line
+naming it; the rest carry on.
 
-Shape: the composite is an orchestrator, not a storage backend. It subclasses
-:class:`~ovos_memory_plugins.base.BaseRetrievalMemory` only to share what must be identical for
-every memory of this package (config parsing with logged problems, the five inject modes, the
-never-raise guarantee, the conformance kit); it keeps no documents and no history of its own,
-and it overrides every public method whose meaning changes with members (``search``,
-``recall``, ``get_history``, ``update_history``, ``store``, ``delete``, ``forget_*``,
-``stats``). The two storage hooks are implemented as fan-outs to the members so base code that
-reaches them still does the right thing.
+Shape: the composite is an OPM ``AgentContextManager`` of its own, an orchestrator, not a
+storage backend: it keeps no documents and no history. It parses its config like every memory
+of this package (problems logged, defaults used), renders the prompt with the package's one
+renderer, and never raises from ``build_conversation_context`` or ``update_history``.
+
+Capabilities are declared by the members, never guessed from module names:
+
+* a member's hits are fused unless the member block says ``"recall": false`` or the member's
+  class declares ``composite_recall = False`` (sticky notes: their search only finds what their
+  block shows every turn);
+* a member is semantic when the block says ``"semantic": true`` or the member declares a boolean
+  ``semantic`` attribute that is true (the vector memory, with a real embedder);
+* the composite is a :class:`~ovos_memory_plugins.protocols.NotesKeeper` when a member is: the
+  notes verbs (``list_notes``, ``remember``, ``forget``, ``update``, ``retire``, ``restore``) and
+  the notes extras (``notes_body``, ``notes_version``, ``replace_notes``, ``notes``, ``dream``,
+  ...) are those of the first member, in config order, that has them; it lists documents
+  (:class:`~ovos_memory_plugins.protocols.DocumentLister`) over its recalling members; and
+  ``search``, ``store``, ``delete``, ``forget_session``, ``forget_all``, ``stats``, ``sessions``
+  and ``messages`` fan out to (or come from) its members. So every ``ovos-memory`` command and the
+  editor work on a composite persona as on the member that has the capability.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
-import queue
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
+from types import TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
-from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole, ToolCall
 
 from ovos_memory_plugins.base import BaseRetrievalMemory, exchange_text
-from ovos_memory_plugins.common import MemoryHit, fuse, normalize_content
-from ovos_memory_plugins.config import ParsedConfig, option, parse_config, resolve_root, validate_config
+from ovos_memory_plugins.common import MemoryHit, dedup_hits, fuse, normalize_content
+from ovos_memory_plugins.concurrency import DaemonPool, wait_until
+from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse_config, resolve_root, validate_config
 from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm
-from ovos_memory_plugins.protocols import Capabilities, capabilities
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.protocols import Capabilities, DocumentLister, NotesKeeper, capabilities
 from ovos_memory_plugins.text import clean_text, clip_query
 
 LOG = logging.getLogger(__name__)
@@ -74,16 +92,29 @@ T = TypeVar("T")
 
 Fusion = Literal["rrf", "weighted", "merge", "priority", "interleave"]
 
-#: Entry points whose retrieval is semantic (embeddings), for ``expand_query: "auto"``.
-SEMANTIC_MODULES = frozenset({"ovos-memory-plugin-vector"})
-#: Entry points whose ``search`` only finds what their context block already shows every turn.
-BLOCK_ONLY_MODULES = frozenset({"ovos-memory-plugin-sticky"})
 #: Seconds an LLM assist may take when the ``llm`` block sets no ``timeout`` (it runs per turn).
 ASSIST_TIMEOUT = 5.0
 #: Writes queued for one member beyond which new ones are dropped (a member that hangs on writes).
 MAX_PENDING_WRITES = 256
-#: Seconds ``close()`` waits for the members' queued writes before closing them.
-CLOSE_WAIT_S = 30.0
+#: Seconds ``close()`` waits in all for the members' queued writes before closing them.
+CLOSE_WAIT_S = 0.9
+#: The NotesKeeper verbs and the notes extras a composite takes from its first member having them.
+NOTES_VERBS = ("list_notes", "remember", "forget", "update", "retire", "restore")
+NOTES_EXTRAS = (
+    "notes",
+    "retired_notes",
+    "notes_body",
+    "notes_version",
+    "replace_notes",
+    "search_notes",
+    "dream",
+    "undo",
+    "history",
+    "digest",
+    "drain",
+    "curate_now",
+    "pending_exchanges",
+)
 _MEMBER_KEYS = ("module", "config", "weight", "name", "recall", "semantic")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -105,14 +136,15 @@ SUMMARY_PROMPT = (
 class CompositeOptions:
     """The composite's own keys (besides the shared ones)."""
 
-    members: list[dict[str, Any]] = option(
+    members: list[Any] = option(
         default_factory=list,
         doc='The member memories, in order: `[{"module": "<entry-point name>", "config": {...}, '
         '"weight": 1.0, "name": "<folder and label>", "recall": null, "semantic": null}, ...]`. '
         "`name` defaults to the module name without `ovos-memory-plugin-`; `recall` says whether "
-        "the member's search hits are fused (default: yes, except for sticky notes, whose search "
-        "finds what their block shows anyway); `semantic` overrides the guess used by "
-        "`expand_query: auto`.",
+        "the member's search hits are fused (default: what the member declares, `composite_recall`; "
+        "sticky notes say no, their search finds what their block shows anyway); `semantic` "
+        "overrides what the member declares (`semantic`) for `expand_query: auto`. An entry that is "
+        "not an object is skipped alone.",
     )
     fusion: Fusion = option(
         "rrf",
@@ -130,9 +162,9 @@ class CompositeOptions:
         2000, doc="How long a turn waits for members; a later member is skipped for that turn.", minimum=1
     )
     write_timeout_ms: int = option(
-        5000,
+        2000,
         doc="How long `update_history` waits for members to record a turn; a slower member "
-        "finishes in the background, in order.",
+        "finishes in the background, in order, and is not waited for again until it caught up.",
         minimum=1,
     )
     expand_query: bool | Literal["auto"] = option(
@@ -236,75 +268,70 @@ def _load_member_class(module: str) -> type[Any] | None:
     return cls if isinstance(cls, type) else None
 
 
-class _DaemonPool:
-    """A small pool of daemon threads returning ``concurrent.futures.Future`` objects.
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()[:24]
 
-    Not ``ThreadPoolExecutor``: its workers are joined at interpreter exit, so one member hung
-    for good would keep the whole persona service from exiting. Threads start on demand (a task
-    either takes an idle thread or starts one, up to ``max_workers``) and wait on a queue.
-    """
 
-    def __init__(self, name: str, max_workers: int) -> None:
-        self.name = name
-        self.max_workers = max(1, max_workers)
-        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self._idle = 0
-        self._closed = False
+def _render_like_the_base(
+    utterance: str,
+    settings: MemoryConfig,
+    *,
+    system_prompt: str = "",
+    blocks: Sequence[str] = (),
+    hits: Sequence[MemoryHit] = (),
+    summary: str = "",
+    history: Sequence[AgentMessage] = (),
+    tool_query: str | None = None,
+    session_id: str = "",
+) -> list[AgentMessage]:
+    """The messages of a turn, exactly as ``BaseRetrievalMemory`` renders them today (blocks in
+    the system prompt, memories per ``inject_mode``). A stand-in with the signature of the core
+    branch's pure ``ovos_memory_plugins.prompt.render_messages``, which replaces it in one line
+    (:data:`_render`) once merged. ``summary`` is accepted for that signature and unused."""
+    c = settings.context
+    header = c.header
+    chunks = []
+    for hit in hits:
+        text = hit.content.strip().replace("\n", "\n  ")
+        if c.include_sources and hit.source:
+            text += f" [{hit.source}]"
+        chunks.append(c.chunk_prefix + text)
+    context = c.chunk_separator.join(chunks)
+    window = list(history)
+    kept = [b for b in blocks if isinstance(b, str) and b.strip()]
+    system = "\n\n".join([p for p in [system_prompt, *kept] if p])
+    sys_msgs = [AgentMessage(role=MessageRole.SYSTEM, content=system)] if system else []
+    user_msg = AgentMessage(role=MessageRole.USER, content=utterance)
+    mode = settings.inject_mode
+    if not context:
+        return [*sys_msgs, *window, user_msg]
+    block = f"{header}\n{context}" if header else context
+    if mode == "system":
+        return [*sys_msgs, AgentMessage(role=MessageRole.SYSTEM, content=block), *window, user_msg]
+    if mode == "developer":
+        return [*sys_msgs, AgentMessage(role=MessageRole.DEVELOPER, content=block), *window, user_msg]
+    if mode == "system_prompt":
+        merged = settings.system_prompt_template.format(system=system, header=header, context=context).strip()
+        return [AgentMessage(role=MessageRole.SYSTEM, content=merged), *window, user_msg]
+    if mode == "user":
+        wrapped = settings.user_template.format(header=header, context=context, utterance=utterance)
+        return [*sys_msgs, *window, AgentMessage(role=MessageRole.USER, content=wrapped)]
+    call_id = "call_" + _digest(session_id, utterance, str(len(window)))[:16]
+    call = ToolCall(id=call_id, name=c.tool_name, arguments={"query": utterance if tool_query is None else tool_query})
+    result = AgentMessage(role=MessageRole.TOOL, content=block, tool_call_id=call_id, name=c.tool_name)
+    if window and window[-1].role == MessageRole.ASSISTANT:
+        calling = AgentMessage(role=MessageRole.ASSISTANT, content=window[-1].content, tool_calls=[call])
+        return [*sys_msgs, *window[:-1], calling, result, user_msg]
+    calling = AgentMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
+    return [*sys_msgs, *window, calling, result, user_msg]
 
-    def submit(self, fn: Callable[[], T]) -> Future[T]:
-        """Run ``fn`` on a pool thread; raises RuntimeError once the pool is shut down."""
-        future: Future[T] = Future()
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(f"{self.name}: the pool is shut down")
-            if self._idle > 0:
-                self._idle -= 1
-            elif len(self._threads) < self.max_workers:
-                worker = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads) + 1}", daemon=True)
-                self._threads.append(worker)
-                worker.start()
-            self._queue.put((future, fn))
-        return future
 
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            future, fn = item
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn())
-                except BaseException as exc:  # handed to the waiting caller, who logs it
-                    future.set_exception(exc)
-            with self._lock:
-                self._idle += 1
-
-    def shutdown(self, *, cancel_pending: bool, join_timeout: float = 0.0) -> bool:
-        """Stop taking tasks; cancel the queued ones or let them run first; wait up to
-        ``join_timeout`` seconds in all for the threads to end (a hung task is left behind).
-        Return whether every thread ended."""
-        with self._lock:
-            if self._closed:
-                return not any(t.is_alive() for t in self._threads)
-            self._closed = True
-            threads = list(self._threads)
-        if cancel_pending:
-            while True:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not None:
-                    item[0].cancel()
-        for _ in threads:
-            self._queue.put(None)
-        end = time.monotonic() + join_timeout
-        for worker in threads:
-            worker.join(max(0.0, end - time.monotonic()))
-        return not any(t.is_alive() for t in threads)
+#: The one prompt renderer (swap for ``ovos_memory_plugins.prompt.render_messages`` when merged).
+_render = _render_like_the_base
 
 
 class _Member:
@@ -317,12 +344,13 @@ class _Member:
         self.caps = caps
         self.recalls = caps.retriever and recall  # whether its search hits are fused
         self.semantic = semantic
-        self.writer = _DaemonPool(f"composite-{spec.name}-write", 1)
+        self.writer = DaemonPool(f"composite-{spec.name}-write", 1)
         self.lock = threading.Lock()
         self.late = 0  # calls still running past their turn's deadline
         self.failing = False  # the last call raised or was late (repeats are logged at DEBUG)
         self.folder: Path | None = None  # where a member of this package keeps its files
         self.pending_writes = 0
+        self.write_late = False  # a write outlived write_timeout_ms and has not finished yet
 
     @property
     def scope(self) -> str | None:
@@ -339,18 +367,7 @@ class _Member:
         return not (isinstance(limit, int) and limit <= 0)
 
 
-@dataclass
-class _Turn:
-    """What one ``build_conversation_context`` call started early (see ``_build``)."""
-
-    utterance: str
-    session_id: str
-    blocks: list[tuple[_Member, Future[list[str]]]]
-    search: list[tuple[_Member, Future[list[MemoryHit]]]] | None  # None: recall starts its own
-    deadline: float
-
-
-class CompositeMemory(BaseRetrievalMemory):
+class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships no type information
     """Several OPM memory plugins as one memory (see the module docstring).
 
     Args:
@@ -360,6 +377,9 @@ class CompositeMemory(BaseRetrievalMemory):
             ``llm`` key describes (a test seam).
 
     Attributes:
+        settings: the parsed shared config; ``options``: the :class:`CompositeOptions`.
+        root: the folder members of this package keep their files under (``<root>/<name>``).
+        config_problems: what was wrong with the config (empty when nothing was).
         members: the loaded members by name (their plugin instances), in config order.
         skipped: the members that did not load, by name, with the reason.
         primary: the name of the member whose history the prompt uses (None: none keeps one).
@@ -369,8 +389,16 @@ class CompositeMemory(BaseRetrievalMemory):
 
     def __init__(self, config: dict[str, Any] | None = None, *, llm: ChatLLM | None = None) -> None:
         super().__init__(config)
-        opts: CompositeOptions = self.options
-        self._turn = threading.local()
+        parsed = parse_config(self.config, CompositeOptions)
+        self.config_problems: list[str] = parsed.problems
+        for problem in parsed.problems:
+            LOG.error("CompositeMemory: %s (using the default for that key)", problem)
+        self.settings: MemoryConfig = parsed.memory
+        self.options: CompositeOptions = parsed.options
+        self.root: Path = resolve_root(self.settings)
+        self._closed = False
+        self._close_lock = threading.Lock()
+        opts = self.options
         self.skipped: dict[str, str] = {}
         self._members: list[_Member] = []
         specs, problems = parse_members(opts.members)
@@ -384,7 +412,7 @@ class CompositeMemory(BaseRetrievalMemory):
             if member is not None:
                 self._members.append(member)
         self.members: dict[str, Any] = {m.name: m.instance for m in self._members}
-        self._pool = _DaemonPool("composite-query", min(64, max(4, 4 * len(self._members))))
+        self._pool = DaemonPool("composite-query", min(64, max(4, 4 * len(self._members))))
         self._primary = self._choose_primary(opts.primary)
         self.primary = self._primary.name if self._primary else None
         if self._llm_wanted(opts) and llm is None:
@@ -395,28 +423,57 @@ class CompositeMemory(BaseRetrievalMemory):
         semantic = any(m.semantic for m in self._members if m.recalls)
         self._expand = opts.expand_query is True or (opts.expand_query == "auto" and not semantic)
 
+    @property
+    def system_prompt(self) -> str:
+        """The persona's system prompt (config key ``system_prompt``)."""
+        return self.settings.system_prompt
+
+    # -- capabilities the members declare -----------------------------------------------------
+
+    def _provider(self, name: str) -> Any | None:
+        """The first member (config order) offering ``name`` (a notes verb or extra)."""
+        members = self.__dict__.get("_members") or []
+        for m in members:
+            if name in NOTES_VERBS and not isinstance(m.instance, NotesKeeper):
+                continue
+            if callable(getattr(m.instance, name, None)):
+                return m.instance
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        """The notes verbs and extras of the first member that has them (see the module
+        docstring): the composite has a capability exactly when a member has it."""
+        if name in NOTES_VERBS or name in NOTES_EXTRAS:
+            provider = self._provider(name)
+            if provider is not None:
+                return getattr(provider, name)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (and no member offers it)")
+
+    def notes_keeper(self) -> Any | None:
+        """The member whose notes verbs the composite exposes (None: no member keeps notes)."""
+        return self._provider("remember")
+
     # -- loading -----------------------------------------------------------------------------
 
     @staticmethod
     def _llm_wanted(opts: CompositeOptions) -> bool:
         return bool(opts.summarize_recall or opts.expand_query is True or (opts.expand_query == "auto" and opts.llm))
 
-    def _open_state_database(self) -> Database:
-        """The composite keeps no state of its own: members do."""
-        return Database(":memory:")
-
     def member_config(self, spec: MemberSpec) -> dict[str, Any]:
-        """The config a member is built with: its own block, plus the composite's ``scope`` and
-        ``max_history`` where it sets none, and ``root`` = ``<composite root>/<member name>``
-        (already under the composite's namespace) where it sets neither ``root`` nor
-        ``namespace``, else the composite's ``namespace`` where it sets none."""
+        """The config a member is built with: its own block, plus the composite's ``scope``,
+        ``namespace`` and ``max_history`` where it sets none, and ``root`` = ``<composite's
+        root>/<member name>`` (the member then adds the namespace) where it sets neither ``root``
+        nor ``namespace``."""
         cfg = dict(spec.config)
         s = self.settings
         if "root" not in cfg and "namespace" not in cfg:
-            cfg["root"] = str(Path(self.root) / spec.name)  # already under the composite's namespace
-        else:
-            cfg.setdefault("namespace", s.namespace)
+            # the member adds the namespace itself (namespaces always isolate), so its folder is
+            # <root>/<name>/<namespace>, and the files earlier releases kept in <root>/<name> are
+            # adopted once by its storage
+            base = Path(s.root).expanduser() if s.root else self.root
+            cfg["root"] = str(base / spec.name)
         cfg.setdefault("scope", s.scope)
+        cfg.setdefault("namespace", s.namespace)
         cfg.setdefault("max_history", s.max_history)
         return cfg
 
@@ -446,8 +503,8 @@ class CompositeMemory(BaseRetrievalMemory):
         except BackendError as exc:
             _close_quietly(instance)
             return self._skip(spec, f"{label} is skipped: {exc}")
-        semantic = _flag(spec.semantic, instance, "semantic_search", _looks_semantic(spec.module, instance))
-        recall = _flag(spec.recall, instance, "composite_recall", spec.module not in BLOCK_ONLY_MODULES)
+        semantic = _flag(spec.semantic, instance, "semantic", False)
+        recall = _flag(spec.recall, instance, "composite_recall", True)
         member = _Member(spec, instance, caps, semantic, recall)
         member.folder = folder
         return member
@@ -529,8 +586,7 @@ class CompositeMemory(BaseRetrievalMemory):
         self, started: Sequence[tuple[_Member, Future[T]]], deadline: float, what: str
     ) -> list[tuple[_Member, T]]:
         """The results that arrived by ``deadline``; failures and late members are logged and left out."""
-        if started:
-            wait_futures([f for _, f in started], timeout=max(0.0, deadline - time.monotonic()))
+        wait_until((f for _, f in started), deadline)
         out: list[tuple[_Member, T]] = []
         for m, future in started:
             if not future.done():
@@ -566,10 +622,21 @@ class CompositeMemory(BaseRetrievalMemory):
 
         return [pair for m in self._members if m.recalls for pair in self._start([m], search(m), "search")]
 
+    def _cut(self, hits: list[MemoryHit]) -> list[MemoryHit]:
+        """Apply ``retrieval.min_score`` and ``retrieval.min_relative_score`` to fused hits."""
+        r = self.settings.retrieval
+        if r.min_score is not None:
+            hits = [h for h in hits if h.score >= r.min_score]
+        if r.min_relative_score and hits:
+            best = max(h.score for h in hits)
+            if best > 0:
+                hits = [h for h in hits if h.score >= r.min_relative_score * best]
+        return hits
+
     def _fuse_answers(
         self, started: Sequence[tuple[_Member, Future[list[MemoryHit]]]], deadline: float
     ) -> list[MemoryHit]:
-        """The members' answers by ``deadline``, fused (with ``fusion``) and cut (``retrieval``)."""
+        """The members' answers by ``deadline``, fused (with ``fusion``), deduplicated and cut."""
         lists: list[list[MemoryHit]] = []
         weights: list[float] = []
         for m, hits in self._collect(started, deadline, "search"):
@@ -578,13 +645,13 @@ class CompositeMemory(BaseRetrievalMemory):
         if not lists:
             return []
         o = self.options
-        return self._cut(fuse(o.fusion, lists, weights=weights, rrf_k=o.rrf_k))
+        return self._cut(dedup_hits(fuse(o.fusion, lists, weights=weights, rrf_k=o.rrf_k)))
 
     def _fused_search(self, query: str, session_for: Callable[[_Member], str | None], depth: int) -> list[MemoryHit]:
         return self._fuse_answers(self._start_search(query, session_for, depth), self._deadline())
 
     def search(self, query: str, session_id: str | None = None, top_k: int | None = None) -> list[MemoryHit]:
-        """Every retriever member searched at once (``session_id`` passed to each), fused.
+        """Every recalling member searched at once (``session_id`` passed to each), fused.
 
         Each member is asked for twice ``top_k``, so fusion sees more than the cut. Members that
         raise or time out are left out.
@@ -609,28 +676,38 @@ class CompositeMemory(BaseRetrievalMemory):
     def _recall_depth(self, window_exchanges: int) -> int:
         return 2 * self.settings.retrieval.max_num_results + window_exchanges
 
+    def recall_query(self, utterance: str, history: Sequence[AgentMessage]) -> str:
+        """The text recall searches with, per ``retrieval.query_mode``."""
+        r = self.settings.retrieval
+        if r.query_mode == "history" and r.query_history_turns > 0:
+            users = [m.content for m in history if m.role == MessageRole.USER][-r.query_history_turns :]
+            return "\n".join([*users, utterance])
+        return utterance
+
+    @staticmethod
+    def _in_window(history: Sequence[AgentMessage]) -> set[str]:
+        shown = set()
+        for prev, cur in pairwise(history):
+            if prev.role == MessageRole.USER and cur.role == MessageRole.ASSISTANT:
+                shown.add(normalize_content(exchange_text(prev.content, cur.content)))
+        return shown
+
+    def _finish_recall(self, utterance: str, hits: list[MemoryHit], history: Sequence[AgentMessage]) -> list[MemoryHit]:
+        shown = self._in_window(history)
+        hits = [h for h in hits if normalize_content(h.content) not in shown]
+        return self._summarized(utterance, hits[: self.settings.retrieval.max_num_results])
+
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
         """The turn's fused hits: each member searched with its own ``scope``, the query
         expanded and the result summarised when configured, minus what the history window shows."""
-        in_window = set()
-        for prev, cur in pairwise(history):
-            if prev.role == MessageRole.USER and cur.role == MessageRole.ASSISTANT:
-                in_window.add(normalize_content(exchange_text(prev.content, cur.content)))
-        turn: _Turn | None = getattr(self._turn, "current", None)
-        if (
-            turn is not None
-            and turn.search is not None
-            and (turn.utterance, turn.session_id) == (utterance, session_id)
-        ):
-            hits = self._fuse_answers(turn.search, turn.deadline)  # started with the turn (_build)
-        else:
-            query = clip_query(self.recall_query(utterance, history))
-            if not query.strip():
-                return []
-            query = self._expanded(query)
-            hits = self._fused_search(query, self._session_for(session_id), self._recall_depth(len(in_window)))
-        hits = [h for h in hits if normalize_content(h.content) not in in_window]
-        return self._summarized(utterance, hits[: self.settings.retrieval.max_num_results])
+        if self.settings.retrieval.max_num_results <= 0:
+            return []
+        query = clip_query(self.recall_query(utterance, history))
+        if not query.strip():
+            return []
+        query = self._expanded(query)
+        depth = self._recall_depth(len(self._in_window(history)))
+        return self._finish_recall(utterance, self._fused_search(query, self._session_for(session_id), depth), history)
 
     # -- LLM assists -------------------------------------------------------------------------
 
@@ -663,40 +740,61 @@ class CompositeMemory(BaseRetrievalMemory):
 
     # -- the conversation ----------------------------------------------------------------------
 
-    def _build(self, utterance: str, session_id: str) -> list[AgentMessage]:
-        """Start the context members, and the searches when the query is the utterance alone,
-        before the history is fetched: the three steps then run side by side."""
+    def build_conversation_context(self, utterance: str, session_id: str) -> list[AgentMessage]:
+        """The messages for the next answer, in the configured inject mode. Never raises.
+
+        The context members, the history and (when the query is the utterance alone) the
+        searches run side by side, each bounded by ``member_timeout_ms``. Whatever fails, the
+        result degrades to ``[SYSTEM prompt]?, USER utterance``.
+        """
+        if not isinstance(utterance, str):
+            utterance = "" if utterance is None else str(utterance)
+        try:
+            return self._turn(utterance, session_id)
+        except Exception:
+            LOG.exception("CompositeMemory: could not build the context; answering without memory")
+            return _render(utterance, self.settings, system_prompt=self.system_prompt, session_id=str(session_id))
+
+    def _turn(self, utterance: str, session_id: str) -> list[AgentMessage]:
+        s = self.settings
         contributors = [m for m in self._members if m.caps.contributor]
-        blocks = self._start(contributors, lambda inst: list(inst.context_blocks(utterance, session_id)), "context")
+        blocks_started = self._start(
+            contributors, lambda inst: list(inst.context_blocks(utterance, session_id)), "context"
+        )
+        deadline = self._deadline()
         search = None
-        r = self.settings.retrieval
-        if r.max_num_results > 0 and (r.query_mode == "utterance" or r.query_history_turns <= 0):
+        r = s.retrieval
+        early = r.max_num_results > 0 and (r.query_mode == "utterance" or r.query_history_turns <= 0)
+        if early:
             query = clip_query(utterance)
             if query.strip():
-                query = self._expanded(query)
-                depth = self._recall_depth(self.settings.max_history // 2)  # the largest window possible
-                search = self._start_search(query, self._session_for(session_id), depth)
-            else:
-                search = []
-        self._turn.current = _Turn(utterance, session_id, blocks, search, self._deadline())
-        try:
-            return super()._build(utterance, session_id)
-        finally:
-            self._turn.current = None
+                depth = self._recall_depth(s.max_history // 2)  # the largest window possible
+                search = self._start_search(self._expanded(query), self._session_for(session_id), depth)
+        history = self.get_history(session_id)
+        if early:
+            hits = self._finish_recall(utterance, self._fuse_answers(search, deadline), history) if search else []
+        else:
+            hits = self.recall(utterance, session_id, history)
+        blocks: list[str] = []
+        for _m, answer in self._collect(blocks_started, deadline, "context"):
+            blocks.extend(b for b in answer if isinstance(b, str) and b.strip())
+        return _render(
+            utterance,
+            s,
+            system_prompt=self.system_prompt,
+            blocks=blocks,
+            hits=hits,
+            history=history,
+            tool_query=self.recall_query(utterance, history),
+            session_id=session_id,
+        )
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Every context member's blocks, in member order (a member that fails adds none)."""
-        turn: _Turn | None = getattr(self._turn, "current", None)
-        if turn is not None and (turn.utterance, turn.session_id) == (utterance, session_id):
-            started, deadline = turn.blocks, turn.deadline
-        else:
-            contributors = [m for m in self._members if m.caps.contributor]
-            started = self._start(
-                contributors, lambda inst: list(inst.context_blocks(utterance, session_id)), "context"
-            )
-            deadline = self._deadline()
+        contributors = [m for m in self._members if m.caps.contributor]
+        started = self._start(contributors, lambda inst: list(inst.context_blocks(utterance, session_id)), "context")
         blocks: list[str] = []
-        for _m, answer in self._collect(started, deadline, "context"):
+        for _m, answer in self._collect(started, self._deadline(), "context"):
             blocks.extend(b for b in answer if isinstance(b, str) and b.strip())
         return blocks
 
@@ -724,21 +822,27 @@ class CompositeMemory(BaseRetrievalMemory):
 
     def update_history(self, new_messages: list[AgentMessage], session_id: str) -> None:
         """Hand the new messages to every member that records history, each on its own ordered
-        writer; wait up to ``write_timeout_ms`` for them. Never raises."""
+        writer, and wait up to ``write_timeout_ms`` for them. A member still busy with an earlier
+        late write is not waited for (its write queues behind, in order). Never raises."""
         try:
             messages = list(new_messages or [])
-            futures: list[tuple[_Member, Future[None]]] = []
+            waited: list[tuple[_Member, Future[None]]] = []
             for m in self._members:
-                if m.caps.history:
-                    future = self._write(m, lambda inst: inst.update_history(list(messages), session_id))
-                    if future is not None:
-                        futures.append((m, future))
-            if futures:
-                wait_futures([f for _, f in futures], timeout=self.options.write_timeout_ms / 1000.0)
-            for m, future in futures:
+                if not m.caps.history:
+                    continue
+                with m.lock:
+                    behind = m.write_late
+                future = self._write(m, lambda inst: inst.update_history(list(messages), session_id))
+                if future is not None and not behind:
+                    waited.append((m, future))
+            wait_until((f for _, f in waited), time.monotonic() + self.options.write_timeout_ms / 1000.0)
+            for m, future in waited:
                 if not future.done():
+                    with m.lock:
+                        m.write_late = m.pending_writes > 0
                     LOG.warning(
-                        "CompositeMemory: member %r is still recording after %d ms; it carries on in the background",
+                        "CompositeMemory: member %r is still recording after %d ms; it carries on in the "
+                        "background and is not waited for until it caught up",
                         m.name,
                         self.options.write_timeout_ms,
                     )
@@ -763,6 +867,8 @@ class CompositeMemory(BaseRetrievalMemory):
             finally:
                 with m.lock:
                     m.pending_writes -= 1
+                    if m.pending_writes == 0:
+                        m.write_late = False
 
         try:
             return m.writer.submit(run)
@@ -773,8 +879,35 @@ class CompositeMemory(BaseRetrievalMemory):
 
     # -- documents -----------------------------------------------------------------------------
 
-    def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
-        """Store the text in every member whose hits are fused (``recall``); raise if none could."""
+    @staticmethod
+    def document_id(session_id: str, text: str) -> str:
+        """The id ``store`` gives a text (the same as every memory of this package gives it)."""
+        return BaseRetrievalMemory.document_id(session_id, text)
+
+    def store(self, text: str, session_id: str = "default", metadata: dict[str, Any] | None = None) -> str:
+        """Store a document in every recalling member, under one id; return the id.
+
+        Raises ``ValueError`` for empty or non-text input and :class:`BackendError` when no
+        member could store it.
+        """
+        if not isinstance(text, str):
+            raise ValueError(f"text must be a string, not {type(text).__name__}")
+        text = clean_text(text)
+        if not text.strip():
+            raise ValueError("cannot store empty text")
+        doc_id = self.document_id(session_id, text)
+        self.put_document(doc_id, text, session_id, metadata)
+        return doc_id
+
+    def put_document(
+        self, doc_id: str, text: str, session_id: str = "default", metadata: dict[str, Any] | None = None
+    ) -> None:
+        """Store a document under a given id in every recalling member (``put_document`` where
+        the member has it, so export/import keeps ids; else ``store``)."""
+        if not isinstance(doc_id, str) or not doc_id:
+            raise ValueError("doc_id must be a non-empty string")
+        if not isinstance(text, str) or not clean_text(text).strip():
+            raise ValueError("cannot store empty text")
         targets = [m for m in self._members if m.recalls and callable(getattr(m.instance, "store", None))]
         if not targets:
             raise BackendError("CompositeMemory: no member can store documents")
@@ -782,10 +915,10 @@ class CompositeMemory(BaseRetrievalMemory):
         for m in targets:
             try:
                 put = getattr(m.instance, "put_document", None)
-                if callable(put):  # the composite's id, so export/import keeps ids
-                    put(doc_id, text, session_id, dict(metadata))
+                if callable(put):
+                    put(doc_id, clean_text(text), session_id, dict(metadata or {}))
                 else:
-                    m.instance.store(text, session_id, dict(metadata))
+                    m.instance.store(clean_text(text), session_id, dict(metadata or {}))
             except Exception as exc:
                 LOG.warning("CompositeMemory: member %r could not store a document: %s", m.name, exc)
                 errors.append(exc)
@@ -793,30 +926,22 @@ class CompositeMemory(BaseRetrievalMemory):
             raise BackendError(f"CompositeMemory: no member could store the document ({errors[0]})")
 
     def iter_documents(self) -> Iterator[dict[str, Any]]:
-        """Every document of the members whose hits are fused, each id once (export, the editor).
+        """Every document of the recalling members that list theirs
+        (:class:`~ovos_memory_plugins.protocols.DocumentLister`), each id once (export, the editor).
 
-        Members record the same exchanges under the same ids, so the union is what was stored.
         Raises :class:`BackendError` when no such member can list its documents.
         """
-        from ovos_memory_plugins.transfer import DOCUMENT_LISTINGS
-        from ovos_memory_plugins.transfer import iter_documents as list_documents
-
-        listing = [m for m in self._members if m.recalls and any(hasattr(m.instance, n) for n in DOCUMENT_LISTINGS)]
+        listing = [m for m in self._members if m.recalls and isinstance(m.instance, DocumentLister)]
         if not listing:
             raise BackendError("CompositeMemory: no member that recalls can list its documents")
         seen: set[str] = set()
         for m in listing:
-            for doc in list_documents(m.instance):
-                if doc.id in seen:
+            for doc in m.instance.iter_documents():
+                doc_id = str(doc.get("id", ""))
+                if doc_id in seen:
                     continue
-                seen.add(doc.id)
-                yield {"id": doc.id, "text": doc.text, "session_id": doc.session_id, "metadata": doc.metadata}
-
-    def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
-        return self._fused_search(query, lambda _m: None, 2 * top_k)[:top_k]
-
-    def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
-        return self._fused_search(query, lambda _m: session_id, 2 * top_k)[:top_k]
+                seen.add(doc_id)
+                yield dict(doc)
 
     def _fan_out_count(self, method: str, *args: Any) -> int:
         """Call ``method`` on every member that has it; the largest count any returned."""
@@ -831,12 +956,9 @@ class CompositeMemory(BaseRetrievalMemory):
                 LOG.warning("CompositeMemory: member %r: %s failed: %s", m.name, method, exc)
         return max(counts)
 
-    def _delete_documents(self, doc_ids: Sequence[str]) -> int:
-        return self._fan_out_count("delete", list(doc_ids))
-
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Delete documents by id from every member that can; the most any member deleted."""
-        return self._delete_documents(list(doc_ids))
+        return self._fan_out_count("delete", list(doc_ids))
 
     def forget_session(self, session_id: str) -> int:
         """Every member forgets the session; the most documents any member deleted."""
@@ -867,17 +989,39 @@ class CompositeMemory(BaseRetrievalMemory):
             out["llm"] = llm_stats(self._llm)
         return out
 
-    def _close(self) -> None:
+    # -- life cycle --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the members; returns within about a second whatever the members do.
+
+        Queued writes get what is left of :data:`CLOSE_WAIT_S` to finish, in order; a member
+        still busy after that (hung on a write) is left open, with an error line.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
         self._pool.shutdown(cancel_pending=True)
         end = time.monotonic() + CLOSE_WAIT_S
         for m in self._members:
-            # every recorded turn is written before its member closes; a writer still busy after
-            # CLOSE_WAIT_S (a member hung on writes) keeps its member open rather than break a write
             if not m.writer.shutdown(cancel_pending=False, join_timeout=max(0.0, end - time.monotonic())):
                 LOG.error("CompositeMemory: member %r is still recording; it is left open", m.name)
                 continue
+            with m.lock:
+                busy = m.late > 0
+            if busy:  # a read still running in the query pool: closing under it would break it
+                LOG.error("CompositeMemory: member %r is still answering a late call; it is left open", m.name)
+                continue
             _close_quietly(m.instance)
         close_llm(self._llm)
+
+    def __enter__(self) -> CompositeMemory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 def _folder_of(cls: type[Any], config: dict[str, Any]) -> Path | None:
@@ -890,21 +1034,12 @@ def _folder_of(cls: type[Any], config: dict[str, Any]) -> Path | None:
         return None
 
 
-def _looks_semantic(module: str, instance: Any) -> bool:
-    """The guess for ``expand_query: auto``: a member with a working embedder (not the hashing
-    one, which matches words, not meaning), else one of :data:`SEMANTIC_MODULES`."""
-    embedder_id = getattr(getattr(instance, "embedder", None), "id", None)
-    if isinstance(embedder_id, str):
-        return not embedder_id.startswith(("hash", "unavailable"))
-    return module in SEMANTIC_MODULES
-
-
-def _flag(configured: bool | None, instance: Any, attribute: str, guess: bool) -> bool:
-    """The member block's value, else the member's own boolean ``attribute``, else ``guess``."""
+def _flag(configured: bool | None, instance: Any, attribute: str, default: bool) -> bool:
+    """The member block's value, else the boolean the member declares as ``attribute``, else ``default``."""
     if configured is not None:
         return configured
     declared = getattr(instance, attribute, None)
-    return declared if isinstance(declared, bool) else guess
+    return declared if isinstance(declared, bool) else default
 
 
 def _report(m: _Member, problem: str) -> None:

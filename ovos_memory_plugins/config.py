@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import os
 import re
 import types
@@ -309,6 +310,14 @@ def parse_config(raw: Mapping[str, Any] | None, options_class: type[Any] | None 
     if not isinstance(raw, Mapping):
         problems.append(f"the memory config must be a JSON object, not {type(raw).__name__}; using defaults")
         raw = {}
+    aliases = getattr(options_class, "deprecated_keys", None) or {}
+    if any(old in raw for old in aliases):  # keys renamed in a release: still accepted, logged
+        raw = dict(raw)
+        for old, new in aliases.items():
+            if old in raw:
+                value = raw.pop(old)
+                logging.getLogger(__name__).warning("config key %r is deprecated; use %r", old, new)
+                raw.setdefault(new, value)
     shared = {f.name for f in dataclasses.fields(MemoryConfig)}
     own = {f.name for f in dataclasses.fields(options_class)} if options_class is not None else set()
     known = shared | own

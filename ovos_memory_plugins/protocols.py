@@ -25,12 +25,13 @@ protocols below, never through a class's private attributes or method names they
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ovos_memory_plugins.common import MemoryHit
+from ovos_memory_plugins.common import MemoryHit, normalize_content
 from ovos_memory_plugins.errors import BackendError
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "check_context_contributor",
     "check_history_keeper",
     "check_retriever",
+    "note_id",
+    "words_key",
 ]
 
 
@@ -114,6 +117,22 @@ class Note:
     def active(self) -> bool:
         """Whether the note is still true (not retired)."""
         return self.retired_on is None
+
+
+_TRAILING = " \t\r\n.。!！?？;；,，…"
+
+
+def words_key(text: str) -> str:
+    """What makes two notes "the same words": NFKC, case-folded, spacing collapsed, end
+    punctuation dropped ("My bike is red." is "my bike is red")."""
+    return normalize_content(text).rstrip(_TRAILING)
+
+
+def note_id(text: str) -> str:
+    """The id of a curated note: ``n-`` and a digest of its words (:func:`words_key`), so it
+    stays the same across processes, restarts and stores."""
+    digest = hashlib.sha256(words_key(text).encode("utf-8", "surrogatepass")).hexdigest()
+    return "n-" + digest[:16]
 
 
 #: What a notes verb did. ``duplicate`` (already noted), ``ambiguous`` (too close to call),

@@ -6,7 +6,8 @@ The user's explicit asks are recognised from per-language phrase lists
 * **remember**: "remember that my bike is red", "don't forget …", "merk dir, dass …", "记住…":
   the fact, in the user's own words ("my bike is red"), becomes a sticky note;
 * **forget**: "forget about my bike", "vergiss das mit …": the note matching the description is
-  deleted; when two match about equally, none is, and the model is told to ask which one;
+  deleted (with the replay record quoting it); when two match about equally, none is, and the
+  model is told to ask which one;
 * **list**: "what do you remember (about …)?": the model is given the notes to list.
 
 Only the start of an utterance is searched (after polite openers such as "please", "can you",
@@ -27,9 +28,17 @@ Persona JSON::
       }
     }
 
-The retriever hooks: ``store()`` saves its text as a note verbatim and ``search()`` ranks notes
-with BM25. Exchanges recorded by ``update_history`` are kept as short-term history only, never as
-notes: this memory remembers what it is explicitly asked to, nothing else.
+In code it is a :class:`~ovos_memory_plugins.protocols.NotesKeeper` like curated notes:
+``list_notes``, ``remember``, ``forget``, ``update``, ``retire`` and ``restore``, each returning a
+:class:`~ovos_memory_plugins.protocols.NoteChange`, with the description matcher and prompt
+selection of :mod:`ovos_memory_plugins.notebook` (a retired sticky note stays listed but leaves
+the prompt and the search).
+
+The retriever hooks: ``store()`` saves its text as a note verbatim and ``search()`` ranks the
+active notes with BM25. Exchanges recorded by ``update_history`` are kept as short-term history
+only, never as notes: this memory remembers what it is explicitly asked to, nothing else. Its
+search only finds what its block shows every turn, so it declares ``composite_recall = False``:
+a composite keeps it out of fused recall.
 """
 
 from __future__ import annotations
@@ -53,9 +62,11 @@ from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import option
 from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.notebook import as_fact, change_for, match_note, refused, select_for_prompt
+from ovos_memory_plugins.protocols import Note, NoteChange
 from ovos_memory_plugins.ranking import BM25Ranker
 from ovos_memory_plugins.storage.sqlite import Database
-from ovos_memory_plugins.storage.sticky_store import Note, StickyStore, note_key
+from ovos_memory_plugins.storage.sticky_store import StickyRow, StickyStore, ask_key, note_key
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 
 LOG = logging.getLogger(__name__)
@@ -64,8 +75,6 @@ __all__ = [
     "DEFAULT_STICKY_HEADER",
     "PHRASE_KINDS",
     "Ask",
-    "ForgetResult",
-    "Note",
     "PhraseBook",
     "StickyMemory",
     "StickyOptions",
@@ -510,20 +519,8 @@ class StickyOptions:
     )
 
 
-@dataclass
-class ForgetResult:
-    """What :meth:`StickyMemory.forget` did.
-
-    Attributes:
-        status: ``deleted`` (one note went), ``ambiguous`` (several matched about equally; none
-            went) or ``none`` (nothing matched).
-        deleted: the deleted note, if any.
-        candidates: the notes that matched about equally (``ambiguous``).
-    """
-
-    status: Literal["deleted", "ambiguous", "none"]
-    deleted: Note | None = None
-    candidates: list[Note] = field(default_factory=list)
+#: What a replayed "forget …" ask is answered (its first answer quoted the deleted note).
+_FORGET_REPLAY = "As the user asked, you already acted on this request to forget a note. Confirm briefly."
 
 
 def _quote(text: str) -> str:
@@ -555,6 +552,9 @@ class StickyMemory(BaseRetrievalMemory):
     archives_exchanges: ClassVar[bool] = False
     options_class: ClassVar[type[Any] | None] = StickyOptions
     persistent: ClassVar[bool] = True
+    #: Its search only finds what its block already shows every turn: a composite leaves it out
+    #: of fused recall (declared, not guessed from the module name).
+    composite_recall: ClassVar[bool] = False
 
     def __init__(self, config: dict[str, Any] | None = None, *, database: Database | None = None) -> None:
         super().__init__(config)
@@ -592,25 +592,63 @@ class StickyMemory(BaseRetrievalMemory):
     def _book(self, lang: str | None) -> PhraseBook | None:
         return next((b for b in self.books if b.lang == lang), None)
 
-    # -- public verbs ------------------------------------------------------------------------
+    # -- public verbs (the NotesKeeper protocol) ---------------------------------------------
+
+    @staticmethod
+    def _public(row: StickyRow) -> Note:
+        """A stored row as the shared :class:`~ovos_memory_plugins.protocols.Note`."""
+        return Note(
+            id=row.id,
+            text=row.text,
+            date=_date(row.created),
+            session_id=row.session_id,
+            retired_on=row.retired_on,
+            metadata=dict(row.metadata),
+        )
+
+    def _rows(self, session_id: str | None = None, *, include_retired: bool = False) -> list[StickyRow]:
+        """The stored notes ``session_id`` sees under ``scope`` (None: every one), oldest first."""
+        with self._lock:
+            if session_id is None or self.settings.scope == "global":
+                return self.store_db.notes(include_retired=include_retired)
+            return self.store_db.notes(session_id, include_retired=include_retired)
+
+    def list_notes(self, *, include_retired: bool = False, session_id: str | None = None) -> list[Note]:
+        """The notes, oldest first (retired ones too with ``include_retired``); only those saved
+        in ``session_id`` when it is given."""
+        rows = self.store_db.notes(session_id, include_retired=include_retired)
+        return [self._public(r) for r in rows]
+
+    def notes(self, session_id: str | None = None) -> list[Note]:
+        """The active notes, oldest first: every one (None), or those ``session_id`` sees under ``scope``."""
+        return [self._public(r) for r in self._rows(session_id)]
 
     def remember(
         self,
         fact: str,
         session_id: str = "default",
         *,
+        date: str | None = None,
         lang: str | None = None,
         metadata: dict[str, Any] | None = None,
-    ) -> str:
-        """Save ``fact`` as a note and return its id; the same fact again keeps one note.
+    ) -> NoteChange:
+        """Save ``fact`` as a note (``added``); the same fact again keeps one note (``duplicate``).
 
-        Raises ``ValueError`` for a fact without any letter or digit.
+        Non-text input or text without a letter or digit changes nothing (``refused``).
+        ``date`` is accepted for the protocol; a sticky note is dated when it is saved.
         """
-        return self._remember(fact, session_id, lang, metadata)[0].id
+        if as_fact(fact) is None:
+            return refused(f"a note must be text with a letter or digit in it, not {fact!r:.40}")
+        sid = session_id if isinstance(session_id, str) else "default"
+        row, created = self._remember(fact, sid, lang, metadata)
+        note = self._public(row)
+        if created:
+            return NoteChange("added", note=note, message=f"noted: {note.text}")
+        return NoteChange("duplicate", note=note, message=f"already noted: {note.text}")
 
     def _remember(
         self, fact: str, session_id: str, lang: str | None, metadata: dict[str, Any] | None
-    ) -> tuple[Note, bool]:
+    ) -> tuple[StickyRow, bool]:
         if not isinstance(fact, str):
             raise ValueError(f"fact must be a string, not {type(fact).__name__}")
         text = _tidy(fact, self.options.max_note_chars)
@@ -628,33 +666,8 @@ class StickyMemory(BaseRetrievalMemory):
             note = self.store_db.get(note_id)
         if note is None:  # only if another process deleted it in between
             now = time.time()
-            note = Note(note_id, text, session_id, now, now, lang, meta)
+            note = StickyRow(note_id, text, session_id, now, now, lang, meta)
         return note, True
-
-    def notes(self, session_id: str | None = None) -> list[Note]:
-        """The notes, oldest first: every one (None), or those ``session_id`` sees under ``scope``."""
-        with self._lock:
-            if session_id is None or self.settings.scope == "global":
-                return self.store_db.notes()
-            return self.store_db.notes(session_id)
-
-    def forget(self, description: str, session_id: str = "default", *, lang: str | None = None) -> ForgetResult:
-        """Delete the note ``description`` matches best, unless two match about equally.
-
-        A note matches when it holds at least ``forget_min_score`` of the description's content
-        words (stop words of ``lang`` and the phrase lists ignored); an exact match always wins.
-        """
-        with self._lock:
-            candidates = self._forget_candidates(description, self.notes(session_id), lang)
-            if not candidates:
-                return ForgetResult("none")
-            best_score, best = candidates[0]
-            rivals = [n for s, n in candidates[1:] if s >= best_score * self.options.forget_ambiguity]
-            if rivals:
-                return ForgetResult("ambiguous", candidates=[best, *rivals][:5])
-            self.store_db.delete([best.id])
-            self._terms.pop(best.id, None)
-            return ForgetResult("deleted", deleted=best)
 
     def _stop_words(self, lang: str | None) -> list[str]:
         book = self._book(lang)
@@ -662,30 +675,82 @@ class StickyMemory(BaseRetrievalMemory):
             return book.lists["stop_words"]
         return [w for b in self.books for w in b.lists["stop_words"]]
 
-    def _forget_candidates(self, description: str, notes: list[Note], lang: str | None) -> list[tuple[float, Note]]:
-        if not isinstance(description, str) or not notes:
-            return []
-        description = _tidy(description, 1000)
-        key = note_key(description)
-        exact = [n for n in notes if n.text and note_key(n.text) == key]
-        if key and exact:
-            return [(100.0, exact[-1])]
+    def _pick(self, description: Any, rows: list[StickyRow], lang: str | None) -> StickyRow | NoteChange:
+        """The row ``description`` names (the shared matcher), or the change saying why none is."""
+        if isinstance(description, str):
+            description = _tidy(description, 1000)
         stops = self._stop_words(lang)
-        wanted = set(query_terms(description, lang, extra_stopwords=stops)) or set(tokenize(description))
-        if not wanted:
-            return []
-        scored: list[tuple[float, Note]] = []
-        for note in notes:
-            terms = set(query_terms(note.text, lang, extra_stopwords=stops)) or set(tokenize(note.text))
-            shared = wanted & terms
-            if not shared:
-                continue
-            cover = len(shared) / len(wanted)
-            if cover < self.options.forget_min_score:
-                continue
-            scored.append((cover + 0.25 * len(shared) / len(wanted | terms), note))
-        scored.sort(key=lambda sn: (-sn[0], -sn[1].created))
-        return scored
+
+        def terms(text: str) -> list[str]:
+            return query_terms(text, lang, extra_stopwords=stops) or tokenize(text)
+
+        by_id = {r.id: r for r in rows}
+        match = match_note(
+            description,
+            [self._public(r) for r in rows],
+            min_score=self.options.forget_min_score,
+            ambiguity=self.options.forget_ambiguity,
+            terms=terms,
+            key=note_key,
+        )
+        failed = change_for(match)
+        if failed is not None:
+            return failed
+        assert match.note is not None
+        return by_id[match.note.id]
+
+    def forget(self, description: str, session_id: str | None = None, *, lang: str | None = None) -> NoteChange:
+        """Delete, for real, the note ``description`` names (its exact id, or words naming it;
+        retired notes included), and the replay record quoting it. Two notes matching about
+        equally change nothing (``ambiguous``). With ``session_id`` only the notes that session
+        sees under ``scope`` are candidates."""
+        with self._lock:
+            row = self._pick(description, self._rows(session_id, include_retired=True), lang)
+            if isinstance(row, NoteChange):
+                return row
+            self.store_db.delete([row.id])
+            self._terms.pop(row.id, None)
+        return NoteChange("forgotten", note=self._public(row), message=f"forgot: {row.text}")
+
+    def update(self, description: str, new_fact: str, session_id: str | None = None) -> NoteChange:
+        """Replace the active note ``description`` names with ``new_fact``: the old one is
+        retired (listed, out of the prompt), the new one saved in the old one's session."""
+        if as_fact(new_fact) is None:
+            return refused(f"a note must be text with a letter or digit in it, not {new_fact!r:.40}")
+        with self._lock:
+            row = self._pick(description, self._rows(session_id), None)
+            if isinstance(row, NoteChange):
+                return row
+            if note_key(_tidy(new_fact, self.options.max_note_chars)) == note_key(row.text):
+                return NoteChange("duplicate", note=self._public(row), message=f"already noted: {row.text}")
+            self.store_db.set_retired(row.id, _date(time.time()))
+            new, _ = self._remember(new_fact, row.session_id, row.lang, dict(row.metadata))
+            old = self.store_db.get(row.id) or row
+        return NoteChange(
+            "updated", note=self._public(old), replaced_by=self._public(new), message=f"updated: {row.text}"
+        )
+
+    def retire(self, description: str, session_id: str | None = None) -> NoteChange:
+        """Mark the active note ``description`` names as no longer true: it stays listed
+        (``list_notes(include_retired=True)``) but leaves the prompt and the search."""
+        with self._lock:
+            row = self._pick(description, self._rows(session_id), None)
+            if isinstance(row, NoteChange):
+                return row
+            self.store_db.set_retired(row.id, _date(time.time()))
+            row = self.store_db.get(row.id) or row
+        return NoteChange("retired", note=self._public(row), message=f"retired: {row.text}")
+
+    def restore(self, description: str, session_id: str | None = None) -> NoteChange:
+        """Make the retired note ``description`` names active again."""
+        with self._lock:
+            retired = [r for r in self._rows(session_id, include_retired=True) if r.retired_on is not None]
+            row = self._pick(description, retired, None)
+            if isinstance(row, NoteChange):
+                return row
+            self.store_db.set_retired(row.id, None)
+            row = self.store_db.get(row.id) or row
+        return NoteChange("restored", note=self._public(row), message=f"restored: {row.text}")
 
     # -- retriever hooks ---------------------------------------------------------------------
 
@@ -696,7 +761,7 @@ class StickyMemory(BaseRetrievalMemory):
         self.store_db.put(doc_id, text, session_id, metadata=metadata)
         self._terms.pop(doc_id, None)
 
-    def _tokens(self, note: Note) -> list[str]:
+    def _tokens(self, note: StickyRow) -> list[str]:
         cached = self._terms.get(note.id)
         if cached is not None and cached[0] == note.text:
             return cached[1]
@@ -706,13 +771,13 @@ class StickyMemory(BaseRetrievalMemory):
         self._terms[note.id] = (note.text, terms)
         return terms
 
-    def _rank(self, notes: list[Note], query: str, top_k: int) -> list[tuple[Note, float]]:
+    def _rank(self, notes: list[StickyRow], query: str, top_k: int) -> list[tuple[StickyRow, float]]:
         if not notes or top_k <= 0:
             return []
         ranker = BM25Ranker([n.text for n in notes], tokenized=[self._tokens(n) for n in notes])
         return [(notes[i], score) for i, score in ranker.rank(query[-1000:], top_k)]
 
-    def _hits(self, ranked: list[tuple[Note, float]]) -> list[MemoryHit]:
+    def _hits(self, ranked: list[tuple[StickyRow, float]]) -> list[MemoryHit]:
         hits = []
         for note, score in ranked:
             meta = dict(note.metadata)
@@ -721,11 +786,11 @@ class StickyMemory(BaseRetrievalMemory):
         return hits
 
     def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
-        """BM25 over every note."""
+        """BM25 over every active note."""
         return self._hits(self._rank(self.store_db.notes(), query, top_k))
 
     def _query_session(self, query: str, top_k: int, session_id: str) -> list[MemoryHit]:
-        """BM25 over the notes saved in ``session_id``."""
+        """BM25 over the active notes saved in ``session_id``."""
         return self._hits(self._rank(self.store_db.notes(session_id), query, top_k))
 
     def _session_document_ids(self, session_id: str) -> list[str]:
@@ -740,14 +805,24 @@ class StickyMemory(BaseRetrievalMemory):
         self._terms.clear()
         return self.store_db.delete_all()
 
+    def forget_session(self, session_id: str) -> int:
+        """Delete the session's notes (active and retired), its replay record and its history."""
+        with self._lock:
+            n = super().forget_session(session_id)
+            self.store_db.forget_asks(session_id)
+        return n
+
     def _backend_stats(self) -> dict[str, Any]:
+        active = len(self.store_db.notes())
         return {
-            "notes": self.store_db.count(),
+            "notes": active,
+            "retired_notes": self.store_db.count() - active,
             "languages": [b.lang for b in self.books],
             "notes_bytes": self.store_db.db.size_bytes(),
         }
 
     def _close(self) -> None:
+        self.store_db.close()
         if self._owns_db:
             self.store_db.db.close()
 
@@ -776,7 +851,7 @@ class StickyMemory(BaseRetrievalMemory):
             return [b for b in [block, *lines] if b]
 
     def _act_once(self, ask: Ask, utterance: str, session_id: str) -> list[str]:
-        key = " ".join(_fold(clean_text(utterance))[0].split())
+        key = ask_key(" ".join(_fold(clean_text(utterance))[0].split()))
         now = time.time()
         last = self.store_db.last_ask(session_id)
         if last is not None and last[0] == key and 0 <= now - last[1] <= self.options.replay_seconds:
@@ -784,7 +859,9 @@ class StickyMemory(BaseRetrievalMemory):
                 self._remember(ask.text, session_id, ask.lang, {"kind": "sticky", "source": "utterance"})
             return last[2]
         lines = self._act(ask, session_id)
-        self.store_db.set_last_ask(session_id, key, lines, now)
+        # a forget's answer quotes the deleted note: its replay record says only that it was done
+        kept = lines if ask.kind != "forget" or not lines else [_FORGET_REPLAY]
+        self.store_db.set_last_ask(session_id, key, kept, now)
         return lines
 
     def _act(self, ask: Ask, session_id: str) -> list[str]:
@@ -804,8 +881,8 @@ class StickyMemory(BaseRetrievalMemory):
             LOG.info("StickyMemory: forget for session %r: %s", session_id, result.status)
             if not confirm:
                 return []
-            if result.status == "deleted" and result.deleted is not None:
-                return [f"As the user asked, you deleted the note {_quote(result.deleted.text)}. Confirm briefly."]
+            if result.status == "forgotten" and result.note is not None:
+                return [f"As the user asked, you deleted the note {_quote(result.note.text)}. Confirm briefly."]
             if result.status == "ambiguous":
                 options = "; ".join(f"{i}. {_quote(n.text)}" for i, n in enumerate(result.candidates, 1))
                 return [
@@ -820,58 +897,54 @@ class StickyMemory(BaseRetrievalMemory):
 
     # -- rendering ---------------------------------------------------------------------------
 
-    def _line(self, note: Note) -> str:
+    def _line(self, note: StickyRow) -> str:
         line = "- " + _quote(note.text)
         if self.options.show_dates:
             line += f" ({_date(note.created)})"
         return line
 
-    def _render(self, header: str, chosen: list[Note], total: int) -> str:
-        """``header`` and the notes of ``chosen`` (priority order) that fit the budget, oldest first."""
+    def _render(self, header: str, rows: list[StickyRow], utterance: str) -> str:
+        """``header`` and the notes the shared selection picks from ``rows`` (oldest first)."""
         opts = self.options
-        budget = opts.max_context_chars
-        kept: list[Note] = []
-        used = 0
-        for note in chosen[: opts.max_notes_in_context]:
-            size = len(self._line(note)) + 1
-            if used + size > budget:
-                continue
-            kept.append(note)
-            used += size
-        kept.sort(key=lambda n: (n.created, n.id))
+        by_id = {r.id: r for r in rows}
+        position = {r.id: i for i, r in enumerate(rows)}
+        kept = select_for_prompt(
+            [self._public(r) for r in rows],
+            utterance,
+            max_notes=opts.max_notes_in_context,
+            newest=opts.newest_in_context,
+            max_chars=opts.max_context_chars,
+            line=lambda n: self._line(by_id[n.id]),
+            rank=lambda query, k: [position[r.id] for r, _ in self._rank(rows, query, k)],
+        )
         lines = [header] if header else []
-        lines.extend(self._line(n) for n in kept)
-        if total > len(kept):
-            lines.append(f"({total - len(kept)} more saved notes not shown.)")
-        return "\n".join(lines) if kept or total else ""
+        lines.extend(self._line(by_id[n.id]) for n in kept)
+        if len(rows) > len(kept):
+            lines.append(f"({len(rows) - len(kept)} more saved notes not shown.)")
+        return "\n".join(lines) if kept or rows else ""
 
     def _notes_block(self, utterance: str, session_id: str) -> str:
-        opts = self.options
-        notes = self.notes(session_id)
-        if not notes or opts.max_notes_in_context <= 0:
+        if self.options.max_notes_in_context <= 0:
             return ""
-        newest_first = sorted(notes, key=lambda n: (n.created, n.id), reverse=True)
-        if len(notes) <= opts.max_notes_in_context:
-            return self._render(opts.header, newest_first, len(notes))
-        newest = newest_first[: min(opts.newest_in_context, opts.max_notes_in_context)]
-        relevant = [n for n, _ in self._rank(notes, utterance, len(notes)) if n not in newest]
-        chosen = relevant[: opts.max_notes_in_context - len(newest)] + newest
-        return self._render(opts.header, chosen, len(notes))
+        rows = sorted(self._rows(session_id), key=lambda n: (n.created, n.id))
+        if not rows:
+            return ""
+        return self._render(self.options.header, rows, utterance)
 
     def _listing(self, ask: Ask, session_id: str) -> str:
-        notes = self.notes(session_id)
-        newest_first = sorted(notes, key=lambda n: (n.created, n.id), reverse=True)
+        rows = self._rows(session_id)
         about = f" about {_quote(ask.text)}" if ask.text else ""
         if ask.text:
-            newest_first = [n for n, _ in self._rank(notes, ask.text, len(notes))]
-        if not newest_first:
-            if ask.text and notes:
+            rows = [n for n, _ in self._rank(rows, ask.text, len(rows))]
+        if not rows:
+            if ask.text and self._rows(session_id):
                 return (
                     f"The user asks what you remember{about}. None of your saved notes is about that; "
                     "say so (you may still answer from the conversation)."
                 )
             return f"The user asks what you remember{about}. You have no saved notes{about}; say so."
-        block = self._render(self.options.header, newest_first, len(newest_first))
+        rows = sorted(rows, key=lambda n: (n.created, n.id))
+        block = self._render(self.options.header, rows, ask.text)
         return (
             f"The user asks what you remember{about}. These are your saved notes{about}; "
             f"tell the user about them briefly.\n{block}"

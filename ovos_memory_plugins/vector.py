@@ -238,6 +238,12 @@ class VectorMemory(IndexedMemory):
 
     # -- public extras -------------------------------------------------------------------------
 
+    @property
+    def semantic(self) -> bool:
+        """Whether search matches meaning: true with a real embedder, false with the hashing one
+        (it matches words) or none. A composite reads it for ``expand_query: auto``."""
+        return not str(getattr(self.embedder, "id", "")).startswith(("hash", "unavailable"))
+
     def reembed(self, max_docs: int | None = None) -> int:
         """Embed documents that have no vector of the active embedder now; return how many.
 

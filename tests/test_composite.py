@@ -286,15 +286,13 @@ def test_scope_namespace_and_root_reach_members_that_set_none(tmp_path: Path, _i
         namespace="ada",
     ) as mem:
         shared, own, ns = (mem.members[n] for n in ("shared", "own", "ns"))
-        # the composite's folder is <root>/<namespace>; a member it places there needs no namespace
-        assert (shared.settings.scope, shared.settings.namespace) == ("session", "default")
-        assert shared.root == tmp_path / "composite" / "ada" / "shared"
-        assert (own.settings.scope, own.settings.namespace) == ("global", "ada")
-        assert own.root == tmp_path / "elsewhere" / "ada"  # namespaces always isolate
+        assert (shared.settings.scope, shared.settings.namespace) == ("session", "ada")
+        assert shared.root == tmp_path / "composite" / "shared" / "ada"  # the member adds its namespace
+        assert (own.settings.scope, own.root) == ("global", tmp_path / "elsewhere" / "ada")
         assert (ns.settings.scope, ns.settings.namespace) == ("session", "other")
         assert ns.root == _isolated_data_home / "ovos" / "memory" / "other"
         mem.update_history(exchange("my bike is the red one", "red bike, noted"), "alice")
-        assert (tmp_path / "composite" / "ada" / "shared" / "history.db").exists()
+        assert (tmp_path / "composite" / "shared" / "ada" / "history.db").exists()
         assert (tmp_path / "elsewhere" / "ada" / "history.db").exists()
         # bob's turn: only the global member recalls alice's exchange
         msgs = mem.build_conversation_context("which bike is mine", "bob")
@@ -307,7 +305,7 @@ def test_default_root_gives_each_member_its_own_folder(_isolated_data_home: Path
     with CompositeMemory({"namespace": "ada", "members": [member(), member()]}) as mem:
         roots = [m.root for m in mem.members.values()]
         base = _isolated_data_home / "ovos" / "memory" / "ada"
-        assert roots == [base / "composite-test-scripted", base / "composite-test-scripted-2"]
+        assert roots == [base / "composite-test-scripted" / "ada", base / "composite-test-scripted-2" / "ada"]
 
 
 def test_two_members_in_one_folder_are_refused(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

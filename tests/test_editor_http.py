@@ -270,8 +270,8 @@ def test_sticky_delete_and_edit_leave_no_trace_in_the_file(tmp_path: Path) -> No
 
     root = tmp_path / "sticky"
     with StickyMemory({"root": str(root)}) as memory, EditorServer(memory) as server:
-        secret = memory.remember("my bank pin is echidnafour")
-        other = memory.remember("my locker is numbatfive")
+        secret = memory.remember("my bank pin is echidnafour").note.id
+        other = memory.remember("my locker is numbatfive").note.id
         assert files_holding(root, "echidnafour")
         assert request(server, "DELETE", f"/api/sticky/{secret}")[0] == 200
         assert files_holding(root, "echidnafour") == []

@@ -17,7 +17,7 @@ from ovos_memory_plugins.config import validate_config
 from ovos_memory_plugins.errors import ConfigError, CorruptFileError
 from ovos_memory_plugins.fakes import Delay, Garbled, HTTPFailure, ScriptedLLM, ScriptedOpenAIServer
 from ovos_memory_plugins.notes import NotesMemory, normalize_fact
-from ovos_memory_plugins.storage.notes_store import Note
+from ovos_memory_plugins.storage.notes_store import make_note
 from ovos_memory_plugins.testing import InMemoryMemory, exchange
 
 
@@ -226,7 +226,7 @@ def test_archive_null_keeps_nothing_of_the_conversation_on_disk(tmp_path: Path) 
         mem.remember("User prefers short answers")
         assert mem.search("PIN") == []
     files = sorted(p.name for p in (tmp_path / "mem").iterdir())
-    assert files == [".MEMORY.md.lock", "MEMORY.md"]
+    assert files == [".MEMORY.md.lock", ".MEMORY.sessions.json", "MEMORY.md"]  # sessions: ids only
     for path in (tmp_path / "mem").iterdir():
         assert b"1234" not in path.read_bytes()
 
@@ -442,5 +442,8 @@ def test_digest_and_dream_work_with_the_sqlite_store(tmp_path: Path) -> None:
         mem.update_history(exchange("I joined Acme", "congrats"), "s")
         assert mem.digest("s").status == "applied"
         assert [n.text for n in mem.notes()] == ["User works at Acme"]
-        assert mem.retired_notes() == [Note("User works at Initech", "2020-01", time.strftime("%Y-%m-%d"))]
+        retired = make_note(
+            "User works at Initech", "2020-01", session_id="default", retired_on=time.strftime("%Y-%m-%d")
+        )
+        assert mem.retired_notes() == [retired]
         assert mem.dream().status in ("rewritten", "unchanged")

@@ -13,18 +13,24 @@ from pathlib import Path
 import pytest
 
 from ovos_memory_plugins.errors import CorruptFileError
+from ovos_memory_plugins.protocols import Note
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
-    Note,
     NotesStore,
     SQLiteNotesStore,
     format_note,
+    make_note,
     move_notes,
     parse_notes,
 )
 from ovos_memory_plugins.text import query_terms
 
-NOTES = [Note("User's cat is called Bartholomew", "2026-01"), Note("User prefers tea over coffee", "2025-12")]
+
+def N(text: str, date: str = "", retired_on: str | None = None) -> Note:
+    return make_note(text, date, retired_on=retired_on)
+
+
+NOTES = [N("User's cat is called Bartholomew", "2026-01"), N("User prefers tea over coffee", "2025-12")]
 
 
 def test_parse_ignores_non_bullets_and_accepts_undated_bullets() -> None:
@@ -32,9 +38,9 @@ def test_parse_ignores_non_bullets_and_accepts_undated_bullets() -> None:
         "# Memory\n\nsome prose\n- [2026-01] fact one\n  continuation line\n* undated fact\n-\n"
         "- [2025-02-14] day date\n"
     )
-    assert parse_notes(body) == [Note("fact one", "2026-01"), Note("undated fact", ""), Note("day date", "2025-02")]
-    assert format_note(Note("x", "2026-01")) == "- [2026-01] x"
-    assert format_note(Note("x", "2026-01", "2026-03-02")) == "- [2026-01 retired 2026-03-02] x"
+    assert parse_notes(body) == [N("fact one", "2026-01"), N("undated fact", ""), N("day date", "2025-02")]
+    assert format_note(N("x", "2026-01")) == "- [2026-01] x"
+    assert format_note(N("x", "2026-01", "2026-03-02")) == "- [2026-01 retired 2026-03-02] x"
 
 
 @pytest.mark.parametrize(
@@ -70,10 +76,10 @@ def test_file_store_round_trip_and_corrupt_file_left_untouched(tmp_path: Path) -
 
 def test_file_store_retire_restore_search(tmp_path: Path) -> None:
     store = FileNotesStore(tmp_path)
-    store.save([*NOTES, Note("User's graphics card is a GTX 1080", "2024-03")])
-    store.retire([Note("User's graphics card is a GTX 1080")], "2026-02-10")
+    store.save([*NOTES, N("User's graphics card is a GTX 1080", "2024-03")])
+    store.retire([N("User's graphics card is a GTX 1080")], "2026-02-10")
     assert [n.text for n in store.load()] == [n.text for n in NOTES]
-    assert store.retired() == [Note("User's graphics card is a GTX 1080", "2024-03", "2026-02-10")]
+    assert store.retired() == [N("User's graphics card is a GTX 1080", "2024-03", "2026-02-10")]
     assert "- [2024-03 retired 2026-02-10] User's graphics card" in (tmp_path / "RETIRED.md").read_text()
     found = store.search(query_terms("which graphics card did I have"), 3)
     assert found and found[0].text.startswith("User's graphics card")
@@ -90,17 +96,17 @@ def test_sqlite_store(tmp_path: Path) -> None:
         store.save(NOTES)
         assert store.version() != v0
         assert store.load() == NOTES
-        store.save([NOTES[1], Note("猫の名前はタマです", "2026-02")])
-        assert store.load() == [NOTES[1], Note("猫の名前はタマです", "2026-02")]
+        store.save([NOTES[1], N("猫の名前はタマです", "2026-02")])
+        assert store.load() == [NOTES[1], N("猫の名前はタマです", "2026-02")]
         assert store.search(query_terms("タマ"), 5)[0].text == "猫の名前はタマです"
         store.retire([NOTES[1]], "2026-03-01")
-        assert store.retired() == [Note(NOTES[1].text, "2025-12", "2026-03-01")]
+        assert store.retired() == [N(NOTES[1].text, "2025-12", "2026-03-01")]
         assert store.search(query_terms("tea"), 5)[0].retired_on == "2026-03-01"
         assert store.search(query_terms("tea"), 5, include_retired=False) == []
         assert store.count() == (1, 1)
         store.restore([NOTES[1]])
         assert store.load()[-1].text == NOTES[1].text and store.retired() == []
-        store.save([Note(f"fact number {i}", "2026-01") for i in range(2000)])  # no cap
+        store.save([N(f"fact number {i}", "2026-01") for i in range(2000)])  # no cap
         assert len(store.load()) == 2000
     finally:
         store.close()
@@ -124,8 +130,8 @@ def test_sqlite_sees_another_connections_writes(tmp_path: Path) -> None:
 
 def test_move_notes_loses_nothing(tmp_path: Path) -> None:
     file_store = FileNotesStore(tmp_path / "f")
-    file_store.save([*NOTES, Note("old phone was a Nokia", "2020-01")])
-    file_store.retire([Note("old phone was a Nokia")], "2025-01-01")
+    file_store.save([*NOTES, N("old phone was a Nokia", "2020-01")])
+    file_store.retire([N("old phone was a Nokia")], "2025-01-01")
     sql = SQLiteNotesStore(tmp_path / "notes.db")
     try:
         assert move_notes(file_store, sql) == 3
@@ -144,7 +150,7 @@ def test_file_store_concurrent_transactions_do_not_lose_updates(tmp_path: Path) 
     def add(store: FileNotesStore, prefix: str) -> None:
         for i in range(25):
             with store.transaction():
-                store.save([*store.load(), Note(f"{prefix} fact {i}", "2026-01")])
+                store.save([*store.load(), N(f"{prefix} fact {i}", "2026-01")])
 
     threads = [threading.Thread(target=add, args=(s, f"t{n}")) for n, s in enumerate(stores)]
     for t in threads:
@@ -156,9 +162,9 @@ def test_file_store_concurrent_transactions_do_not_lose_updates(tmp_path: Path) 
 
 CHILD = r"""
 import sys
-from ovos_memory_plugins.storage.notes_store import FileNotesStore, Note
+from ovos_memory_plugins.storage.notes_store import FileNotesStore, make_note as N
 store = FileNotesStore(sys.argv[1])
-versions = [[Note(f"version {v} fact {i} " + "x" * 80, "2026-01") for i in range(3000)] for v in "AB"]
+versions = [[N(f"version {v} fact {i} " + "x" * 80, "2026-01") for i in range(3000)] for v in "AB"]
 print("ready", flush=True)
 n = 0
 while True:
@@ -169,7 +175,7 @@ while True:
 
 def test_sigkill_during_saves_leaves_old_or_new_never_torn(tmp_path: Path) -> None:
     store = FileNotesStore(tmp_path)
-    expected = {v: [Note(f"version {v} fact {i} " + "x" * 80, "2026-01") for i in range(3000)] for v in "AB"}
+    expected = {v: [N(f"version {v} fact {i} " + "x" * 80, "2026-01") for i in range(3000)] for v in "AB"}
     store.save(expected["A"])
     env = dict(os.environ)
     for round_ in range(12):

@@ -201,7 +201,7 @@ def test_remember_recall_in_a_later_session_and_after_a_restart(tmp_path: Path, 
         assert json.dumps(fact, ensure_ascii=False) in context
         assert "You just saved this note" in context
         [note] = mem.notes()
-        assert note.text == fact and note.session_id == "kitchen" and note.lang == lang
+        assert note.text == fact and note.session_id == "kitchen" and mem.store_db.notes()[0].lang == lang
         later = system_text(mem.build_conversation_context("hello", "satellite"))
         assert json.dumps(fact, ensure_ascii=False) in later and "You just saved" not in later
     with make(tmp_path) as mem:  # a restart: a new instance on the same root
@@ -293,7 +293,10 @@ def test_replayed_ask_is_acted_on_once(tmp_path: Path) -> None:
         assert [n.text for n in mem.notes()] == ["the boiler code is 9999 since March"]
         # the host calling twice, or a replay: the second call must not delete the other note
         second = mem.build_conversation_context("forget that the boiler code is 4471", "s")
-        assert [m.content for m in second] == [m.content for m in first]
+        assert "you deleted the note" in system_text(first)
+        # the replay record keeps no words of the deleted note: its answer only says it was done
+        assert "already acted on this request to forget" in system_text(second)
+        assert second[-1].content == first[-1].content
         assert [n.text for n in mem.notes()] == ["the boiler code is 9999 since March"]
         # recording the exchange adds no note (exchanges are history, not notes)
         mem.update_history(exchange("remember that the cat is grey", "noted"), "s")
@@ -379,16 +382,20 @@ def test_what_do_you_remember_about_a_topic(tmp_path: Path) -> None:
 
 def test_public_verbs(tmp_path: Path) -> None:
     with make(tmp_path) as mem:
-        a = mem.remember("  my bike is red.  ", "s1")
-        assert a == mem.remember("My bike is red", "s2")  # one note for one fact (global scope)
-        b = mem.remember("my car is blue", "s2")
+        first = mem.remember("  my bike is red.  ", "s1")
+        assert first.status == "added" and first.note is not None
+        again = mem.remember("My bike is red", "s2")  # one note for one fact (global scope)
+        assert again.status == "duplicate" and again.note is not None and again.note.id == first.note.id
+        second = mem.remember("my car is blue", "s2")
+        assert second.note is not None
+        a, b = first.note.id, second.note.id
         assert [n.id for n in mem.notes()] == [a, b]
-        assert mem.forget("vehicle").status == "none"
-        assert mem.forget("my").status == "none"  # a stop word alone matches nothing
+        assert mem.forget("vehicle").status == "not_found"
+        assert mem.forget("my").status == "not_found"  # a stop word alone matches nothing
         result = mem.forget("the car")
-        assert result.status == "deleted" and result.deleted is not None and result.deleted.id == b
-        with pytest.raises(ValueError):
-            mem.remember("  ...  ")
+        assert result.status == "forgotten" and result.note is not None and result.note.id == b
+        for junk in ("  ...  ", None, 42, b"bytes"):
+            assert mem.remember(junk, "s").status == "refused"  # type: ignore[arg-type]
         assert mem.stats()["notes"] == 1
 
 
@@ -581,7 +588,7 @@ def test_replay_guard_survives_a_restart_and_a_deleted_note_comes_back(tmp_path:
         mem.build_conversation_context("forget that the boiler code is 4471", "s")
     with make(tmp_path) as mem:
         context = system_text(mem.build_conversation_context("forget that the boiler code is 4471", "s"))
-        assert "you deleted the note" in context  # the first answer, not a second deletion
+        assert "already acted on this request to forget" in context  # not a second deletion
         assert [n.text for n in mem.notes()] == ["the boiler code is 9999 since March"]
         mem.build_conversation_context("remember that the gate code is 1234", "s")
         [gate] = [n for n in mem.notes() if "gate" in n.text]

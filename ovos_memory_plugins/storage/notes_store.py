@@ -1,12 +1,15 @@
 """Where durable notes live: ``MEMORY.md`` (human-editable) or a SQLite table with retired facts.
 
-A note is one fact with the month it was learned (:class:`Note`). Stores only load and save
-lists of notes and keep retired ones; normalisation, dedup and the prompt budget are the
-plugin's business (:mod:`ovos_memory_plugins.notes`).
+A note is one fact with the month it was learned and the session it was learned in
+(:class:`~ovos_memory_plugins.protocols.Note`, whose id is derived from its words). Stores only
+load and save lists of notes, keep retired ones and forget for real; normalisation, dedup and
+the prompt budget are the plugin's business (:mod:`ovos_memory_plugins.notes`).
 
 Both stores implement :class:`NotesStore`:
 
-* :class:`FileNotesStore`: ``<root>/MEMORY.md``, one ``- [YYYY-MM] fact`` line per note.
+* :class:`FileNotesStore`: ``<root>/MEMORY.md``, one ``- [YYYY-MM] fact`` line per note; the
+  session each note was learned in is kept beside it in ``<root>/.MEMORY.sessions.json`` (note
+  id -> session id, no words), so the file stays plain for people to edit.
   Lines that are not bullets (headings, blank lines, comments) are ignored on load; a bullet
   without a date is a note with an unknown date. A bullet whose leading ``[...]`` is not a
   ``YYYY-MM`` (or ``YYYY-MM-DD``) date, or a file that is not UTF-8, cannot be parsed:
@@ -16,7 +19,9 @@ Both stores implement :class:`NotesStore`:
   Retired notes go to ``<root>/RETIRED.md`` as ``- [YYYY-MM retired YYYY-MM-DD] fact``.
 * :class:`SQLiteNotesStore`: ``<root>/notes.db``; no cap; retired notes keep their dates and
   can be restored; full-text search over active and retired notes (FTS5 over
-  :func:`~ovos_memory_plugins.text.tokenize` terms, so CJK text is searchable).
+  :func:`~ovos_memory_plugins.text.tokenize` terms, so CJK text is searchable). Every
+  connection runs with ``secure_delete``; after a note is deleted the full-text index is
+  rebuilt and the WAL truncated, so no forgotten word is left in any file.
 
 :func:`move_notes` copies every note, active and retired, from one store to another.
 """
@@ -24,18 +29,20 @@ Both stores implement :class:`NotesStore`:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import CorruptFileError, StorageError
+from ovos_memory_plugins.protocols import Note, note_id
 from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase
 
 try:  # POSIX advisory locks keep two processes from interleaving read-modify-write cycles
@@ -50,8 +57,11 @@ __all__ = [
     "NotesStore",
     "SQLiteNotesStore",
     "format_note",
+    "make_note",
     "move_notes",
     "parse_notes",
+    "prompt_line",
+    "truncate_wal",
 ]
 
 FILE_HEADER = (
@@ -69,26 +79,21 @@ _RETIRED_DATE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Note:
-    """One durable fact.
+def make_note(text: str, date: str = "", *, session_id: str = "", retired_on: str | None = None) -> Note:
+    """A :class:`Note` whose id is derived from ``text``."""
+    return Note(id=note_id(text), text=text, date=date, session_id=session_id, retired_on=retired_on)
 
-    Attributes:
-        text: the fact, one line.
-        date: the month it was learned, ``YYYY-MM`` ("" when unknown).
-        retired_on: the day it stopped being true, ``YYYY-MM-DD``; None while it is active.
-    """
 
-    text: str
-    date: str = ""
-    retired_on: str | None = None
+def prompt_line(note: Note) -> str:
+    """The line a note is shown as in a prompt: ``- [YYYY-MM] fact`` (no session, no retirement)."""
+    return f"- [{note.date}] {note.text}" if note.date else f"- {note.text}"
 
 
 def format_note(note: Note) -> str:
     """The ``MEMORY.md`` line of a note (``RETIRED.md`` form when it is retired)."""
     if note.retired_on:
         return f"- [{note.date + ' ' if note.date else ''}retired {note.retired_on}] {note.text}"
-    return f"- [{note.date}] {note.text}" if note.date else f"- {note.text}"
+    return prompt_line(note)
 
 
 def parse_notes(body: str, *, source: str = "<text>", retired: bool = False) -> list[Note]:
@@ -123,7 +128,7 @@ def parse_notes(body: str, *, source: str = "<text>", retired: bool = False) -> 
             continue
         if retired and retired_on is None:
             retired_on = ""
-        notes.append(Note(text=content, date=date, retired_on=retired_on))
+        notes.append(make_note(content, date, retired_on=retired_on))
     return notes
 
 
@@ -190,8 +195,16 @@ class NotesStore(Protocol):
         """Notes sharing any of ``query_terms`` (index terms), best first."""
         ...
 
+    def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
+        """Delete, for real, every note (active or retired) ``predicate`` picks; return them."""
+        ...
+
     def version(self) -> Hashable:
         """A value that changes whenever the stored notes may have changed (cheap to compute)."""
+        ...
+
+    def checkpoint(self) -> None:
+        """After a removal made inside a transaction: drop the copies a journal still holds."""
         ...
 
     def transaction(self) -> contextlib.AbstractContextManager[object]:
@@ -225,6 +238,7 @@ class FileNotesStore:
         self.root = Path(root)
         self.path = self.root / filename
         self.retired_path = self.root / "RETIRED.md"
+        self.sessions_path = self.root / ("." + Path(filename).stem + ".sessions.json")
         self._lock_path = self.root / ("." + filename + ".lock")
         self._thread_lock = threading.RLock()
         self._depth = 0
@@ -237,7 +251,39 @@ class FileNotesStore:
             return []
         except OSError as exc:
             raise StorageError(f"cannot read {path}: {exc}") from exc
-        return parse_notes(_decode(data, str(path)), source=str(path), retired=retired)
+        notes = parse_notes(_decode(data, str(path)), source=str(path), retired=retired)
+        sessions = self._sessions()
+        return [replace(n, session_id=sessions[n.id]) if n.id in sessions else n for n in notes]
+
+    def _sessions(self) -> dict[str, str]:
+        """Note id -> the session it was learned in (an unreadable file counts as empty)."""
+        try:
+            data = json.loads(self.sessions_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def _keep_sessions(self, learned: Sequence[Note] = ()) -> None:
+        """Rewrite the sessions file: the sessions of ``learned`` added, ids no longer in either
+        file dropped (an empty map removes the file)."""
+        sessions = self._sessions()
+        sessions.update({n.id: n.session_id for n in learned if n.session_id})
+        present = {
+            n.id for n in parse_notes(self._text(self.path)) + parse_notes(self._text(self.retired_path), retired=True)
+        }
+        kept = {k: v for k, v in sessions.items() if k in present}
+        if not kept:
+            with contextlib.suppress(FileNotFoundError):
+                self.sessions_path.unlink()
+        elif kept != self._sessions():
+            atomic_write(self.sessions_path, json.dumps(kept, ensure_ascii=False, sort_keys=True))
+
+    @staticmethod
+    def _text(path: Path) -> str:
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     def load(self) -> list[Note]:
         """The notes in ``MEMORY.md`` (none when it does not exist)."""
@@ -252,6 +298,7 @@ class FileNotesStore:
         with self.transaction():
             self.check()
             atomic_write(self.path, render_notes([replace(n, retired_on=None) for n in notes]))
+            self._keep_sessions(notes)
 
     def retired(self) -> list[Note]:
         """The notes in ``RETIRED.md``."""
@@ -290,6 +337,28 @@ class FileNotesStore:
         """Notes sharing the most query terms, best first (a plain term-overlap count)."""
         notes = self.load() + (self.retired() if include_retired else [])
         return _term_overlap_search(notes, query_terms, top_k)
+
+    def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
+        """Rewrite ``MEMORY.md`` and ``RETIRED.md`` without the notes ``predicate`` picks (an
+        emptied ``RETIRED.md`` is deleted); return the removed notes."""
+        with self.transaction():
+            active = self.load()
+            old = self.retired()
+            gone_active = [n for n in active if predicate(n)]
+            gone_retired = [n for n in old if predicate(n)]
+            if gone_active:
+                self.check()
+                atomic_write(self.path, render_notes([n for n in active if not predicate(n)]))
+            if gone_retired:
+                kept = [n for n in old if not predicate(n)]
+                if kept:
+                    atomic_write(self.retired_path, render_notes(kept, RETIRED_HEADER))
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        self.retired_path.unlink()
+            if gone_active or gone_retired:
+                self._keep_sessions()
+        return [*gone_active, *gone_retired]
 
     def version(self) -> Hashable:
         """The file's modification time, size and inode (None when absent)."""
@@ -336,13 +405,17 @@ class FileNotesStore:
                         removed += 1
         return removed
 
+    def checkpoint(self) -> None:
+        """Nothing to do: every write replaces the whole file."""
+
     def close(self) -> None:
         """Nothing to release (files are opened per call)."""
 
 
 def _notes_v1(conn: sqlite3.Connection) -> None:
+    # IF NOT EXISTS throughout: a schema another process created first is not an error
     conn.execute(
-        "CREATE TABLE notes ("
+        "CREATE TABLE IF NOT EXISTS notes ("
         " id INTEGER PRIMARY KEY,"
         " position INTEGER NOT NULL,"
         " text TEXT NOT NULL,"
@@ -351,25 +424,54 @@ def _notes_v1(conn: sqlite3.Connection) -> None:
         " created_at REAL NOT NULL,"
         " terms TEXT NOT NULL DEFAULT '')"
     )
-    conn.execute("CREATE INDEX notes_active ON notes (retired_on, position)")
+    conn.execute("CREATE INDEX IF NOT EXISTS notes_active ON notes (retired_on, position)")
     if fts5_available():
-        conn.execute("CREATE VIRTUAL TABLE notes_fts USING fts5(terms, content='notes', content_rowid='id')")
         conn.execute(
-            "CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(terms, content='notes', content_rowid='id')"
+        )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS notes_ai AFTER INSERT ON notes BEGIN"
             " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
         )
         conn.execute(
-            "CREATE TRIGGER notes_ad AFTER DELETE ON notes BEGIN"
+            "CREATE TRIGGER IF NOT EXISTS notes_ad AFTER DELETE ON notes BEGIN"
             " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms); END"
         )
         conn.execute(
-            "CREATE TRIGGER notes_au AFTER UPDATE OF terms ON notes BEGIN"
+            "CREATE TRIGGER IF NOT EXISTS notes_au AFTER UPDATE OF terms ON notes BEGIN"
             " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms);"
             " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
         )
 
 
-NOTES_MIGRATIONS = [Migration("0001_notes", _notes_v1)]
+def _notes_v2(conn: sqlite3.Connection) -> None:
+    """Notes carry the session they were learned in (``forget_session`` removes them)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(notes)")}
+    if "session_id" not in columns:
+        conn.execute("ALTER TABLE notes ADD COLUMN session_id TEXT NOT NULL DEFAULT ''")
+
+
+NOTES_MIGRATIONS = [Migration("0001_notes", _notes_v1), Migration("0002_note_sessions", _notes_v2)]
+
+
+def truncate_wal(db: Database) -> bool:
+    """Copy ``db``'s WAL into the database file and truncate it (old page images in a WAL hold
+    deleted words). Only outside a transaction, waiting at most 0.2 s for other processes'
+    readers; return whether it was done (an in-memory database needs nothing)."""
+    if db.path == ":memory:":
+        return True
+    with db.lock:
+        if db.conn.in_transaction:
+            return False
+        try:
+            db.conn.execute("PRAGMA busy_timeout = 200")
+            row = db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return row is not None and not row[0]
+        except sqlite3.Error:
+            return False
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                db.conn.execute(f"PRAGMA busy_timeout = {int(db.busy_timeout_ms)}")
 
 
 class SQLiteNotesStore:
@@ -392,6 +494,9 @@ class SQLiteNotesStore:
             raise
         self._fts = self.db.table_exists("notes_fts")
         self._writes = 0
+        self._wal_dirty = False
+        with contextlib.suppress(sqlite3.Error, StorageError):  # deleted notes leave zeroes, not words
+            self.db.execute("PRAGMA secure_delete = ON")
 
     @staticmethod
     def _terms(text: str) -> str:
@@ -401,12 +506,43 @@ class SQLiteNotesStore:
 
     @staticmethod
     def _note(row: sqlite3.Row) -> Note:
-        return Note(text=row["text"], date=row["date"], retired_on=row["retired_on"])
+        return make_note(row["text"], row["date"], session_id=row["session_id"], retired_on=row["retired_on"])
 
     def load(self) -> list[Note]:
         """The active notes, in order."""
-        rows = self.db.query("SELECT text, date, retired_on FROM notes WHERE retired_on IS NULL ORDER BY position, id")
+        rows = self.db.query(
+            "SELECT text, date, retired_on, session_id FROM notes WHERE retired_on IS NULL ORDER BY position, id"
+        )
         return [self._note(r) for r in rows]
+
+    def _scrub(self, conn: sqlite3.Connection) -> None:
+        """After deletions: rebuild the full-text index, so its shadow tables keep no deleted term."""
+        if self._fts:
+            conn.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')")
+
+    def _truncate_wal(self) -> None:
+        """Truncate the WAL now, or on the next write or :meth:`close` when it cannot be done now."""
+        self._wal_dirty = not truncate_wal(self.db)
+
+    def checkpoint(self) -> None:
+        """Truncate a WAL still holding deleted notes (a removal inside a transaction defers it)."""
+        if self._wal_dirty:
+            self._truncate_wal()
+
+    def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
+        """Delete every note (active or retired) ``predicate`` picks, scrub the full-text index
+        and the WAL; return the removed notes."""
+        with self.db.atomic() as conn:
+            rows = conn.execute("SELECT id, text, date, retired_on, session_id FROM notes ORDER BY id").fetchall()
+            gone = [(int(r["id"]), self._note(r)) for r in rows]
+            gone = [(i, n) for i, n in gone if predicate(n)]
+            if gone:
+                conn.executemany("DELETE FROM notes WHERE id = ?", [(i,) for i, _ in gone])
+                self._scrub(conn)
+            self._writes += 1
+        if gone or self._wal_dirty:
+            self._truncate_wal()
+        return [n for _, n in gone]
 
     def save(self, notes: Sequence[Note]) -> None:
         """Replace the active notes: unchanged texts keep their rows, others are inserted or deleted."""
@@ -419,18 +555,25 @@ class SQLiteNotesStore:
             for position, note in enumerate(notes):
                 row_id = existing.get(note.text)
                 if row_id is not None and row_id not in keep:
-                    conn.execute("UPDATE notes SET position = ?, date = ? WHERE id = ?", (position, note.date, row_id))
+                    conn.execute(
+                        "UPDATE notes SET position = ?, date = ?, session_id = ? WHERE id = ?",
+                        (position, note.date, note.session_id, row_id),
+                    )
                     keep.add(row_id)
                 else:
                     cur = conn.execute(
-                        "INSERT INTO notes (position, text, date, retired_on, created_at, terms)"
-                        " VALUES (?, ?, ?, NULL, ?, ?)",
-                        (position, note.text, note.date, now, self._terms(note.text)),
+                        "INSERT INTO notes (position, text, date, retired_on, created_at, terms, session_id)"
+                        " VALUES (?, ?, ?, NULL, ?, ?, ?)",
+                        (position, note.text, note.date, now, self._terms(note.text), note.session_id),
                     )
                     keep.add(int(cur.lastrowid or 0))
             gone = [(i,) for i in existing.values() if i not in keep]
             conn.executemany("DELETE FROM notes WHERE id = ?", gone)
+            if gone:
+                self._scrub(conn)
             self._writes += 1
+        if gone or self._wal_dirty:
+            self._truncate_wal()
 
     def retire(self, notes: Sequence[Note], when: str) -> None:
         """Mark these active notes retired on ``when``."""
@@ -443,7 +586,7 @@ class SQLiteNotesStore:
     def retired(self) -> list[Note]:
         """The retired notes, oldest retirement first."""
         rows = self.db.query(
-            "SELECT text, date, retired_on FROM notes WHERE retired_on IS NOT NULL ORDER BY retired_on, id"
+            "SELECT text, date, retired_on, session_id FROM notes WHERE retired_on IS NOT NULL ORDER BY retired_on, id"
         )
         return [self._note(r) for r in rows]
 
@@ -470,8 +613,9 @@ class SQLiteNotesStore:
         now = time.time()
         with self.db.atomic() as conn:
             conn.executemany(
-                "INSERT INTO notes (position, text, date, retired_on, created_at, terms) VALUES (0, ?, ?, ?, ?, ?)",
-                [(n.text, n.date, n.retired_on or "", now, self._terms(n.text)) for n in notes],
+                "INSERT INTO notes (position, text, date, retired_on, created_at, terms, session_id)"
+                " VALUES (0, ?, ?, ?, ?, ?, ?)",
+                [(n.text, n.date, n.retired_on or "", now, self._terms(n.text), n.session_id) for n in notes],
             )
             self._writes += 1
 
@@ -486,7 +630,7 @@ class SQLiteNotesStore:
         match = " OR ".join(quote_fts_phrase(t) for t in terms)
         where = "" if include_retired else " AND n.retired_on IS NULL"
         rows = self.db.query(
-            "SELECT n.text, n.date, n.retired_on FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
+            "SELECT n.text, n.date, n.retired_on, n.session_id FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
             f" WHERE notes_fts MATCH ?{where} ORDER BY bm25(notes_fts), n.id LIMIT ?",
             (match, int(top_k)),
         )
@@ -507,7 +651,10 @@ class SQLiteNotesStore:
         return counts.get(True, 0), counts.get(False, 0)
 
     def close(self) -> None:
-        """Close the database when this store opened it."""
+        """Close the database when this store opened it (truncating a WAL that holds deleted notes)."""
+        if self._wal_dirty:
+            with contextlib.suppress(StorageError, sqlite3.Error):
+                self._truncate_wal()
         if self._owns_db:
             self.db.close()
 
@@ -532,6 +679,7 @@ def move_notes(source: NotesStore, target: NotesStore) -> int:
                 target.add_retired(new_retired)
             elif isinstance(target, FileNotesStore):
                 atomic_write(target.retired_path, render_notes([*target.retired(), *new_retired], RETIRED_HEADER))
+                target._keep_sessions(new_retired)
             else:
                 raise StorageError(f"cannot move retired notes into {type(target).__name__}")
     return len(new_active) + len(new_retired)

@@ -1,0 +1,164 @@
+"""The composite as an AgentContextManager of its own: its members' capabilities are its own
+(notes verbs, document listing, forgetting), through the real ``ovos-memory`` command; a member
+that hangs costs one deadline once, never every turn, and ``close()`` returns within a second;
+one bad ``members`` entry drops only itself."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ovos_plugin_manager.templates.agents import AgentContextManager
+
+from ovos_memory_plugins.base import BaseRetrievalMemory
+from ovos_memory_plugins.cli import main
+from ovos_memory_plugins.composite import CompositeMemory
+from ovos_memory_plugins.protocols import DocumentLister, NotesKeeper
+from ovos_memory_plugins.testing import InMemoryMemory, exchange
+
+COMPOSITE = "ovos-memory-plugin-composite"
+MEMBERS = [
+    {"module": "ovos-memory-plugin-lexical"},
+    {"module": "ovos-memory-plugin-notes", "config": {"archive": None, "auto_curate": False}},
+    {"module": "ovos-memory-plugin-sticky"},
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def persona(root: Path, members: list[dict[str, Any]] | None = None) -> list[str]:
+    return ["--module", COMPOSITE, "--root", str(root), "--config", json.dumps({"members": members or MEMBERS})]
+
+
+def test_the_composite_is_not_a_base_subclass_but_an_agent_context_manager(tmp_path: Path) -> None:
+    with CompositeMemory({"root": str(tmp_path), "members": MEMBERS}) as mem:
+        assert isinstance(mem, AgentContextManager) and not isinstance(mem, BaseRetrievalMemory)
+        assert isinstance(mem, NotesKeeper) and isinstance(mem, DocumentLister)
+        assert mem.notes_keeper() is mem.members["notes"]
+        assert callable(mem.notes_body) and callable(mem.replace_notes) and callable(mem.notes_version)
+    with CompositeMemory({"root": str(tmp_path / "plain"), "members": [MEMBERS[0]]}) as plain:
+        assert not isinstance(plain, NotesKeeper)  # a capability no member has is not the composite's
+        assert not hasattr(plain, "remember") and not hasattr(plain, "notes_body")
+
+
+def test_ovos_memory_commands_on_a_composite_persona(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t = persona(tmp_path)
+    code, out, err = run(capsys, "remember", *t, "my locker code is 4417")
+    assert code == 0 and "remembered: my locker code is 4417" in out, err
+    assert run(capsys, "remember", *t, "my cat is called Tom")[0] == 0
+    code, out, _ = run(capsys, "notes", *t)
+    assert code == 0 and "] my locker code is 4417" in out and "] my cat is called Tom" in out
+    code, out, _ = run(capsys, "forget", *t, "--match", "locker code 4417")
+    assert code == 0 and "forgot: my locker code is 4417" in out
+    code, out, _ = run(capsys, "notes", *t)
+    assert "4417" not in out and "my cat is called Tom" in out
+    doc = tmp_path / "doc.txt"
+    doc.write_text("The red bicycle is kept in the garden shed.\n", encoding="utf-8")
+    code, out, err = run(capsys, "ingest", *t, str(doc))
+    assert code == 0, err
+    code, out, _ = run(capsys, "--json", "search", *t, "bicycle shed")
+    assert code == 0 and "garden shed" in out
+    # the member answers exactly as the composite did
+    member = ["--module", "notes", "--root", str(tmp_path / "notes"), "--config", json.dumps({"archive": None})]
+    assert run(capsys, "notes", *member)[1] == run(capsys, "notes", *t)[1]
+
+
+def test_notes_verbs_and_forgetting_through_the_composite(tmp_path: Path) -> None:
+    with CompositeMemory({"root": str(tmp_path), "members": MEMBERS}) as mem:
+        assert mem.remember("Ana's PIN is echidna12", session_id="ana").status == "added"
+        mem.build_conversation_context("remember that the gate code is wombat9", "bob")
+        mem.update_history(exchange("the wifi password is quoll7", "noted"), "ana")
+        assert "echidna12" in mem.notes_body()
+        assert any("wombat9" in n.text for n in mem.members["sticky"].list_notes())
+        assert mem.forget_session("ana") >= 1
+        assert "echidna12" not in mem.notes_body()
+        assert mem.search("wifi password quoll7") == []
+        mem.forget_all()
+        assert mem.members["sticky"].list_notes() == []
+        assert mem.iter_documents is not None and list(mem.iter_documents()) == []
+    found = [p for p in tmp_path.rglob("*") if p.is_file() and b"echidna12" in p.read_bytes()]
+    assert found == []
+
+
+class HungMember(InMemoryMemory):
+    """A member whose writes and reads block until released (a member stuck on a dead server)."""
+
+    release = threading.Event()
+
+    def update_history(self, new_messages: list[Any], session_id: str) -> None:
+        self.release.wait(30)
+        super().update_history(new_messages, session_id)
+
+    def search(self, query: str, session_id: str | None = None, top_k: int | None = None) -> list[Any]:
+        self.release.wait(30)
+        return super().search(query, session_id=session_id, top_k=top_k)
+
+
+@pytest.fixture
+def hung(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[HungMember]]:
+    import ovos_memory_plugins.composite as composite
+
+    real = composite._load_member_class
+    monkeypatch.setattr(
+        composite, "_load_member_class", lambda module: HungMember if module == "hung-member" else real(module)
+    )
+    HungMember.release.clear()
+    yield HungMember
+    HungMember.release.set()
+
+
+def test_a_hung_member_costs_one_deadline_once_and_close_returns_within_a_second(
+    tmp_path: Path, hung: type[HungMember]
+) -> None:
+    members = [{"module": "ovos-memory-plugin-lexical"}, {"module": "hung-member"}]
+    cfg = {"root": str(tmp_path), "members": members, "write_timeout_ms": 300, "member_timeout_ms": 300}
+    mem = CompositeMemory(cfg)
+    assert list(mem.members) == ["lexical", "hung-member"]
+    costs = []
+    for i in range(5):
+        start = time.monotonic()
+        mem.update_history(exchange(f"question {i} about the platypus", f"answer {i}"), "s")
+        costs.append(time.monotonic() - start)
+    assert costs[0] < 0.3 + 0.25  # one write deadline
+    assert max(costs[1:]) < 0.1  # then the hung member is not waited for again
+    start = time.monotonic()
+    messages = mem.build_conversation_context("platypus", "s")
+    first_turn = time.monotonic() - start
+    start = time.monotonic()
+    mem.build_conversation_context("platypus again", "s")
+    second_turn = time.monotonic() - start
+    assert first_turn < 0.3 + 0.3 and second_turn < 0.15
+    assert messages[-1].content == "platypus"
+    assert len(mem.members["lexical"].search("platypus")) >= 1  # the healthy member recorded every turn
+    start = time.monotonic()
+    mem.close()
+    assert time.monotonic() - start < 1.0
+
+
+def test_one_non_object_members_entry_drops_only_itself(tmp_path: Path) -> None:
+    members: list[Any] = ["ovos-memory-plugin-lexical", {"module": "ovos-memory-plugin-sticky"}, 7]
+    with CompositeMemory({"root": str(tmp_path), "members": members}) as mem:
+        assert list(mem.members) == ["sticky"]
+        assert sum("members[" in p for p in mem.config_problems) == 2
+
+
+def test_sticky_is_kept_out_of_fused_recall_by_its_declaration(tmp_path: Path) -> None:
+    from ovos_memory_plugins.sticky import StickyMemory
+
+    assert StickyMemory.composite_recall is False
+    with CompositeMemory({"root": str(tmp_path), "members": MEMBERS}) as mem:
+        mem.members["sticky"].remember("my bike is the red one", "s")
+        assert mem.search("bike red") == []  # its block shows it; search does not repeat it
+        renamed = [{"module": "ovos-memory-plugin-sticky", "name": "anything", "recall": True}]
+    with CompositeMemory({"root": str(tmp_path / "r"), "members": renamed}) as forced:
+        forced.members["anything"].remember("my bike is the red one", "s")
+        assert forced.search("bike red")  # the member block can override the declaration
