@@ -18,8 +18,9 @@ replies come from their own queue, else ``embeddings_handler``, else determinist
 derived from a hash of each input text (:func:`hash_vector`).
 
 Failure modes: :class:`HTTPFailure` (an error status with an OpenAI-style error body),
-:class:`Delay` (wait, then answer: forces client timeouts), :class:`Garbled` (status 200 with a
-body that is not JSON) and :class:`CloseConnection` (the socket is closed without a reply).
+:class:`Delay` (wait, then answer: forces client timeouts), :class:`Trickle` (headers at once,
+then the body a byte at a time: only a total deadline stops it), :class:`Garbled` (status 200
+with a body that is not JSON) and :class:`CloseConnection` (the socket is closed without a reply).
 
 :class:`ScriptedLLM` implements the :class:`~ovos_memory_plugins.llm.ChatLLM` protocol in
 process, for tests that need a model but no HTTP.
@@ -49,6 +50,7 @@ __all__ = [
     "RecordedRequest",
     "ScriptedLLM",
     "ScriptedOpenAIServer",
+    "Trickle",
     "hash_vector",
 ]
 
@@ -67,6 +69,16 @@ class Delay:
 
     seconds: float
     then: Any = ""
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """Answer with ``then``, its status line and headers at once and then the body one byte
+    every ``interval`` seconds (stops when the server stops): a server that is alive but
+    never done, which a per-read timeout does not catch."""
+
+    then: Any = None
+    interval: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -156,7 +168,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             reply = reply.then
-        if isinstance(reply, HTTPFailure):
+        if isinstance(reply, Trickle):
+            self._trickle(json.dumps(build(reply.then)).encode("utf-8"), reply.interval)
+        elif isinstance(reply, HTTPFailure):
             self._send_json(reply.status, {"error": {"message": reply.message, "type": "server_error", "code": None}})
         elif isinstance(reply, Garbled):
             self._send_raw(200, reply.body)
@@ -164,6 +178,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         else:
             self._send_json(200, build(reply))
+
+    def _trickle(self, data: bytes, interval: float) -> None:
+        owner = self.server.owner
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(len(data)):
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+                if owner._stopping.wait(interval):
+                    break
+        except OSError:
+            pass  # the client gave up
+        self.close_connection = True
 
     def _send_json(self, status: int, payload: dict[str, Any]) -> None:
         self._send_raw(status, json.dumps(payload).encode("utf-8"))

@@ -7,7 +7,8 @@ Configured under the key ``llm`` of a backend's config, in one of two forms::
 
 an OpenAI-compatible chat endpoint through the ``openai`` package (``base_url`` and ``api_key``
 fall back to ``OVOS_MEMORY_LLM_BASE_URL`` / ``OVOS_MEMORY_LLM_API_KEY``, then
-``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``), or::
+``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``; ``api_url`` and ``key``, the names OVOS chat plugins
+use, are accepted as aliases of ``base_url`` and ``api_key``), or::
 
     "llm": {"module": "ovos-chat-openai-plugin", "config": {...}, "timeout": 30}
 
@@ -15,19 +16,26 @@ any OVOS chat-engine plugin loaded through OPM by name, so a persona reuses its 
 
 Every client here:
 
-* asks at temperature 0, with every call bounded by ``timeout`` seconds (no retries inside
-  the call: ``max_retries=0`` on the openai client);
+* asks at temperature 0, with every call bounded by ``timeout`` seconds IN TOTAL (the call
+  runs in a worker thread, :class:`~ovos_memory_plugins.guard.CallGuard`, so a server that
+  trickles its reply a byte at a time is cut off at the deadline too; no retries inside the
+  call: ``max_retries=0`` on the openai client);
 * fails open: ``complete`` returns ``None`` and logs, never raises;
 * backs off after a failure: the next ``backoff_s`` seconds (doubling per consecutive failure,
   capped at ``backoff_max_s``) calls return ``None`` at once without touching the endpoint,
   so a dead endpoint is not retried on every turn;
 * counts calls, failures, skipped calls and tokens in ``stats()``.
 
+A block with an unknown key or a bad value is not thrown away: that key alone is dropped
+(its default applies) and the problem is logged with a "did you mean" hint
+(:func:`read_llm_config`); :func:`check_llm_config` reports the same problems for strict checks.
+
 :func:`parse_json_reply` extracts a JSON value from a reply that may be fenced, chatty or cut.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -38,6 +46,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import LLMError
+from ovos_memory_plugins.guard import CallGuard, DeadlineExceeded, ServiceUnavailable
 
 LOG = logging.getLogger(__name__)
 
@@ -54,6 +63,7 @@ __all__ = [
     "llm_stats",
     "make_llm",
     "parse_json_reply",
+    "read_llm_config",
 ]
 
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -63,6 +73,8 @@ DEFAULT_BACKOFF_MAX_S = 300.0
 
 _OPENAI_KEYS = {"base_url", "api_key", "model", "timeout", "max_tokens", "json_mode", "backoff_s", "backoff_max_s"}
 _OPM_KEYS = {"module", "config", "timeout", "backoff_s", "backoff_max_s"}
+#: Other names accepted for keys of the OpenAI form (the names OVOS chat plugins use).
+LLM_KEY_ALIASES = {"api_url": "base_url", "key": "api_key"}
 
 
 @runtime_checkable
@@ -79,10 +91,14 @@ LLMClient = ChatLLM
 
 
 class GuardedLLM:
-    """Timeout accounting, back-off and counters around one raw call; subclasses add the call.
+    """A total deadline, back-off and counters around one raw call; subclasses add the call.
+
+    The deadline and back-off are a :class:`~ovos_memory_plugins.guard.CallGuard`: the raw
+    call runs in a worker thread and is abandoned at ``timeout`` seconds, whatever the
+    server does meanwhile.
 
     Args:
-        timeout: seconds one call may take.
+        timeout: seconds one call may take, in total.
         backoff_s: the pause after a first failure; doubles per consecutive failure.
         backoff_max_s: the longest pause.
         clock: a monotonic clock (a test seam).
@@ -100,16 +116,15 @@ class GuardedLLM:
         self.backoff_s = float(backoff_s)
         self.backoff_max_s = float(backoff_max_s)
         self._clock = clock
+        self._guard = CallGuard(
+            f"language model ({type(self).__name__})",
+            self.timeout,
+            backoff_s=self.backoff_s,
+            backoff_max_s=self.backoff_max_s,
+            clock=clock,
+        )
         self._lock = threading.Lock()
-        self._consecutive_failures = 0
-        self._retry_at = 0.0
-        self._counters = {
-            "calls": 0,
-            "failures": 0,
-            "skipped": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-        }
+        self._tokens = {"prompt_tokens": 0, "completion_tokens": 0}
 
     @staticmethod
     def guard_settings(cfg: Mapping[str, Any]) -> dict[str, float]:
@@ -126,40 +141,38 @@ class GuardedLLM:
 
     def complete(self, messages: list[dict[str, str]], *, json_mode: bool = False) -> str | None:
         """The reply, or None when the call failed, timed out, or the client is backing off."""
-        with self._lock:
-            if self._clock() < self._retry_at:
-                self._counters["skipped"] += 1
-                return None
-            self._counters["calls"] += 1
         try:
-            text, prompt_tokens, completion_tokens = self._call(messages, json_mode)
+            text, prompt_tokens, completion_tokens = self._guard.call(self._call, messages, json_mode)
+        except DeadlineExceeded as exc:
+            LOG.warning("%s; backing off %.1f s", exc, self._guard.retry_in())
+            return None
+        except ServiceUnavailable:
+            return None  # backing off: logged when the failure happened
         except Exception as exc:
-            with self._lock:
-                self._counters["failures"] += 1
-                self._consecutive_failures += 1
-                pause = min(self.backoff_s * 2 ** (self._consecutive_failures - 1), self.backoff_max_s)
-                self._retry_at = self._clock() + pause
-            LOG.warning("%s: the language model call failed (%s); backing off %.1f s", type(self).__name__, exc, pause)
+            LOG.warning(
+                "%s: the language model call failed (%s); backing off %.1f s",
+                type(self).__name__,
+                exc,
+                self._guard.retry_in(),
+            )
             return None
         with self._lock:
-            self._consecutive_failures = 0
-            self._retry_at = 0.0
-            self._counters["prompt_tokens"] += prompt_tokens
-            self._counters["completion_tokens"] += completion_tokens
+            self._tokens["prompt_tokens"] += prompt_tokens
+            self._tokens["completion_tokens"] += completion_tokens
         return text
 
     @property
     def backing_off(self) -> bool:
         """Whether calls are being skipped right now because of recent failures."""
-        with self._lock:
-            return self._clock() < self._retry_at
+        return self._guard.backing_off
 
     def stats(self) -> dict[str, Any]:
-        """Counters: calls made, failures, calls skipped while backing off, tokens."""
+        """Counters: calls made, failures (timeouts among them), calls skipped while backing
+        off, tokens."""
+        out = self._guard.stats()
         with self._lock:
-            out: dict[str, Any] = dict(self._counters)
-            out["backing_off"] = self._clock() < self._retry_at
-            return out
+            out.update(self._tokens)
+        return out
 
 
 class OpenAIChatLLM(GuardedLLM):
@@ -167,10 +180,10 @@ class OpenAIChatLLM(GuardedLLM):
 
     Args:
         config: ``{"base_url", "api_key", "model", "timeout", "max_tokens", "json_mode",
-            "backoff_s", "backoff_max_s"}``; ``base_url`` and ``api_key`` fall back to the
-            environment (see the module docstring). ``json_mode`` (default true) sends
-            ``response_format={"type": "json_object"}`` when a caller asks for JSON; turn it
-            off for servers that reject that field.
+            "backoff_s", "backoff_max_s"}``; ``base_url`` and ``api_key`` (or their aliases
+            ``api_url`` and ``key``) fall back to the environment (see the module docstring).
+            ``json_mode`` (default true) sends ``response_format={"type": "json_object"}``
+            when a caller asks for JSON; turn it off for servers that reject that field.
         client: an ``openai.OpenAI`` instance to use instead of building one (a test seam).
     """
 
@@ -186,10 +199,8 @@ class OpenAIChatLLM(GuardedLLM):
         self.model = str(cfg.get("model") or DEFAULT_MODEL)
         self.max_tokens = cfg.get("max_tokens")
         self.json_mode = bool(cfg.get("json_mode", True))
-        self.base_url = (
-            cfg.get("base_url") or os.environ.get("OVOS_MEMORY_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-        )
-        api_key = cfg.get("api_key") or os.environ.get("OVOS_MEMORY_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        self.base_url = _base_url(cfg)
+        api_key = _api_key(cfg)
         if client is None:
             import openai
 
@@ -235,8 +246,8 @@ class OPMChatLLM(GuardedLLM):
             "backoff_max_s"}``.
         engine: a chat-engine instance to use instead of loading ``module`` (a test seam).
 
-    The plugin's ``continue_chat`` runs in a helper thread so the timeout holds even for a
-    plugin that blocks; a call that times out is abandoned (its thread finishes on its own).
+    The plugin's ``continue_chat`` runs in the guard's worker thread so the timeout holds even
+    for a plugin that blocks; a call that times out is abandoned (its thread finishes on its own).
     """
 
     def __init__(
@@ -265,22 +276,10 @@ class OPMChatLLM(GuardedLLM):
             AgentMessage(role=MessageRole(str(m.get("role", "user")).lower()), content=str(m.get("content", "")))
             for m in messages
         ]
-        box: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                box["reply"] = self.engine.continue_chat(agent_messages, session_id="ovos-memory-plugins")
-            except Exception as exc:
-                box["error"] = exc
-
-        worker = threading.Thread(target=run, name="ovos-memory-llm", daemon=True)
-        worker.start()
-        worker.join(self.timeout)
-        if worker.is_alive():
-            raise LLMError(f"the chat engine {self.module or type(self.engine).__name__} timed out")
-        if "error" in box:
-            raise LLMError(f"the chat engine failed: {box['error']}")
-        reply = box.get("reply")
+        try:
+            reply = self.engine.continue_chat(agent_messages, session_id="ovos-memory-plugins")
+        except Exception as exc:
+            raise LLMError(f"the chat engine failed: {exc}") from exc
         content = getattr(reply, "content", reply)
         if not isinstance(content, str):
             raise LLMError("the chat engine returned no text")
@@ -288,57 +287,96 @@ class OPMChatLLM(GuardedLLM):
         return content, len(prompt.split()), len(content.split())
 
 
+def _base_url(cfg: Mapping[str, Any]) -> str | None:
+    value = cfg.get("base_url") or cfg.get("api_url")
+    return value or os.environ.get("OVOS_MEMORY_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or None
+
+
+def _api_key(cfg: Mapping[str, Any]) -> str | None:
+    value = cfg.get("api_key") or cfg.get("key")
+    return value or os.environ.get("OVOS_MEMORY_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
+
+
+def _hint(key: Any, known: set[str]) -> str:
+    close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'? " if close else ""
+
+
+def read_llm_config(config: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """An ``llm`` block cleaned key by key, and its problems (one line each).
+
+    Aliases become their canonical names (``api_url`` -> ``base_url``, ``key`` -> ``api_key``);
+    an unknown key or a key with a bad value is dropped alone (its default applies) with a
+    line saying so, "did you mean" included. The block is None when it is null, not an
+    object, or names an unusable ``module``.
+    """
+    if config is None:
+        return None, []
+    if not isinstance(config, Mapping):
+        return None, [f"key 'llm': {config!r} is not accepted; expected an object or null"]
+    problems: list[str] = []
+    opm = "module" in config
+    known = _OPM_KEYS if opm else _OPENAI_KEYS
+    aliases = {} if opm else LLM_KEY_ALIASES
+    clean: dict[str, Any] = {}
+    for key, value in config.items():
+        name = aliases.get(key, key) if isinstance(key, str) else key
+        if name not in known:
+            names = known | set(aliases)
+            accepted = ", ".join(sorted(names))
+            problems.append(f"unknown key 'llm.{key}' (ignored); {_hint(key, names)}accepted keys: {accepted}")
+            continue
+        if name != key and name in config and config[name] != value:
+            problems.append(f"key 'llm.{key}' and its alias target 'llm.{name}' disagree; '{name}' is used")
+            continue
+        clean[name] = value
+    if opm and (not isinstance(clean.get("module"), str) or not clean["module"]):
+        problems.append(f"key 'llm.module': {config['module']!r} is not accepted; expected a plugin name")
+        return None, problems
+    for key in ("timeout", "backoff_s", "backoff_max_s"):
+        value = clean.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            problems.append(f"key 'llm.{key}': {value!r} is not accepted (ignored); expected a number > 0")
+            del clean[key]
+    for key in ("base_url", "api_key", "model"):
+        value = clean.get(key)
+        if value is not None and not isinstance(value, str):
+            problems.append(f"key 'llm.{key}': {value!r} is not accepted (ignored); expected a string")
+            del clean[key]
+    if "config" in clean and not isinstance(clean["config"], Mapping):
+        problems.append(f"key 'llm.config': {clean['config']!r} is not accepted (ignored); expected an object")
+        del clean["config"]
+    return clean, problems
+
+
 def check_llm_config(config: Any) -> list[str]:
     """Problems with an ``llm`` block, one line each (empty when it is fine or null)."""
-    if config is None:
-        return []
-    if not isinstance(config, Mapping):
-        return [f"key 'llm': {config!r} is not accepted; expected an object or null"]
-    problems: list[str] = []
-    known = _OPM_KEYS if "module" in config else _OPENAI_KEYS
-    for key in sorted(set(config) - known, key=str):
-        problems.append(f"unknown key 'llm.{key}'; accepted keys: {', '.join(sorted(known))}")
-    if "module" in config and (not isinstance(config["module"], str) or not config["module"]):
-        problems.append(f"key 'llm.module': {config['module']!r} is not accepted; expected a plugin name")
-    for key in ("timeout", "backoff_s", "backoff_max_s"):
-        value = config.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-            problems.append(f"key 'llm.{key}': {value!r} is not accepted; expected a number > 0")
-    for key in ("base_url", "api_key", "model"):
-        value = config.get(key)
-        if value is not None and not isinstance(value, str):
-            problems.append(f"key 'llm.{key}': {value!r} is not accepted; expected a string")
-    if "config" in config and not isinstance(config["config"], Mapping):
-        problems.append(f"key 'llm.config': {config['config']!r} is not accepted; expected an object")
-    return problems
+    return read_llm_config(config)[1]
 
 
 def make_llm(config: Mapping[str, Any] | None) -> ChatLLM | None:
     """The client an ``llm`` block describes, or None when it is null or unusable.
 
-    Never raises: a bad block or a plugin that cannot load is logged and gives None.
+    Never raises: a bad key is logged and dropped alone; a block with nowhere to send calls
+    or a plugin that cannot load is logged and gives None.
     """
-    if config is None:
-        return None
-    problems = check_llm_config(config)
-    if problems:
-        for problem in problems:
-            LOG.error("llm: %s (no language model will be used)", problem)
+    clean, problems = read_llm_config(config)
+    for problem in problems:
+        LOG.warning("llm: %s", problem)
+    if clean is None:
+        if config is not None:
+            LOG.error("llm: the block is unusable; continuing without a language model")
         return None
     try:
-        if config.get("module"):
-            return OPMChatLLM(config)
-        base_url = (
-            config.get("base_url") or os.environ.get("OVOS_MEMORY_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-        )
-        api_key = config.get("api_key") or os.environ.get("OVOS_MEMORY_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        if not base_url and not api_key:
+        if clean.get("module"):
+            return OPMChatLLM(clean)
+        if not _base_url(clean) and not _api_key(clean):
             LOG.error(
-                "llm: no 'base_url' or 'api_key' (nor OVOS_MEMORY_LLM_* / OPENAI_* in the environment); "
-                "continuing without a language model"
+                "llm: no 'base_url'/'api_url' or 'api_key'/'key' (nor OVOS_MEMORY_LLM_* / OPENAI_* in the "
+                "environment); continuing without a language model"
             )
             return None
-        return OpenAIChatLLM(config)
+        return OpenAIChatLLM(clean)
     except Exception as exc:
         LOG.error("llm: cannot set up the language model (%s); continuing without one", exc)
         return None

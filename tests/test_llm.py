@@ -225,3 +225,94 @@ def test_opm_engine_by_name_against_the_fake_server() -> None:
 )
 def test_parse_json_reply(text: str | None, expected: Any) -> None:
     assert parse_json_reply(text) == expected
+
+
+# -- total deadline against hung, trickling and dead servers ---------------------------------
+
+
+@pytest.mark.parametrize("fault", ["hung", "trickling", "dead"])
+def test_openai_chat_total_deadline_then_milliseconds(fault: str) -> None:
+    from ovos_memory_plugins.fakes import Trickle
+
+    with ScriptedOpenAIServer() as server:
+        server.queue_chat({"hung": Delay(60.0, "late"), "trickling": Trickle("slow words", 0.2), "dead": "x"}[fault])
+        url = f"http://127.0.0.1:{dead_port()}/v1" if fault == "dead" else server.base_url
+        llm = OpenAIChatLLM({"base_url": url, "timeout": 1, "backoff_s": 30})
+        try:
+            start = time.monotonic()
+            assert llm.complete(MSGS) is None
+            assert time.monotonic() - start < 1.6  # a byte every 0.2 s would take ~80 s to finish
+            for _ in range(5):
+                start = time.monotonic()
+                assert llm.complete(MSGS) is None
+                assert time.monotonic() - start < 0.05
+            stats = llm.stats()
+            assert stats["calls"] == 1 and stats["skipped"] == 5 and stats["backing_off"]
+            assert stats["timeouts"] == (0 if fault == "dead" else 1)
+        finally:
+            llm.close()
+        assert len(server.chat_requests) == (0 if fault == "dead" else 1)
+
+
+def test_opm_chat_plugin_against_a_trickling_server_is_cut_at_the_deadline() -> None:
+    """ovos-openai-plugin, loaded by name, whose own HTTP timeout is per read: ours is total."""
+    from ovos_plugin_manager.agents import find_chat_plugins
+
+    from ovos_memory_plugins.fakes import Trickle
+
+    names = [n for n in find_chat_plugins() if "openai" in n.lower()]
+    if not names:
+        pytest.skip("no OpenAI chat-engine plugin installed")
+    with ScriptedOpenAIServer(chat=[Trickle("slow", 0.2)]) as server:
+        llm = make_llm(
+            {
+                "module": names[0],
+                "config": {"api_url": server.base_url, "key": "k", "model": "m", "allow_system_prompts": True},
+                "timeout": 1,
+                "backoff_s": 30,
+            }
+        )
+        assert llm is not None
+        start = time.monotonic()
+        assert llm.complete(MSGS) is None
+        assert time.monotonic() - start < 1.6
+        start = time.monotonic()
+        assert llm.complete(MSGS) is None
+        assert time.monotonic() - start < 0.05
+        assert len(server.chat_requests) == 1
+
+
+# -- the llm block: aliases and key-by-key problems ----------------------------------------
+
+
+def test_api_url_and_key_are_aliases(caplog: pytest.LogCaptureFixture) -> None:
+    with ScriptedOpenAIServer(chat=["aliased"]) as server:
+        llm = make_llm({"api_url": server.base_url, "key": "sk-alias", "model": "m"})
+        assert llm is not None
+        try:
+            assert llm.complete(MSGS) == "aliased"
+        finally:
+            close_llm(llm)
+        assert server.requests[0].headers["authorization"] == "Bearer sk-alias"
+    assert check_llm_config({"api_url": "http://127.0.0.1/v1", "key": "k"}) == []
+    assert any("disagree" in p for p in check_llm_config({"api_url": "http://a/v1", "base_url": "http://b/v1"}))
+
+
+def test_an_unknown_key_drops_only_itself_with_a_hint(caplog: pytest.LogCaptureFixture) -> None:
+    from ovos_memory_plugins.llm import read_llm_config
+
+    with ScriptedOpenAIServer(chat=["still on"]) as server:
+        with caplog.at_level("WARNING", logger="ovos_memory_plugins.llm"):
+            llm = make_llm({"base_url": server.base_url, "modle": "m", "timeout": "soon"})
+        assert llm is not None  # the model is not silently off
+        try:
+            assert llm.complete(MSGS) == "still on"
+        finally:
+            close_llm(llm)
+    text = caplog.text
+    assert "unknown key 'llm.modle' (ignored); did you mean 'model'?" in text
+    assert "llm.timeout" in text and "ignored" in text
+    clean, problems = read_llm_config({"module": "some-plugin", "api_url": "x", "timout": 3})
+    assert clean == {"module": "some-plugin"}
+    assert any("did you mean 'timeout'" in p for p in problems)
+    assert read_llm_config({"module": ""})[0] is None

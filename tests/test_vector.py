@@ -245,7 +245,8 @@ def test_embedder_switch_reembeds_in_the_background(tmp_path: Path) -> None:
 def test_embedder_outage_at_store_time_keeps_the_document(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(embeddings_handler=_hash_handler) as server:
         config = {
-            "embedder": {"type": "openai", "model": "m", "base_url": server.base_url, "timeout": 2},
+            # no back-off, so the explicit reembed() right after the outage asks the server again
+            "embedder": {"type": "openai", "model": "m", "base_url": server.base_url, "timeout": 2, "backoff_s": 0},
             "background_reembed": False,
         }
         with _mem(tmp_path, **config) as mem:
