@@ -232,3 +232,13 @@ def editor_call(server: Any, method: str, path: str, body: Any = None) -> tuple[
             return response.status, raw
     finally:
         conn.close()
+
+
+def every_note(mem: Any) -> list[Any]:
+    """The notes of ``mem`` (active and retired) and, for a composite, of every member that keeps
+    notes (its notes verbs reach only the first such member; sticky notes are another's)."""
+    out = list(mem.list_notes(include_retired=True)) if callable(getattr(mem, "list_notes", None)) else []
+    for member in getattr(mem, "members", {}).values():
+        if callable(getattr(member, "list_notes", None)):
+            out += [n for n in member.list_notes(include_retired=True) if n not in out]
+    return out
