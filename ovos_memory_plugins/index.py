@@ -299,7 +299,7 @@ class VectorIndex(IndexBase):
 
     def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
         """Store the prepared vectors; a changed text drops the document's old vectors (every space)."""
-        changed = [d.key for d in docs if d.changed]
+        changed = [d.key for d in docs if d.changed and not d.new]
         if changed:
             self.store.remove(changed)
         vectors = prepared if isinstance(prepared, dict) else {}

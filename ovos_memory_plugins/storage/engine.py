@@ -139,7 +139,8 @@ class StoredDocument:
 
     ``key`` is the engine's integer row id (ordered by age; indexes may reference it).
     ``changed`` is set by :meth:`DocumentStore.put`: True when the row is new or its text or
-    session changed (indexes re-index it), False for a pure metadata update or a replay.
+    session changed (indexes re-index it), False for a pure metadata update or a replay;
+    ``new`` is True when :meth:`DocumentStore.put` inserted the row (no index knows it yet).
     """
 
     key: int
@@ -149,6 +150,7 @@ class StoredDocument:
     metadata: dict[str, Any]
     created: float
     changed: bool = True
+    new: bool = False
 
 
 @dataclass(frozen=True)

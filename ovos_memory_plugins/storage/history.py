@@ -70,7 +70,7 @@ class SqliteHistory:
         """Append ``(role, content)`` messages and trim the session to its newest ``keep``."""
         now = time.time()
         ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             conn.executemany(
                 "INSERT INTO history (session_id, role, content, created, exchange_id) VALUES (?, ?, ?, ?, ?)",
                 [(session_id, role, content, now, ids[i]) for i, (role, content) in enumerate(messages)],
@@ -119,7 +119,7 @@ class SqliteHistory:
         whose text is the document's question or answer in its session.
         """
         n = 0
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             ids = [d.doc_id for d in docs]
             for chunk, marks in chunked(ids):
                 n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
@@ -136,14 +136,14 @@ class SqliteHistory:
 
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             n = conn.execute("DELETE FROM history WHERE session_id = ?", (session_id,)).rowcount
             conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
         return int(n)
 
     def clear_all(self) -> int:
         """Delete all history; return how many messages went."""
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             n = conn.execute("DELETE FROM history").rowcount
             conn.execute("DELETE FROM sessions")
         return int(n)

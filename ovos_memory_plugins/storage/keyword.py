@@ -284,24 +284,22 @@ class SqliteKeywordIndex:
         """Nothing to do before the transaction (tokenizing is local and fast)."""
         return None
 
-    def _insert_terms(self, conn: sqlite3.Connection, docs: Sequence[StoredDocument]) -> None:
-        """Terms rows for new documents; a turn takes the session's previous document as context.
-        Rows below the indexed mark go into FTS5 at once (keeping the invariant)."""
+    def _insert_terms(self, conn: sqlite3.Connection, docs: Sequence[StoredDocument], fresh: bool = False) -> None:
+        """Terms rows for documents that have none; a turn takes the session's previous document
+        as context. Rows below the indexed mark go into FTS5 at once (keeping the invariant);
+        ``fresh`` documents were just inserted, so their keys are above every indexed one."""
         context_on = self.settings.context_weight > 0
-        upto = self._indexed_upto(conn)
+        upto = 0 if fresh else self._indexed_upto(conn)
         late: list[int] = []
         for doc in docs:
             body_terms, head_terms, turn = document_terms(doc.text)
-            prev = None
-            if turn and context_on:
-                prev = conn.execute(
-                    "SELECT t.id, t.body_terms FROM keyword_terms t JOIN documents d ON d.id = t.id"
-                    " WHERE d.session_id = ? AND t.id < ? ORDER BY t.id DESC LIMIT 1",
-                    (doc.session_id, doc.key),
-                ).fetchone()
+            # one statement: the terms, and as context the session's previous document's (turns only)
             conn.execute(
-                "INSERT INTO keyword_terms (id, body_terms, head_terms, ctx_terms, ctx_id) VALUES (?, ?, ?, ?, ?)",
-                (doc.key, body_terms, head_terms, prev[1] if prev else "", prev[0] if prev else None),
+                "INSERT INTO keyword_terms (id, body_terms, head_terms, ctx_terms, ctx_id)"
+                " SELECT ?, ?, ?, coalesce(prev.body_terms, ''), prev.id FROM (SELECT 1) LEFT JOIN ("
+                "  SELECT t.id, t.body_terms FROM documents d JOIN keyword_terms t ON t.id = d.id"
+                "  WHERE ? AND d.session_id = ? AND d.id < ? ORDER BY d.id DESC LIMIT 1) AS prev",
+                (doc.key, body_terms, head_terms, turn and context_on, doc.session_id, doc.key),
             )
             if doc.key <= upto:
                 late.append(doc.key)
@@ -312,14 +310,17 @@ class SqliteKeywordIndex:
         todo = [d for d in docs if d.changed]
         if not todo:
             return
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
+            fresh = [d for d in todo if d.new]
+            if fresh:
+                self._insert_terms(conn, fresh, fresh=True)
             existing: dict[int, Any] = {}
-            for chunk, marks in chunked([d.key for d in todo]):
+            for chunk, marks in chunked([d.key for d in todo if not d.new]):
                 for r in conn.execute(f"SELECT id, {_COLUMNS} FROM keyword_terms WHERE id IN ({marks})", chunk):
                     existing[int(r[0])] = r
-            fresh = [d for d in todo if d.key not in existing]
-            if fresh:
-                self._insert_terms(conn, fresh)
+            missing = [d for d in todo if not d.new and d.key not in existing]
+            if missing:
+                self._insert_terms(conn, missing)
             replaced = [d for d in todo if d.key in existing]
             if replaced:  # the id exists: replace its terms, keep its place and context
                 upto = self._indexed_upto(conn)
@@ -332,7 +333,7 @@ class SqliteKeywordIndex:
                     )
                 self._fts_reinsert(conn, [d.key for d in replaced], upto)
         self._writes += 1
-        self._pending += len(fresh)
+        self._pending += len(fresh) + len(missing)
         if self._pending >= INDEX_BATCH:
             self.db.on_commit(self._index_pending)
 
@@ -341,7 +342,7 @@ class SqliteKeywordIndex:
         gone = [d.key for d in docs]
         if not gone:
             return 0
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             rows: list[Any] = []
             for chunk, marks in chunked(gone):
                 rows.extend(conn.execute(f"SELECT id, {_COLUMNS} FROM keyword_terms WHERE id IN ({marks})", chunk))
@@ -363,7 +364,7 @@ class SqliteKeywordIndex:
 
     def remove_all(self) -> int:
         """Empty the index; return how many terms rows went."""
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             n = int(conn.execute("DELETE FROM keyword_terms").rowcount)
             if self.fts:
                 conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('delete-all')")

@@ -183,14 +183,18 @@ class Database:
         return rows[0][0] if rows else None
 
     @contextlib.contextmanager
-    def atomic(self) -> Iterator[sqlite3.Connection]:
+    def atomic(self, savepoint: bool = True) -> Iterator[sqlite3.Connection]:
         """One transaction (``BEGIN IMMEDIATE``), or a SAVEPOINT when already inside one.
 
         Holds the database lock for the whole block, so a block is atomic for the threads of
         this process too. Commits on success, rolls back on any exception and re-raises it.
+        ``savepoint=False`` joins an enclosing transaction as it is (cheaper; for steps whose
+        failure fails the whole transaction anyway): the store's own writes use it.
         """
         with self.lock:
-            if self._depth == 0:
+            if self._depth > 0 and not savepoint:  # the lock is held: the enclosing block is this thread's
+                yield self.conn
+            elif self._depth == 0:
                 self._retry(lambda: self.conn.execute("BEGIN IMMEDIATE"))
                 self._depth += 1
                 try:

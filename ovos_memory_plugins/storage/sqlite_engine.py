@@ -201,27 +201,29 @@ class SqliteDocuments:
         """Insert or replace by ``doc_id``; a replaced document keeps its key and ``created``."""
         out: dict[str, StoredDocument] = {}
         now = time.time()
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             for doc in docs:
                 meta = dump_metadata(doc.metadata)
+                cur = conn.execute(
+                    "INSERT INTO documents (doc_id, session_id, content, metadata, created) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT (doc_id) DO NOTHING",
+                    (doc.doc_id, doc.session_id, doc.text, meta, now),
+                )
+                prior = out.get(doc.doc_id)
+                if cur.rowcount:
+                    key = int(cur.lastrowid or 0)
+                    out[doc.doc_id] = StoredDocument(
+                        key, doc.doc_id, doc.session_id, doc.text, dict(doc.metadata), now, True, True
+                    )
+                    continue
                 old = conn.execute(
                     "SELECT id, session_id, content, created FROM documents WHERE doc_id = ?", (doc.doc_id,)
                 ).fetchone()
-                if old is None:
-                    key = conn.execute(
-                        "INSERT INTO documents (doc_id, session_id, content, metadata, created) VALUES (?, ?, ?, ?, ?)",
-                        (doc.doc_id, doc.session_id, doc.text, meta, now),
-                    ).lastrowid
-                    out[doc.doc_id] = StoredDocument(
-                        int(key or 0), doc.doc_id, doc.session_id, doc.text, dict(doc.metadata), now, True
-                    )
-                    continue
                 changed = old[1] != doc.session_id or old[2] != doc.text
                 conn.execute(
                     "UPDATE documents SET session_id = ?, content = ?, metadata = ? WHERE id = ?",
                     (doc.session_id, doc.text, meta, old[0]),
                 )
-                prior = out.get(doc.doc_id)
                 out[doc.doc_id] = StoredDocument(
                     int(old[0]),
                     doc.doc_id,
@@ -230,6 +232,7 @@ class SqliteDocuments:
                     dict(doc.metadata),
                     float(old[3]),
                     changed or (prior is not None and prior.changed),
+                    prior is not None and prior.new,
                 )
         return list(out.values())
 
@@ -284,14 +287,14 @@ class SqliteDocuments:
         """Delete by id (index rows cascade); return how many existed."""
         ids = list(dict.fromkeys(doc_ids))
         n = 0
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             for chunk, marks in chunked(ids):
                 n += conn.execute(f"DELETE FROM documents WHERE doc_id IN ({marks})", chunk).rowcount
         return n
 
     def remove_all(self) -> int:
         """Delete every document; return how many existed."""
-        with self.db.atomic() as conn:
+        with self.db.atomic(savepoint=False) as conn:
             return int(conn.execute("DELETE FROM documents").rowcount)
 
 

@@ -25,7 +25,6 @@ Two exact search paths, same results (cosine similarity of unit vectors):
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -138,7 +137,9 @@ class SqliteVectorStore:
         if search not in SEARCH_PATHS:
             raise ValueError(f"search must be one of {', '.join(SEARCH_PATHS)}, not {search!r}")
         self.db = db
-        self._lock = threading.RLock()
+        # the database's own lock guards the RAM matrices too: one lock, so no lock-order
+        # inversion between a write (which holds it) and a search or the re-embedding thread
+        self._lock = db.lock
         self._matrices: dict[str, _Matrix] = {}
         self._version = -1
         if search == "sqlite-vec" and extension is None:
@@ -168,7 +169,7 @@ class SqliteVectorStore:
             return 0
         dim = int(items[0][1].shape[0])
         placed: list[tuple[str, str, Vector]] = []
-        with self._lock, self.db.atomic() as conn:
+        with self._lock, self.db.atomic(savepoint=False) as conn:
             known = conn.execute("SELECT dimension FROM vector_spaces WHERE space = ?", (space,)).fetchone()
             if known is None:
                 conn.execute(
@@ -233,7 +234,7 @@ class SqliteVectorStore:
 
     def drop_space(self, space: str) -> int:
         """Delete every vector of an embedder id (its documents stay); return how many went."""
-        with self._lock, self.db.atomic() as conn:
+        with self._lock, self.db.atomic(savepoint=False) as conn:
             n = conn.execute("DELETE FROM vectors WHERE space = ?", (space,)).rowcount
             conn.execute("DELETE FROM vector_spaces WHERE space = ?", (space,))
             self.db.on_commit(lambda: self._forget_matrix(space))
@@ -250,7 +251,7 @@ class SqliteVectorStore:
         """Delete every vector of these document keys (every space); return how many went."""
         n = 0
         gone: list[str] = []
-        with self._lock, self.db.atomic() as conn:
+        with self._lock, self.db.atomic(savepoint=False) as conn:
             for chunk, marks in chunked(list(keys)):
                 gone.extend(r[0] for r in conn.execute(f"SELECT doc_id FROM documents WHERE id IN ({marks})", chunk))
                 n += conn.execute(f"DELETE FROM vectors WHERE doc IN ({marks})", chunk).rowcount
@@ -266,7 +267,7 @@ class SqliteVectorStore:
 
     def remove_all(self) -> int:
         """Delete every vector; return how many went."""
-        with self._lock, self.db.atomic() as conn:
+        with self._lock, self.db.atomic(savepoint=False) as conn:
             n = int(conn.execute("DELETE FROM vectors").rowcount)
             self.db.on_commit(self._forget_matrix)
         return n
@@ -309,7 +310,7 @@ class SqliteVectorStore:
             raise StorageError(f"query vector has dimension {q.shape[0]}, the space {space!r} has {dim}")
         if self.path == "sqlite-vec":
             return self._search_sql(space, q, k, session_id)
-        with self._lock, self.db.lock:
+        with self._lock:
             matrix = self._matrix(space)
             return matrix.search(q, k, session_id) if matrix is not None else []
 
