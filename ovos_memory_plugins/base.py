@@ -268,6 +268,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def _can(self, hook: str) -> bool:
         return getattr(type(self), hook) is not getattr(BaseRetrievalMemory, hook)
 
+    def session_summary(self, session_id: str) -> str:
+        """Optional: the running summary of the session's older turns, rendered as one block
+        after the system prompt; none here (empty)."""
+        return ""
+
     # -- ids ---------------------------------------------------------------------------------
 
     @staticmethod
@@ -636,11 +641,6 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Extra system text a backend always contributes (notes, sticky notes); none here."""
         return []
-
-    def session_summary(self, session_id: str) -> str:
-        """The running summary of the session's older turns, shown after the system prompt;
-        none here (empty)."""
-        return ""
 
     def _build(self, utterance: str, session_id: str) -> list[AgentMessage]:
         s = self.settings

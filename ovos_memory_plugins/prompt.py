@@ -163,7 +163,8 @@ def render_messages(
         tool_query: the ``query`` argument of the ``tool`` mode's call (default: the utterance).
         session_id: the session, for the ``tool`` mode's call id.
 
-    Pure: the same arguments give equal messages; nothing is read, written or logged.
+    Pure: the same arguments give equal messages; nothing is read, written or logged. Raises
+    ValueError for an ``inject_mode`` that is none of the five (parsed settings never have one).
     """
     mode = settings.inject_mode
     c = settings.context
@@ -199,6 +200,8 @@ def render_messages(
         else:
             return [*leading, *window, user]
         return [*leading, *window, AgentMessage(role=MessageRole.USER, content=_join(before, wrapped))]
+    if mode != "tool":
+        raise ValueError(f"unknown inject_mode {mode!r}; accepted: system, developer, system_prompt, user, tool")
     # tool: the recall as a call of the tool and its result, never two assistant messages in a row
     result_text = _join(before, memories)
     if not result_text:

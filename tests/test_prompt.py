@@ -243,3 +243,10 @@ def test_the_base_renders_through_render_messages(tmp_path: Any, mode: str) -> N
             session_id="s",
         )
         assert mem.build_conversation_context("Bartholomew", "s") == expected
+
+
+def test_an_unknown_mode_is_refused() -> None:
+    config = settings()
+    object.__setattr__(config, "inject_mode", "telepathy")
+    with pytest.raises(ValueError, match="telepathy"):
+        render_messages("u", config)

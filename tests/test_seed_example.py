@@ -56,6 +56,7 @@ class WordSubstringMemory(SubstringMemory):
 
 class TestSubstringContract(MemoryContract):
     survives_restart = False
+    can_forget = False  # no delete hook: the kit checks that delete and forget_* refuse loudly
 
     def make_memory(self, config):
         return WordSubstringMemory(config)
