@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import logging
 import re
 import threading
@@ -330,8 +331,19 @@ def _render_like_the_base(
     return [*sys_msgs, *window, calling, result, user_msg]
 
 
-#: The one prompt renderer (swap for ``ovos_memory_plugins.prompt.render_messages`` when merged).
-_render = _render_like_the_base
+def _one_renderer() -> Callable[..., list[AgentMessage]]:
+    """The package's one pure prompt renderer, ``ovos_memory_plugins.prompt.render_messages``
+    (the core branch's), or the stand-in above while that module is not there."""
+    try:
+        module = importlib.import_module("ovos_memory_plugins.prompt")
+    except ImportError:
+        return _render_like_the_base
+    render: Callable[..., list[AgentMessage]] = module.render_messages
+    return render
+
+
+#: The one prompt renderer (``prompt.render_messages`` once merged; same signature as the stand-in).
+_render = _one_renderer()
 
 
 class _Member:

@@ -32,10 +32,14 @@ The notes change in three ways:
   accepted rewrite keeps the previous body in ``MEMORY.md.bak`` and in a short history
   (``<root>/.notes-history/``) that :meth:`~NotesMemory.undo` walks back.
 
-Conversation recall goes to the **archive**, any retriever backend (default: the keyword
-backend in ``<root>/archive``): exchanges and episode summaries are stored there and searched
-every turn. ``"archive": null`` keeps nothing of the conversation on disk (notes only, history
-in RAM).
+Conversation recall goes to the **archive**: a keyword index over the memory's own database
+(``<root>/history.db``: the base's documents table, the keyword index and the history, one
+file). Exchanges and episode summaries are stored there under the base's document ids, so
+``put_document(id, ...)`` is deletable by that id, and ``delete``/``forget_session``/
+``forget_all`` reach every tier. ``"archive": null`` keeps nothing of the conversation on disk
+(notes only; documents and history in RAM). An archive kept by an earlier release in
+``<root>/archive/`` (a separate keyword plugin) is copied in once, ids kept, and the folder
+renamed ``archive.moved`` (``forget_all`` deletes it).
 
 Persona config::
 
@@ -57,19 +61,20 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.concurrency import DaemonPool
 from ovos_memory_plugins.config import ParsedConfig, option
 from ovos_memory_plugins.errors import BackendError, CorruptFileError, StorageError
+from ovos_memory_plugins.index import IndexedMemory
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm, parse_json_reply
 from ovos_memory_plugins.notebook import (
     DEPRECATED_ALIASES,
@@ -81,6 +86,7 @@ from ovos_memory_plugins.notebook import (
 )
 from ovos_memory_plugins.protocols import Note, NoteChange, words_key
 from ovos_memory_plugins.ranking import BM25Ranker
+from ovos_memory_plugins.storage.engine import ForgetReport, Index
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
@@ -92,7 +98,6 @@ from ovos_memory_plugins.storage.notes_store import (
     prompt_line,
     render_notes,
 )
-from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 
 LOG = logging.getLogger(__name__)
@@ -161,17 +166,24 @@ Keep each fact's [YYYY-MM] date (for a merged line, the newest of its dates).
 Reply with JSON only: {"notes": ["[YYYY-MM] fact", ...]}"""
 
 
+#: The archive is this memory's own keyword index; the ``archive`` key names it as before.
+ARCHIVE_MODULE = "ovos-memory-plugin-lexical"
+
+
 def _check_archive(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("module"), str) or not value["module"]:
-        return 'null or an object {"module": "<memory plugin name>", "config": {...}}'
+        return f'null or an object {{"module": "{ARCHIVE_MODULE}", "config": {{...}}}}'
     if set(value) - {"module", "config"}:
         return 'only the keys "module" and "config"'
     if "config" in value and not isinstance(value["config"], dict):
         return 'an object whose "config" is an object'
-    if value["module"] == "ovos-memory-plugin-notes":
-        return "another backend than the notes backend itself"
+    if value["module"] != ARCHIVE_MODULE:
+        return (
+            f'"module": "{ARCHIVE_MODULE}" (the archive is this memory\'s own keyword index; '
+            "combine other retrievers with the composite)"
+        )
     return None
 
 
@@ -247,10 +259,11 @@ class NotesOptions:
     )
     dream_history: int = option(5, doc="Previous note bodies kept for `undo` (`<root>/.notes-history/`).", minimum=1)
     archive: dict[str, Any] | None = option(
-        default_factory=lambda: {"module": "ovos-memory-plugin-lexical"},
-        doc='The retriever that keeps exchanges and episode summaries: `{"module": "<memory plugin>", '
-        '"config": {...}}` (its `root` defaults to `<root>/archive`); null keeps nothing of the '
-        "conversation on disk.",
+        default_factory=lambda: {"module": ARCHIVE_MODULE},
+        doc=f'The archive of exchanges and episode summaries: `{{"module": "{ARCHIVE_MODULE}", "config": '
+        "{...}}`, a keyword index over this memory's own database (`config` takes the keyword "
+        "backend's `lang`, `extra_stopwords`, `head_weight`, `context_weight`, `last_line_weight`, "
+        "`max_query_terms`); null keeps nothing of the conversation on disk.",
         check=_check_archive,
     )
     recall_retired: bool = option(
@@ -308,13 +321,12 @@ class _Pending:
     garbled: int = 0
 
 
-class NotesMemory(BaseRetrievalMemory):
+class NotesMemory(IndexedMemory):
     """Durable notes in every prompt, curated by code, by a digest and by dreaming.
 
     Args:
         config: the plugin's block of the persona JSON (shared keys plus :class:`NotesOptions`).
         llm: a :class:`~ovos_memory_plugins.llm.ChatLLM` to use instead of the ``llm`` key.
-        archive: a retriever (anything with ``store`` and ``search``) instead of the ``archive`` key.
         clock: wall-clock time source (dates on notes, idle detection); a test seam.
 
     It is a :class:`~ovos_memory_plugins.protocols.NotesKeeper`: every verb returns a
@@ -331,7 +343,6 @@ class NotesMemory(BaseRetrievalMemory):
         config: dict[str, Any] | None = None,
         *,
         llm: ChatLLM | None = None,
-        archive: Any = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(config)
@@ -345,9 +356,11 @@ class NotesMemory(BaseRetrievalMemory):
         self._token_cache: dict[str, list[str]] = {}
         self._retired_cache: tuple[Any, list[Note], BM25Ranker | None] | None = None
         self._reported_version: Any = None
+        #: Why the notes are kept in RAM (the store could not be opened), else None; reported by
+        #: ``stats()`` and an ERROR every turn, never silent.
+        self.store_problem: str | None = None
         self._notes_store: NotesStore = self._open_store()
         self._llm: ChatLLM | None = llm if llm is not None else make_llm(self.options.llm)
-        self._archive: Any = archive if archive is not None else self._open_archive()
         curate = self.options.auto_curate
         self.auto_curate = (self._llm is not None) if curate is None else bool(curate and self._llm is not None)
         if curate and self._llm is None:
@@ -362,15 +375,32 @@ class NotesMemory(BaseRetrievalMemory):
         self._next_dream_try = 0.0
         self._counts = {"digests": 0, "facts_added": 0, "facts_retired": 0, "episodes": 0, "dreams": 0}
         self._refresh()
+        self._adopting = False
+        self._adopt_old_archive()
 
     # -- set-up ------------------------------------------------------------------------------
 
-    def _open_state_database(self) -> Database:
-        """History on disk as usual, but in RAM when ``archive`` is null (privacy)."""
-        options = getattr(self, "options", None)
-        if options is not None and options.archive is None:
-            return Database(":memory:")
-        return super()._open_state_database()
+    def _database_path(self) -> tuple[Path, Path | None] | None:
+        """The memory's own database (documents, the archive's keyword index, history), in RAM
+        when ``archive`` is null (privacy: nothing of the conversation on disk)."""
+        if self.options.archive is None:
+            return None
+        return super()._database_path()
+
+    def _open_indexes(self) -> Index | None:
+        """The archive: a keyword index over the memory's documents table (None without one)."""
+        spec = self.options.archive
+        if spec is None:
+            return None
+        from ovos_memory_plugins.config import parse_config
+        from ovos_memory_plugins.lexical import LexicalMemory, LexicalOptions, keyword_settings
+
+        allowed = {f.name for f in fields(LexicalOptions)} - {"db_path"}
+        raw = {k: v for k, v in dict(spec.get("config") or {}).items() if k in allowed}
+        parsed = parse_config(raw, LexicalOptions)
+        for problem in parsed.problems:
+            LOG.error("NotesMemory: archive config: %s (using the default for that key)", problem)
+        return self.storage.keyword_index(keyword_settings(parsed.options, LexicalMemory.use_fts5))
 
     def _open_store(self) -> NotesStore:
         """The configured store, after moving in the notes of the other store type; never raises."""
@@ -397,7 +427,8 @@ class NotesMemory(BaseRetrievalMemory):
                             path.rename(root / ("notes.db" + suffix + ".moved"))
             return store
         except Exception as exc:
-            LOG.error("NotesMemory: cannot open the notes store in %s (%s); notes are kept in RAM only", root, exc)
+            self.store_problem = f"cannot open the notes store in {root} ({exc}); notes are kept in RAM only"
+            LOG.error("NotesMemory: %s", self.store_problem)
             return SQLiteNotesStore(":memory:")
 
     @staticmethod
@@ -414,41 +445,43 @@ class NotesMemory(BaseRetrievalMemory):
         LOG.info("NotesMemory: moved %d notes into the %s store", n, type(target).__name__)
         return True
 
-    def _open_archive(self) -> Any:
-        """The archive retriever from the ``archive`` key, or None; never raises."""
-        spec = self.options.archive
-        if spec is None:
-            return None
-        module = str(spec["module"])
-        config = dict(spec.get("config") or {})
-        config.setdefault("root", str(self.root / "archive"))
+    def _adopt_old_archive(self) -> None:
+        """Copy an archive an earlier release kept in ``<root>/archive/`` (a separate keyword
+        plugin) into this memory's own database, ids kept, once; the folder is then renamed
+        ``archive.moved``. Never raises (a failure is logged and the folder left as it was)."""
+        old = self.root / "archive"
+        if self.options.archive is None or not (old / "lexical.db").exists():
+            return
         try:
-            from ovos_plugin_manager.agents import load_memory_plugin
+            from ovos_memory_plugins.lexical import LexicalMemory
 
-            from ovos_memory_plugins.protocols import check_retriever
-
-            cls = load_memory_plugin(module)
-            if cls is None:
-                raise BackendError(f"no memory plugin named {module!r} is installed")
-            archive = cls(config)
-            check_retriever(archive, "archive")
-            if not callable(getattr(archive, "store", None)):
-                raise BackendError(f"archive {module!r} has no store(text, session_id, metadata) method")
-            return archive
+            with LexicalMemory({"root": str(old)}) as previous:
+                docs = [(d["id"], d["text"], d["session_id"], d["metadata"]) for d in previous.iter_documents()]
+            self._adopting = True  # old exchanges are not digested again
+            try:
+                n = self.put_documents(docs) if docs else 0
+            finally:
+                self._adopting = False
+            old.rename(self.root / "archive.moved")
+            LOG.info("NotesMemory: moved %d archived documents from %s into %s", n, old, self.storage.db.location)
         except Exception as exc:
-            LOG.error("NotesMemory: cannot load the archive %r (%s); conversations will not be recalled", module, exc)
-            return None
+            LOG.error("NotesMemory: cannot move the archive of %s (%s); it is left as it was", old, exc)
 
     @classmethod
     def validate_options(cls, parsed: ParsedConfig) -> list[str]:
-        """Extra checks for ``validate_config``: the archive plugin must be installed."""
+        """Extra checks for ``validate_config``: the archive's ``config`` keys."""
         problems: list[str] = []
         archive = parsed.options.archive if parsed.options is not None else None
         if archive is not None:
-            from ovos_plugin_manager.agents import find_memory_plugins
+            from ovos_memory_plugins.config import parse_config
+            from ovos_memory_plugins.lexical import LexicalOptions
 
-            if archive["module"] not in find_memory_plugins():
-                problems.append(f"key 'archive.module': {archive['module']!r} is not an installed memory plugin")
+            allowed = {f.name for f in fields(LexicalOptions)} - {"db_path"}
+            raw = dict(archive.get("config") or {})
+            for key in sorted(set(raw) - allowed, key=str):
+                problems.append(f"unknown key 'archive.config.{key}'; accepted keys: {', '.join(sorted(allowed))}")
+            parsed_archive = parse_config({k: v for k, v in raw.items() if k in allowed}, LexicalOptions)
+            problems.extend(f"archive.config: {p}" for p in parsed_archive.problems)
         return problems
 
     # -- the notes cache -----------------------------------------------------------------------
@@ -524,6 +557,8 @@ class NotesMemory(BaseRetrievalMemory):
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """The notes block for this turn (none when there are no notes)."""
+        if self.store_problem:
+            LOG.error("NotesMemory: %s", self.store_problem)
         notes = self._refresh()
         if not notes:
             return []
@@ -836,18 +871,16 @@ class NotesMemory(BaseRetrievalMemory):
     # -- archive hooks (the base's storage hooks) -------------------------------------------------
 
     def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
-        if metadata.get("kind") == "exchange":
+        """The base wrote the document to the documents table and the archive's index; an
+        exchange also joins its session's pending transcript for the next digest."""
+        if metadata.get("kind") == "exchange" and not self._adopting:
             self._note_exchange(text, session_id)
-        if self._archive is not None:
-            self._archive.store(text, session_id, metadata)
 
     def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
         return self._query_session(query, top_k, None)
 
     def _query_session(self, query: str, top_k: int, session_id: str | None) -> list[MemoryHit]:
-        hits: list[MemoryHit] = []
-        if self._archive is not None:
-            hits = list(self._archive.search(query, session_id=session_id, top_k=top_k))
+        hits = self._search(query, top_k, session_id)
         if self.options.recall_retired:
             floor = min((h.score for h in hits), default=1.0)
             for note in self._retired_matches(query, 2):
@@ -869,15 +902,16 @@ class NotesMemory(BaseRetrievalMemory):
             return []
         return [retired[i] for i, _ in ranker.rank(query, top_k)]
 
-    def _delete_documents(self, doc_ids: Sequence[str]) -> int:
-        if self._archive is None:
-            return 0
-        return int(self._archive.delete(doc_ids))
-
-    def _delete_all(self) -> int:
-        if self._archive is None:
-            return 0
-        return int(self._archive.forget_all())
+    def delete(self, doc_ids: Iterable[str]) -> int:
+        """Delete by exact id: archived documents (every tier) and notes (an ``n-…`` id of an
+        active or retired note, as ``forget`` does); return how many went (a ``ForgetReport``
+        whose ``tiers`` include ``notes``)."""
+        ids = list(dict.fromkeys(doc_ids))
+        known = {n.id for n in self.list_notes(include_retired=True)}
+        notes = sum(1 for i in ids if i in known and self.forget(i))
+        rest = [i for i in ids if i not in known]
+        report = super().delete(rest) if rest else ForgetReport(0, {})
+        return ForgetReport(int(report) + notes, {**getattr(report, "tiers", {}), "notes": notes})
 
     def forget_session(self, session_id: str) -> int:
         """Delete a session's archived documents, pending transcript, history and the notes
@@ -890,10 +924,9 @@ class NotesMemory(BaseRetrievalMemory):
             self._saved(self._notes_store.load())
         self._notes_store.checkpoint()
         self._scrub({words_key(n.text) for n in gone})
-        with self._lock:
-            n = int(self._archive.forget_session(session_id)) if self._archive is not None else 0
-            self._history.clear_session(session_id)
-        return n + len({g.id for g in gone})
+        report = super().forget_session(session_id)
+        notes = len({g.id for g in gone})
+        return ForgetReport(int(report) + notes, {**getattr(report, "tiers", {}), "notes": notes})
 
     def forget_all(self) -> int:
         """Delete everything: every note (active and retired), the backups and undo history, the
@@ -911,7 +944,12 @@ class NotesMemory(BaseRetrievalMemory):
                 with contextlib.suppress(OSError):
                     path.unlink()
         self._notes_store.checkpoint()
-        return super().forget_all() + len({g.id for g in gone})
+        moved = self.root / "archive.moved"
+        if moved.is_dir():  # an earlier release's archive, copied in already
+            shutil.rmtree(moved, ignore_errors=True)
+        report = super().forget_all()
+        notes = len({g.id for g in gone})
+        return ForgetReport(int(report) + notes, {**getattr(report, "tiers", {}), "notes": notes})
 
     # -- digest ----------------------------------------------------------------------------------
 
@@ -1093,9 +1131,9 @@ class NotesMemory(BaseRetrievalMemory):
                 self._saved(kept)
         episode = data.get("episode")
         episode = " ".join(episode.split()) if isinstance(episode, str) else ""
-        if episode and self._archive is not None:
+        if episode and self.index is not None:
             try:
-                self._archive.store(episode, session_id, {"kind": "episode", "time": self._clock()})
+                self.store(episode, session_id, {"kind": "episode", "time": self._clock()})
                 self._counts["episodes"] += 1
             except Exception:
                 LOG.exception("NotesMemory: could not archive the episode summary")
@@ -1324,13 +1362,13 @@ class NotesMemory(BaseRetrievalMemory):
             "max_context_chars": self.options.max_context_chars,
             "auto_curate": self.auto_curate,
             "pending_exchanges": self.pending_exchanges(),
+            **({"notes_store_problem": self.store_problem} if self.store_problem else {}),
             **self._counts,
         }
         if self._llm is not None:
             out["llm"] = llm_stats(self._llm)
-        if self._archive is not None:
-            with contextlib.suppress(Exception):
-                out["archive"] = dict(self._archive.stats())
+        if self.index is not None:
+            out["archive"] = super()._backend_stats()
         return out
 
     def _close(self) -> None:
@@ -1341,7 +1379,4 @@ class NotesMemory(BaseRetrievalMemory):
         if not self._worker.shutdown(cancel_pending=True, join_timeout=CLOSE_WAIT_S):
             LOG.warning("NotesMemory: a background digest or dream is still running; closing anyway")
         close_llm(self._llm)
-        if self._archive is not None:
-            with contextlib.suppress(Exception):
-                self._archive.close()
         self._notes_store.close()

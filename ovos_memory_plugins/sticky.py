@@ -47,6 +47,7 @@ import functools
 import json
 import logging
 import re
+import sqlite3
 import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -564,14 +565,18 @@ class StickyMemory(BaseRetrievalMemory):
             LOG.error("StickyMemory: %s", problem)
         self.config_problems.extend(problems)
         self._owns_db = database is None
-        if database is None:
-            path = self.root / "sticky.db"
-            try:
-                database = Database(path)
-            except (StorageError, OSError) as exc:
-                LOG.error("StickyMemory: cannot open %s (%s); notes are kept in RAM only", path, exc)
-                database = Database(":memory:")
-        self.store_db = StickyStore(database)
+        #: Why the notes are kept in RAM (the file could not be used), else None; reported by
+        #: ``stats()`` and an ERROR every turn, never silent.
+        self.store_problem: str | None = None
+        path = self.root / "sticky.db"
+        try:
+            self.store_db = StickyStore(database if database is not None else Database(path))
+        except (StorageError, OSError, sqlite3.Error) as exc:
+            if database is not None:
+                raise  # an injected database is the caller's to fix
+            self.store_problem = f"cannot use {path} ({exc}); notes are kept in RAM only"
+            LOG.error("StickyMemory: %s", self.store_problem)
+            self.store_db = StickyStore(Database(":memory:"))
         self._terms: dict[str, tuple[str, list[str]]] = {}
 
     @staticmethod
@@ -819,6 +824,7 @@ class StickyMemory(BaseRetrievalMemory):
             "retired_notes": self.store_db.count() - active,
             "languages": [b.lang for b in self.books],
             "notes_bytes": self.store_db.db.size_bytes(),
+            **({"storage_problem": self.store_problem} if self.store_problem else {}),
         }
 
     def _close(self) -> None:
@@ -840,6 +846,8 @@ class StickyMemory(BaseRetrievalMemory):
         """
         if not isinstance(utterance, str):
             utterance = ""
+        if self.store_problem:
+            LOG.error("StickyMemory: %s", self.store_problem)
         with self._lock:
             ask = self.detect(utterance) if self.options.detect else None
             lines: list[str] = []

@@ -117,11 +117,14 @@ def iter_documents(memory: Any) -> Iterator[ExportedDocument]:
 
     Document archives list through ``iter_documents()`` (or another name of
     ``DOCUMENT_LISTINGS``); the notes backend exports its notes (active and retired) as id-less
-    lines with ``{"kind": "note", "date": ...}``; the sticky backend its ``notes()``.
+    lines with ``{"kind": "note", "date": ...}``, then its archive's documents; the sticky
+    backend its ``notes()``.
     """
     listing = _listing(memory, DOCUMENT_LISTINGS)
-    if listing is None and is_curated_notes(memory):
+    if is_curated_notes(memory):  # its notes, then its archive's documents (if it keeps one)
         yield from _curated_notes(memory)
+        for item in listing() if listing is not None else []:
+            yield _coerce(item)
         return
     listing = listing or _listing(memory)
     if listing is None:

@@ -18,7 +18,7 @@ from ovos_memory_plugins.errors import ConfigError, CorruptFileError
 from ovos_memory_plugins.fakes import Delay, Garbled, HTTPFailure, ScriptedLLM, ScriptedOpenAIServer
 from ovos_memory_plugins.notes import NotesMemory, normalize_fact
 from ovos_memory_plugins.storage.notes_store import make_note
-from ovos_memory_plugins.testing import InMemoryMemory, exchange
+from ovos_memory_plugins.testing import exchange
 
 
 def llm_config(server: ScriptedOpenAIServer, **extra: Any) -> dict[str, Any]:
@@ -242,10 +242,7 @@ def digest_reply(**data: Any) -> str:
 
 def test_digest_admits_replaces_and_archives_in_the_background(tmp_path: Path) -> None:
     with ScriptedOpenAIServer() as server:
-        archive = InMemoryMemory({})
-        mem = NotesMemory(
-            {"root": str(tmp_path / "mem"), "llm": llm_config(server), "curate_every_turns": 2}, archive=archive
-        )
+        mem = NotesMemory({"root": str(tmp_path / "mem"), "llm": llm_config(server), "curate_every_turns": 2})
         try:
             assert mem.auto_curate
             mem.remember("[2024-01] User lives in Porto")

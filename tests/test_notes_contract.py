@@ -1,7 +1,7 @@
 """The conformance kit over the notes backend.
 
-Twice: with the default archive (the keyword backend, on disk), and with the kit's RAM stub as
-the archive (passed through the ``archive=`` seam), so the notes side is checked on its own.
+Twice: with the file store and with the SQLite store; both with the archive, the keyword index
+over the memory's own database.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.notes import NotesMemory
-from ovos_memory_plugins.testing import InMemoryMemory, MemoryContract
+from ovos_memory_plugins.testing import MemoryContract
 
 
 class TestNotesContract(MemoryContract):
@@ -20,8 +20,8 @@ class TestNotesContract(MemoryContract):
         return NotesMemory(config)
 
 
-class TestNotesContractRamArchive(MemoryContract):
-    survives_restart = False
+class TestNotesContractSqliteStore(MemoryContract):
+    survives_restart = True
 
     def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return NotesMemory(config, archive=InMemoryMemory({}))
+        return NotesMemory({**config, "store": "sqlite"})

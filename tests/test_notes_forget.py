@@ -244,36 +244,48 @@ def test_sticky_forget_verbs_leave_no_sentence_behind(tmp_path: Path) -> None:
         assert rows == []
 
 
-_OPEN_STICKY = """
+_OPEN_NEW_FOLDER = """
 import sys
+from ovos_memory_plugins.notes import NotesMemory
 from ovos_memory_plugins.sticky import StickyMemory
-mem = StickyMemory({"root": sys.argv[1]})
-note = mem.remember("note from process " + sys.argv[2])
-print(note.status, mem.stats()["notes_bytes"] > 0, flush=True)
+root, kind, i = sys.argv[1], sys.argv[2], sys.argv[3]
+if kind == "sticky":
+    mem = StickyMemory({"root": root})
+else:
+    mem = NotesMemory({"root": root, "store": kind, "archive": None})
+change = mem.remember("note from process " + i)
+print(change.status, mem.store_problem is None, flush=True)
 mem.close()
 """
 
 
-def test_many_processes_opening_one_new_sticky_folder(tmp_path: Path) -> None:
-    """Four processes open one new folder at once, five rounds: none crashes, every note stays."""
+@pytest.mark.parametrize("kind", ["sticky", "sqlite"])
+def test_many_processes_opening_one_new_folder(tmp_path: Path, kind: str) -> None:
+    """Four processes open one new folder at once, five rounds: none crashes, none falls back to
+    RAM, every note is kept."""
     for round_ in range(5):
         root = tmp_path / f"round{round_}"
         procs = [
             subprocess.Popen(
-                [sys.executable, "-c", _OPEN_STICKY, str(root), str(i)],
+                [sys.executable, "-c", _OPEN_NEW_FOLDER, str(root), kind, str(i)],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
             )
             for i in range(4)
         ]
-        outs = [p.communicate(timeout=60) for p in procs]
+        outs = [p.communicate(timeout=120) for p in procs]
         for p, (out, err) in zip(procs, outs, strict=True):
             assert p.returncode == 0, err
             assert out.strip() == "added True", err
-            assert "RAM" not in err and "already exists" not in err
-        with StickyMemory({"root": str(root)}) as mem:
-            assert sorted(n.text for n in mem.list_notes()) == [f"note from process {i}" for i in range(4)]
+            assert "already exists" not in err
+        keeper: Any
+        if kind == "sticky":
+            keeper = StickyMemory({"root": str(root)})
+        else:
+            keeper = NotesMemory({"root": str(root), "store": kind, "archive": None})
+        with keeper:
+            assert sorted(n.text for n in keeper.list_notes()) == [f"note from process {i}" for i in range(4)]
 
 
 def test_notes_carry_the_session_of_a_digest(tmp_path: Path) -> None:
@@ -287,3 +299,67 @@ def test_notes_carry_the_session_of_a_digest(tmp_path: Path) -> None:
         assert [(n.text, n.session_id) for n in mem.list_notes()] == [("User's dog is called Rex", "porch")]
         mem.forget_session("porch")
         assert mem.list_notes() == []
+
+
+# -- the archive: an index over the memory's own database -------------------------------------------
+
+
+def test_the_archive_keeps_the_base_ids_and_forgets_by_them(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    with NotesMemory({"root": str(root)}) as mem:
+        mem.put_document("x-imported-id", "the attic ladder is behind the boiler wombat9", "hall")
+        [hit] = mem.search("attic ladder wombat9")
+        assert hit.source == "x-imported-id"
+        assert [d["id"] for d in mem.iter_documents()] == ["x-imported-id"]
+        held = files_holding(root, "wombat9")
+        assert held and all(name.startswith("history.db") for name in held)  # one database (and its WAL)
+        assert mem.delete(["x-imported-id"]) == 1
+        assert mem.search("attic ladder wombat9") == []
+        assert files_holding(root, "wombat9") == []
+        mem.update_history(exchange("my locker code is echidna4417", "noted"), "s")
+        assert mem.search("locker code echidna4417")
+        assert mem.forget_session("s") >= 1
+        assert files_holding(root, "echidna4417") == []
+        note = mem.remember("my bank PIN is numbat3").note
+        assert note is not None
+        mem.put_document("d-keep", "a document that stays", "s")
+        assert mem.delete([note.id, "d-keep", "n-0000000000000000"]) == 2  # ids are exact, notes too
+        assert mem.list_notes() == [] and files_holding(root, "numbat3") == []
+
+
+def test_an_archive_of_an_earlier_release_is_moved_in_once(tmp_path: Path) -> None:
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    root = tmp_path / "notes"
+    with LexicalMemory({"root": str(root / "archive")}) as old:
+        old.put_document("d-old-1", "the spare tyre is in the garage numbat3", "garage", {"kind": "note"})
+        old.update_history(exchange("where is the bike pump", "in the shed, quoll7"), "shed")
+    with NotesMemory({"root": str(root)}) as mem:
+        assert not (root / "archive").exists() and (root / "archive.moved").is_dir()
+        [hit] = mem.search("spare tyre garage")
+        assert hit.source == "d-old-1" and hit.metadata.get("session_id", "garage") == "garage"
+        assert mem.search("bike pump shed")
+        assert mem.pending_exchanges() == 0  # old exchanges are not digested again
+    with NotesMemory({"root": str(root)}) as again:  # once: nothing copied twice
+        assert len(list(again.iter_documents())) == 2
+        again.forget_all()
+        assert not (root / "archive.moved").exists()
+    assert files_holding(root, "numbat3", "quoll7") == []
+
+
+def test_a_fall_back_to_ram_is_never_silent(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the memory's folder should be")
+    with caplog.at_level(logging.ERROR):
+        with StickyMemory({"root": str(blocked)}) as sticky:  # the constructor never raises
+            assert sticky.store_problem and "RAM" in sticky.store_problem
+            assert sticky.stats()["storage_problem"] == sticky.store_problem
+            caplog.clear()
+            sticky.build_conversation_context("hello", "s")
+            assert "RAM" in caplog.text  # an ERROR every turn
+        with NotesMemory({"root": str(blocked), "archive": None}) as notes:
+            assert notes.store_problem and notes.stats()["notes_store_problem"] == notes.store_problem
+            assert notes.remember("still works in RAM").status == "added"
+            caplog.clear()
+            notes.build_conversation_context("hello", "s")
+            assert "RAM" in caplog.text

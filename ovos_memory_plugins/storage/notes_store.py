@@ -53,7 +53,6 @@ except ImportError:  # pragma: no cover - Windows
 __all__ = [
     "FILE_HEADER",
     "FileNotesStore",
-    "Note",
     "NotesStore",
     "SQLiteNotesStore",
     "format_note",
