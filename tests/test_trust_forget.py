@@ -23,12 +23,15 @@ from trust_helpers import (
     ALL_BACKENDS,
     Backend,
     backend_params,
+    digest_forms,
     editor_call,
     files_holding,
+    files_holding_bytes,
     prompt_text,
     run_cli,
 )
 
+from ovos_memory_plugins.base import exchange_text
 from ovos_memory_plugins.testing import exchange
 
 CANARY = "Quokka4471Zest"
@@ -36,6 +39,11 @@ KEEP = "Lisbon"
 ASK = f"remember that my bank PIN is {CANARY}"
 KEEP_ASK = f"remember that the boat is moored in {KEEP}"
 QUESTION = "what is my bank PIN, my locker code and my safe word"
+REPLY = f"I will keep {CANARY} to myself"
+STORED = f"ava's safe word is {CANARY}"
+NOTED = f"the locker code is {CANARY}"
+#: every text holding the canary, whole, as a content-hash cache would key it
+TEXTS = [ASK, REPLY, STORED, NOTED, exchange_text(ASK, REPLY), f"my bank PIN is {CANARY}"]
 
 VERBS = [
     "delete",
@@ -53,10 +61,10 @@ VERBS = [
 def fill(backend: Backend, mem: Any, root: Path) -> None:
     """Put the canary in every way the backend takes it; Bob's session gets other words."""
     mem.build_conversation_context(ASK, "ava")  # the host's path: the turn, then the record
-    mem.update_history(exchange(ASK, f"I will keep {CANARY} to myself"), "ava")
-    mem.store(f"ava's safe word is {CANARY}", "ava")
+    mem.update_history(exchange(ASK, REPLY), "ava")
+    mem.store(STORED, "ava")
     if backend.notes:
-        assert mem.remember(f"the locker code is {CANARY}", session_id="ava")
+        assert mem.remember(NOTED, session_id="ava")
     mem.build_conversation_context(KEEP_ASK, "bob")
     mem.update_history(exchange(KEEP_ASK, f"{KEEP}, noted"), "bob")
     if backend.notes:  # sticky already noted it from the ask: a duplicate is fine
@@ -176,6 +184,7 @@ def test_a_forgotten_canary_is_in_no_byte_under_root_and_no_prompt(tmp_path: Pat
         forget(verb, backend, mem, root)
         wait_for_members(mem)
         assert files_holding(root, CANARY) == [], "found while the memory is open"
+        assert files_holding_bytes(root, digest_forms(*TEXTS)) == [], "a digest of a forgotten text is kept"
         assert CANARY not in prompt_text(mem, QUESTION, "ava"), "the open instance still sends it"
         assert CANARY not in prompt_text(mem, "what do you remember", "bob")
         if verb not in ("forget_all", "cli-all", "editor-all"):

@@ -242,3 +242,25 @@ def every_note(mem: Any) -> list[Any]:
         if callable(getattr(member, "list_notes", None)):
             out += [n for n in member.list_notes(include_retired=True) if n not in out]
     return out
+
+
+def digest_forms(*texts: str) -> list[bytes]:
+    """SHA-256 digests of ``texts`` as a content-hash cache may key them (hex and raw bytes):
+    a digest of a short secret can be confirmed by guessing, so it must go with the text."""
+    import hashlib
+
+    out: list[bytes] = []
+    for text in texts:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
+        out += [digest.hexdigest().encode(), digest.digest()]
+    return out
+
+
+def files_holding_bytes(root: Path, needles: Iterable[bytes]) -> list[str]:
+    """Every file under ``root`` whose bytes hold any of ``needles`` exactly."""
+    wanted = list(needles)
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink() and any(n in p.read_bytes() for n in wanted)
+    )
