@@ -42,12 +42,16 @@ class _Errors(logging.Handler):
 
 
 def in_ram_flags(stats: Any) -> list[bool]:
-    """Every ``in_ram`` value anywhere in a (nested) ``stats()`` answer."""
+    """Every ``in_ram`` value anywhere in a (nested) ``stats()`` answer; a reported storage
+    problem (``problem``, ``notes_store_problem``, ``storage_problem``...) counts as True."""
     out: list[bool] = []
     if isinstance(stats, dict):
         for key, value in stats.items():
             if key == "in_ram":
                 out.append(bool(value))
+            elif key.endswith("problem"):
+                if value:
+                    out.append(True)
             else:
                 out += in_ram_flags(value)
     elif isinstance(stats, list):
