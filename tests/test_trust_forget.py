@@ -69,6 +69,8 @@ def fill(backend: Backend, mem: Any, root: Path) -> None:
     mem.update_history(exchange(KEEP_ASK, f"{KEEP}, noted"), "bob")
     if backend.notes:  # sticky already noted it from the ask: a duplicate is fine
         assert mem.remember(f"the boat is moored in {KEEP}", session_id="bob").status in ("added", "duplicate")
+    if callable(getattr(mem, "replace_notes", None)):  # an edit: a backup and an undo snapshot hold the canary
+        mem.replace_notes(mem.notes_body() + "- [2026-01] the tea is green\n")
     wait_for_members(mem)
     assert files_holding(root, CANARY), "the canary must be on disk before it is forgotten"
     assert CANARY in prompt_text(mem, QUESTION, "ava"), "the canary must reach the prompt before"
