@@ -151,7 +151,7 @@ def _stop(service: Any) -> None:
     service.shutdown()
 
 
-@pytest.mark.parametrize("backend", backend_params([b for b in ALL_BACKENDS if b.name != "vector-sqlite-vec"]))
+@pytest.mark.parametrize("backend", backend_params())
 def test_persona_bob_never_sees_avas_secret_under_one_root(persona_folder: Path, backend: Backend) -> None:
     root = persona_folder / "one-root"
     service = _service(persona_folder, backend, root)
