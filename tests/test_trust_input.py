@@ -14,6 +14,7 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,12 @@ def test_a_ten_megabyte_id_is_refused_at_once_and_deletes_stay_fast(
     with backend.open(tmp_path / "m") as mem:
         kept = mem.store("the lighthouse is red", "s")
         caplog.set_level(logging.WARNING)
-        for call in (lambda: mem.store("text", huge), lambda: mem.delete([huge]), lambda: mem.forget_session(huge)):
+        calls: list[Callable[[], Any]] = [
+            lambda: mem.store("text", huge),
+            lambda: mem.delete([huge]),
+            lambda: mem.forget_session(huge),
+        ]
+        for call in calls:
             caplog.clear()
             start = time.monotonic()
             try:

@@ -14,7 +14,7 @@ with what the healthy parts know, and ``close()`` returns within a second.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,14 @@ SLACK_S = 0.9
 #: a later turn, while the service is backed off
 LATER_S = 0.15
 
-FAULTS = {"hung": lambda: Delay(60.0), "trickling": lambda: Trickle(None, 0.2)}
-CHAT_FAULTS = {"hung": lambda: Delay(60.0, "late"), "trickling": lambda: Trickle("slow words " * 50, 0.2)}
+FAULTS: dict[str, Callable[[], Any]] = {"hung": lambda: Delay(60.0), "trickling": lambda: Trickle(None, 0.2)}
+CHAT_FAULTS: dict[str, Callable[[], Any]] = {
+    "hung": lambda: Delay(60.0, "late"),
+    "trickling": lambda: Trickle("slow words " * 50, 0.2),
+}
+    "hung": lambda: Delay(60.0, "late"),
+    "trickling": lambda: Trickle("slow words " * 50, 0.2),
+}
 
 
 @pytest.fixture

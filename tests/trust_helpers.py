@@ -56,7 +56,7 @@ class Backend:
 
     def block(self, root: Path | str | None = None, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
         """The config block with ``root`` and ``namespace`` where given."""
-        out = json.loads(json.dumps(self.config))
+        out: dict[str, Any] = json.loads(json.dumps(self.config))
         if root is not None:
             out["root"] = str(root)
         if namespace is not None:
