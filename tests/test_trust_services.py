@@ -38,9 +38,6 @@ CHAT_FAULTS: dict[str, Callable[[], Any]] = {
     "hung": lambda: Delay(60.0, "late"),
     "trickling": lambda: Trickle("slow words " * 50, 0.2),
 }
-    "hung": lambda: Delay(60.0, "late"),
-    "trickling": lambda: Trickle("slow words " * 50, 0.2),
-}
 
 
 @pytest.fixture
