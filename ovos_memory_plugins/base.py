@@ -414,6 +414,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
     def _can_delete(self) -> bool:
         return self.stores_in_storage or self._can("_delete_documents")
 
+    @property
+    def can_delete(self) -> bool:
+        """Whether ``delete``/``forget_*`` can remove documents (front-ends: show a delete button)."""
+        return self._can_delete()
+
     def _forget_documents(self, ids: Sequence[str]) -> Counter[str]:
         """Delete documents from every tier (inside the caller's transaction); what went, per tier."""
         tiers: Counter[str] = Counter()

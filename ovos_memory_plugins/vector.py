@@ -174,8 +174,14 @@ class VectorMemory(IndexedMemory):
 
     def _legacy_files(self, path: Path) -> list[Path]:
         """Earlier releases: the hybrid's keyword arm in ``keyword/lexical.db``, and history in
-        ``history.db``, next to ``vector.db``."""
-        return [path.parent / "keyword" / "lexical.db", path.parent / "history.db"]
+        ``history.db`` next to ``vector.db``. A ``history.db`` is taken only when no other
+        backend's file shares the folder (it could be that backend's history)."""
+        folder = path.parent
+        files = [folder / "keyword" / "lexical.db"]
+        others = ("lexical.db", "sticky.db", "notes.db", "MEMORY.md")
+        if path.name != "history.db" and not any((folder / name).exists() for name in others):
+            files.append(folder / "history.db")
+        return files
 
     def _open_indexes(self) -> Index:
         opts = self.options

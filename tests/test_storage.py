@@ -527,3 +527,11 @@ def test_turning_hybrid_off_drops_the_keyword_rows(tmp_path: Path) -> None:
         assert mem.stats().get("keyword_rows") is None
         mem.forget_all()
     assert _leftovers(tmp_path) == []
+
+
+def test_a_history_db_of_another_backend_is_left_alone(tmp_path: Path) -> None:
+    _old_file(tmp_path / "history.db", _OLD_HISTORY)
+    (tmp_path / "sticky.db").write_bytes(b"")  # a sticky memory shares this folder: history.db is its
+    with _vector(tmp_path) as mem:
+        assert mem.get_history("s") == []
+    assert (tmp_path / "history.db").exists()

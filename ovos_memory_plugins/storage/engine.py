@@ -44,8 +44,9 @@ module-level ``open_storage(location, *, namespace="default", **options) -> Stor
 passes ``namespace``, which keys the memory's rows, and engine options such as
 ``vector_extension`` that another engine accepts and ignores). :func:`open_storage` here picks
 the engine by the location: a ``postgresql://`` URL imports
-``ovos_memory_plugins.storage.postgres``; anything else is a SQLite file path. Rules every engine
-keeps:
+``ovos_memory_plugins.storage.postgres``; anything else is a SQLite file path.
+:class:`ovos_memory_plugins.storage.contract.EngineContract` is the test suite an engine
+passes (subclass it, implement ``open(where)``). Rules every engine keeps:
 
 * every method may be called from several threads; the engine serialises what it must;
 * ``atomic()`` nests (a savepoint inside a transaction); ``put``/``add``/``remove`` are only

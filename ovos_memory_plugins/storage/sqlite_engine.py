@@ -3,7 +3,7 @@
 One file per memory holds every table, created by the append-only migrations of the store
 ``memory`` (applied atomically across processes, see :meth:`Database.migrate`):
 
-* ``documents``: ``id`` (the key, AUTOINCREMENT so keys never repeat), ``doc_id`` (unique),
+* ``documents``: ``id`` (the key: the rowid, so a new document's key is above every other's), ``doc_id`` (unique),
   ``session_id``, ``content``, ``metadata`` (JSON), ``created``;
 * ``keyword_terms`` / ``keyword_fts`` / ``keyword_meta``: the keyword index
   (:mod:`ovos_memory_plugins.storage.keyword`);
@@ -71,7 +71,7 @@ def _documents_v1(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE documents RENAME TO _catalogue_v0")
     conn.execute(
         "CREATE TABLE documents ("
-        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " id INTEGER PRIMARY KEY,"
         " doc_id TEXT NOT NULL UNIQUE,"
         " session_id TEXT NOT NULL,"
         " content TEXT NOT NULL,"
@@ -93,7 +93,7 @@ def _keyword_v1(conn: sqlite3.Connection) -> None:
         " id INTEGER PRIMARY KEY REFERENCES documents (id) ON DELETE CASCADE,"
         " body_terms TEXT NOT NULL, head_terms TEXT NOT NULL, ctx_terms TEXT NOT NULL, ctx_id INTEGER)"
     )
-    conn.execute("CREATE INDEX keyword_terms_ctx ON keyword_terms (ctx_id)")
+    # no index on ctx_id: it would cost every store; a delete scans for the turns that held its words
     conn.execute("CREATE TABLE keyword_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
@@ -101,7 +101,7 @@ def _vector_v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE vector_spaces (space TEXT PRIMARY KEY, dimension INTEGER NOT NULL, created REAL)")
     conn.execute(
         "CREATE TABLE vectors ("
-        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " id INTEGER PRIMARY KEY,"
         " space TEXT NOT NULL REFERENCES vector_spaces (space) ON DELETE CASCADE,"
         " doc INTEGER NOT NULL REFERENCES documents (id) ON DELETE CASCADE,"
         " vector BLOB NOT NULL, UNIQUE (space, doc))"

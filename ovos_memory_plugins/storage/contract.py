@@ -1,0 +1,173 @@
+"""A contract suite for storage engines: what every engine behind the seam must do.
+
+Subclass :class:`EngineContract` as ``Test<Engine>Contract`` in a pytest module and implement
+:meth:`EngineContract.open` (a fresh, empty storage for one memory; ``where`` is a fresh
+folder the engine may use). The SQLite engine runs it in ``tests/test_storage_contract.py``;
+a second engine (PostgreSQL) runs the same tests::
+
+    class TestPostgresContract(EngineContract):
+        def open(self, where):
+            return open_storage(self.url, namespace=where.name)
+
+Each test opens its own storage and closes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage
+
+__all__ = ["EngineContract"]
+
+
+def _unit(seed: int, dim: int = 8) -> Any:
+    v = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+class EngineContract:
+    """The tests every storage engine passes (see the module docstring)."""
+
+    def open(self, where: Path) -> Storage:
+        """A fresh, empty storage for one memory."""
+        raise NotImplementedError("define open(where) in your EngineContract subclass")
+
+    @contextlib.contextmanager
+    def _storage(self, tmp_path: Path) -> Iterator[Storage]:
+        storage = self.open(tmp_path)
+        try:
+            yield storage
+        finally:
+            storage.close()
+
+    def _put(self, storage: Storage, *docs: Document, indexes: Any = ()) -> list[Any]:
+        prepared = [index.prepare(list(docs)) for index in indexes]
+        with storage.atomic():
+            stored = storage.documents.put(list(docs))
+            for index, work in zip(indexes, prepared, strict=True):
+                index.add(stored, work)
+        return stored
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def test_documents_upsert_by_id_and_keep_their_key(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            [a] = self._put(st, Document("a", "the red bike", "s1", {"n": 1}))
+            assert a.new and a.changed
+            [again] = self._put(st, Document("a", "the red bike", "s1", {"n": 2}))
+            assert again.key == a.key and not again.new and not again.changed
+            [moved] = self._put(st, Document("a", "the blue bike", "s1", {"n": 3}))
+            assert moved.key == a.key and moved.changed
+            self._put(st, Document("b", "a cat", "s2"), Document("c", "a dog", "s1"))
+            got = st.documents.get(["a", "zzz"])
+            assert set(got) == {"a"} and got["a"].text == "the blue bike" and got["a"].metadata == {"n": 3}
+            assert st.documents.ids("s1") == ["a", "c"] and st.documents.ids() == ["a", "b", "c"]
+            assert [d.doc_id for d in st.documents.iter(batch=2)] == ["a", "b", "c"]
+            assert st.documents.count() == 3 and st.documents.count("s2") == 1
+            assert st.documents.sessions() == ["s1", "s2"]
+            assert set(st.documents.by_keys([a.key])) == {a.key}
+
+    def test_documents_remove(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            self._put(st, Document("a", "x", "s"), Document("b", "y", "s"))
+            with st.atomic():
+                assert st.documents.remove(["a", "nope"]) == 1
+            assert st.documents.ids() == ["b"]
+            with st.atomic():
+                assert st.documents.remove_all() == 1
+            assert st.documents.count() == 0
+
+    def test_a_failed_transaction_writes_nothing(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            with contextlib.suppress(RuntimeError), st.atomic():
+                st.documents.put([Document("a", "x", "s")])
+                raise RuntimeError("boom")
+            assert st.documents.count() == 0
+
+    # -- keyword index -----------------------------------------------------------------------
+
+    def test_keyword_index_finds_filters_and_forgets(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            kw = st.keyword_index(KeywordSettings())
+            stored = self._put(
+                st,
+                Document("a", "my sister Ingrid lives in Tromsø", "s1"),
+                Document("b", "the wifi password is on the fridge", "s2"),
+                Document("c", "我的自行车是红色的", "s1"),
+                indexes=[kw],
+            )
+            assert [h.source for h in kw.search("where does Ingrid live", 5)] == ["a"]
+            assert kw.search("Ingrid", 5, session_id="s2") == []
+            assert [h.source for h in kw.search("自行车", 5)] == ["c"]
+            assert kw.search("wifi", 5)[0].metadata["session_id"] == "s2"
+            assert kw.search("a the is", 5) == []  # stop words alone match nothing
+            self._put(st, Document("a", "my brother Olav lives in Bergen", "s1"), indexes=[kw])
+            assert kw.search("Ingrid", 5) == [] and [h.source for h in kw.search("Olav", 5)] == ["a"]
+            with st.atomic():
+                assert kw.remove([d for d in stored if d.doc_id == "b"]) == 1
+                st.documents.remove(["b"])
+            assert kw.search("wifi password", 5) == []
+            with st.atomic():
+                kw.remove_all()
+                st.documents.remove_all()
+            assert kw.search("Olav", 5) == []
+            kw.close()
+
+    # -- vector store ------------------------------------------------------------------------
+
+    def test_vector_store_is_exact_per_space_and_session(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            vs = st.vector_store()
+            stored = self._put(st, *[Document(f"d{i}", f"text {i}", f"s{i % 2}") for i in range(20)])
+            vectors = {f"d{i}": _unit(i) for i in range(20)}
+            with st.atomic():
+                assert vs.put_vectors("sp", list(vectors.items())) == 20
+            assert vs.dimension("sp") == 8 and vs.spaces() == {"sp": 20}
+            q = vectors["d3"]
+            expected = sorted(vectors, key=lambda d: (-float(vectors[d] @ q), d))
+            assert [d for d, _ in vs.search("sp", q, 5)] == expected[:5]
+            s1 = [d for d in expected if int(d[1:]) % 2 == 1]
+            assert [d for d, _ in vs.search("sp", q, 3, "s1")] == s1[:3]
+            assert vs.search("other", q, 3) == []
+            assert vs.missing_count("sp") == 0 and vs.missing_count("other") == 20
+            with st.atomic():
+                assert vs.remove([d.key for d in stored if d.doc_id == "d3"]) == 1
+            assert "d3" not in [d for d, _ in vs.search("sp", q, 5)]
+            assert vs.missing("sp", 5) == [("d3", "text 3")]
+            assert vs.drop_space("sp") == 19 and vs.spaces() == {}
+
+    # -- history -----------------------------------------------------------------------------
+
+    def test_history_keeps_the_newest_and_forgets_exchanges(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            h = st.history
+            with st.atomic():
+                h.append(
+                    "s",
+                    [("user", "q1"), ("assistant", "a1")],
+                    keep=10,
+                    last_exchange_id="x1",
+                    exchange_ids=["x1", "x1"],
+                )
+                h.append(
+                    "s", [("user", "q2"), ("assistant", "a2")], keep=3, last_exchange_id="x2", exchange_ids=["x2", "x2"]
+                )
+            assert [(m.role, m.content) for m in h.recent("s", 10)] == [
+                ("assistant", "a1"),
+                ("user", "q2"),
+                ("assistant", "a2"),
+            ]
+            assert h.last_exchange_id("s") == "x2" and h.sessions() == ["s"] and h.message_count() == 3
+            [doc] = self._put(st, Document("x2", "Q: q2\nA: a2", "s"))
+            with st.atomic():
+                assert h.remove_exchanges([doc]) == 2
+            assert [m.content for m in h.recent("s", 10)] == ["a1"]
+            with st.atomic():
+                assert h.clear_session("s") == 1
+            assert h.sessions() == [] and h.last_exchange_id("s") == ""
