@@ -170,3 +170,41 @@ def test_persona_bob_never_sees_avas_secret_under_one_root(persona_folder: Path,
         _stop(service)
     holding = files_holding(root, SECRET)
     assert holding and all("bob" not in Path(f).parts for f in holding), holding
+
+
+def _variants(tmp: Path) -> list[tuple[str, Any]]:
+    """Other ways two personas end up configured over one place: ``db_path``, a composite member
+    with its own ``root``, ``scope: session``."""
+    from ovos_memory_plugins.composite import CompositeMemory
+    from ovos_memory_plugins.lexical import LexicalMemory
+    from ovos_memory_plugins.vector import VectorMemory
+
+    shared_member = {"module": "ovos-memory-plugin-lexical", "config": {"root": str(tmp / "member-root")}}
+    return [
+        ("lexical db_path", lambda ns: LexicalMemory({"db_path": str(tmp / "one.db"), "namespace": ns})),
+        (
+            "vector db_path",
+            lambda ns: VectorMemory({"db_path": str(tmp / "one-vec.db"), "namespace": ns, "embedder": "hash"}),
+        ),
+        (
+            "composite member root",
+            lambda ns: CompositeMemory({"root": str(tmp / "c"), "namespace": ns, "members": [shared_member]}),
+        ),
+        ("scope session", lambda ns: LexicalMemory({"root": str(tmp / "s"), "namespace": ns, "scope": "session"})),
+    ]
+
+
+@pytest.mark.parametrize(
+    "variant", range(4), ids=["lexical-db_path", "vector-db_path", "composite-member-root", "scope-session"]
+)
+def test_namespaces_isolate_whatever_else_is_configured(tmp_path: Path, variant: int) -> None:
+    name, make = _variants(tmp_path)[variant]
+    with make("ava") as ava:
+        ava.update_history(exchange(ASK, f"I will keep {SECRET} to myself"), "default")
+        ava.store(f"ava's safe word is {SECRET}", "default")
+        assert SECRET in prompt_text(ava, QUESTION, "default"), name
+        with make("bob") as bob:
+            assert SECRET not in prompt_text(bob, QUESTION, "default"), name
+            assert not any(SECRET in h.content for h in bob.search(SECRET, top_k=20)), name
+    holding = files_holding(tmp_path, SECRET)
+    assert holding and all("bob" not in Path(f).parts for f in holding), (name, holding)
