@@ -86,9 +86,6 @@ def _can_retire(notes: Any) -> bool:
 
 
 def _can_delete(memory: Any) -> bool:
-    declared = getattr(memory, "can_delete", None)
-    if isinstance(declared, bool):  # the base's public capability
-        return declared
     can = getattr(memory, "_can", None)
     return bool(can("_delete_documents")) if callable(can) else _has(memory, "delete")
 
