@@ -885,8 +885,13 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
         return max(counts)
 
     def delete(self, doc_ids: Iterable[str]) -> int:
-        """Delete documents by id from every member that can; the most any member deleted."""
-        return self._fan_out_count("delete", list(doc_ids))
+        """Delete documents by id from every member that can; return how many of the ids some
+        member held (an id several members hold counts once; ids spread over members, such as
+        an archived exchange and a sticky note, each count)."""
+        ids = list(dict.fromkeys(doc_ids))
+        if len(ids) <= 1:
+            return self._fan_out_count("delete", ids)
+        return sum(1 for doc_id in ids if self._fan_out_count("delete", [doc_id]))
 
     def forget_session(self, session_id: str) -> int:
         """Every member forgets the session; the most documents any member deleted."""

@@ -66,6 +66,7 @@ from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.notebook import as_fact, change_for, match_note, refused, select_for_prompt
 from ovos_memory_plugins.protocols import Note, NoteChange
 from ovos_memory_plugins.ranking import BM25Ranker
+from ovos_memory_plugins.storage.engine import check_id
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.storage.sticky_store import StickyRow, StickyStore, ask_key, note_key
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
@@ -812,6 +813,7 @@ class StickyMemory(BaseRetrievalMemory):
 
     def forget_session(self, session_id: str) -> int:
         """Delete the session's notes (active and retired), its replay record and its history."""
+        session_id = check_id(session_id, "session_id")  # a lone surrogate is stored as U+FFFD
         with self._lock:
             n = super().forget_session(session_id)
             self.store_db.forget_asks(session_id)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -45,6 +46,16 @@ def chunked(items: Sequence[Any], size: int = CHUNK) -> Iterator[tuple[Sequence[
     for start in range(0, len(items), size):
         chunk = items[start : start + size]
         yield chunk, ",".join("?" * len(chunk))
+
+
+def _driver_errors(driver: Any, name: str) -> tuple[type[Exception], ...]:
+    """``sqlite3.<name>`` and, when the connection comes from another DB-API driver of SQLite
+    (sqlean), that driver's class of the same name."""
+    own = getattr(driver, name, None)
+    base: type[Exception] = getattr(sqlite3, name)
+    if isinstance(own, type) and issubclass(own, Exception) and not issubclass(own, base):
+        return (base, own)
+    return (base,)
 
 
 def quote_identifier(name: str) -> str:
@@ -134,6 +145,11 @@ class Database:
             except sqlite3.Error as exc:
                 raise StorageError(f"cannot open database {self.path}: {exc}") from exc
         self.conn = connection
+        # an injected connection may come from another DB-API driver of SQLite (sqlean, which can
+        # load sqlite-vec): its exceptions are its own classes, not subclasses of sqlite3's
+        driver = sys.modules.get(type(connection).__module__)
+        self._locked_errors: tuple[type[Exception], ...] = _driver_errors(driver, "OperationalError")
+        database_errors = _driver_errors(driver, "DatabaseError")
         self.conn.row_factory = sqlite3.Row
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -142,7 +158,7 @@ class Database:
             self.conn.execute(f"PRAGMA synchronous = {synchronous}")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA secure_delete = ON")
-        except sqlite3.DatabaseError as exc:
+        except database_errors as exc:
             raise StorageError(f"cannot use database {self.path}: {exc}") from exc
 
     # -- execution ---------------------------------------------------------------------------
@@ -154,7 +170,7 @@ class Database:
         while True:
             try:
                 return call()
-            except sqlite3.OperationalError as exc:
+            except self._locked_errors as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise
                 if time.monotonic() > deadline:
