@@ -639,7 +639,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 history.append(session_id, incoming, keep, previous_id if exchanges else None, tags)
             turns = [*before, *incoming]
             docs: list[Document] = []
-            for doc_id, before_id, user, assistant in exchanges:
+            for doc_id, before_id, user, assistant in exchanges if self.archives_exchanges else []:
                 if not (user.strip() or assistant.strip()):
                     continue
                 if self.settings.admission and is_low_signal(user, assistant):

@@ -714,7 +714,11 @@ class StickyMemory(BaseRetrievalMemory):
             row = self._pick(description, self._rows(session_id, include_retired=True), lang)
             if isinstance(row, NoteChange):
                 return row
-            self.store_db.delete([row.id])
+            with self.storage.atomic():
+                self.store_db.delete([row.id])
+                self.storage.documents.remove([row.id])  # a note saved through store() is catalogued too
+                self.storage.history.remove_quoting(row.session_id, row.text)
+            self.storage.db.purge()
             self._terms.pop(row.id, None)
         return NoteChange("forgotten", note=self._public(row), message=f"forgot: {row.text}")
 
@@ -803,8 +807,12 @@ class StickyMemory(BaseRetrievalMemory):
         return self.store_db.ids(session_id)
 
     def _delete_documents(self, doc_ids: Sequence[str]) -> int:
+        """Delete the notes and the turns that told them (the history window would show them)."""
         for doc_id in doc_ids:
             self._terms.pop(doc_id, None)
+            row = self.store_db.get(doc_id)
+            if row is not None:
+                self.storage.history.remove_quoting(row.session_id, row.text)
         return self.store_db.delete(doc_ids)
 
     def _delete_all(self) -> int:

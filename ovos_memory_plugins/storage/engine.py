@@ -340,6 +340,11 @@ class HistoryStore(Protocol):
         """Delete the history messages the given exchange documents came from; return how many."""
         ...
 
+    def remove_quoting(self, session_id: str, text: str) -> int:
+        """Delete the session's user messages that quote ``text`` (case folded) and the
+        exchanges they belong to (a note told in the conversation, now forgotten); return how many."""
+        ...
+
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
         ...

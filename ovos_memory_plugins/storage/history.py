@@ -134,6 +134,21 @@ class SqliteHistory:
                 ).rowcount
         return n
 
+    def remove_quoting(self, session_id: str, text: str) -> int:
+        """Delete the session's user messages that quote ``text`` (case folded) and the
+        exchanges they belong to; return how many messages went."""
+        if not text.strip():
+            return 0
+        with self.db.atomic(savepoint=False) as conn:
+            quoting = "session_id = ? AND role = 'user' AND instr(lower(content), lower(?)) > 0"
+            n = conn.execute(
+                "DELETE FROM history WHERE session_id = ? AND exchange_id IN"
+                f" (SELECT exchange_id FROM history WHERE {quoting} AND exchange_id IS NOT NULL)",
+                (session_id, session_id, text),
+            ).rowcount
+            n += conn.execute(f"DELETE FROM history WHERE {quoting}", (session_id, text)).rowcount
+        return int(n)
+
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
         with self.db.atomic(savepoint=False) as conn:

@@ -829,6 +829,23 @@ class PgHistory:
                 ).rowcount
         return n
 
+    def remove_quoting(self, session_id: str, text: str) -> int:
+        """Delete the session's user messages that quote ``text`` (case folded) and the
+        exchanges they belong to; return how many messages went."""
+        if not text.strip():
+            return 0
+        quoting = "namespace = %s AND session_id = %s AND role = 'user' AND strpos(lower(content), lower(%s)) > 0"
+        with self.db.transaction() as conn:
+            n = conn.execute(
+                "DELETE FROM memory_history WHERE namespace = %s AND session_id = %s AND exchange_id IN"
+                f" (SELECT exchange_id FROM memory_history WHERE {quoting} AND exchange_id IS NOT NULL)",
+                (self.namespace, session_id, self.namespace, session_id, text),
+            ).rowcount
+            n += conn.execute(
+                f"DELETE FROM memory_history WHERE {quoting}", (self.namespace, session_id, text)
+            ).rowcount
+        return int(n)
+
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
         with self.db.transaction() as conn:
