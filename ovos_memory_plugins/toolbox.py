@@ -62,11 +62,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from ovos_plugin_manager.templates.agent_tools import AgentTool, ToolArguments, ToolBox, ToolOutput
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from ovos_memory_plugins.common import MemoryHit, normalize_content
 from ovos_memory_plugins.protocols import DocumentLister, Note, NoteChange, NotesKeeper, Retriever
@@ -296,6 +296,12 @@ def check_text(value: str, *, stored: bool) -> str:
     return text
 
 
+#: Text that names or looks up a memory (a query, a description): checked, never stored.
+LookupText = Annotated[str, AfterValidator(lambda value: check_text(value, stored=False))]
+#: Text a tool stores as a memory (a fact): checked, instructions refused.
+StoredText = Annotated[str, AfterValidator(lambda value: check_text(value, stored=True))]
+
+
 class _Args(ToolArguments):  # type: ignore[misc]  # OPM ships no type information
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -303,70 +309,45 @@ class _Args(ToolArguments):  # type: ignore[misc]  # OPM ships no type informati
 class SearchArgs(_Args):
     """Arguments of ``search_memory``."""
 
-    query: str = Field(
+    query: LookupText = Field(
         min_length=1,
         max_length=MAX_QUERY_CHARS,
         description="A few words naming what to look for, e.g. 'sister name' or 'where I parked'.",
     )
     top_k: int = Field(default=5, ge=1, le=MAX_TOP_K, description="How many memories to return (1-10).")
 
-    @field_validator("query")
-    @classmethod
-    def _query(cls, value: str) -> str:
-        return check_text(value, stored=False)
-
 
 class RememberArgs(_Args):
     """Arguments of ``remember``."""
 
-    fact: str = Field(
+    fact: StoredText = Field(
         min_length=3,
         max_length=MAX_FACT_CHARS,
         description="One short fact in plain words, e.g. 'The user's sister is called Maria.'",
     )
 
-    @field_validator("fact")
-    @classmethod
-    def _fact(cls, value: str) -> str:
-        return check_text(value, stored=True)
-
 
 class UpdateArgs(_Args):
     """Arguments of ``update_memory``."""
 
-    description: str = Field(
+    description: LookupText = Field(
         min_length=1,
         max_length=MAX_DESCRIPTION_CHARS,
         description="Which memory to change: its id, its exact text, or a few words from it.",
     )
-    new_fact: str = Field(
+    new_fact: StoredText = Field(
         min_length=3, max_length=MAX_FACT_CHARS, description="The corrected fact, one short sentence."
     )
-
-    @field_validator("description")
-    @classmethod
-    def _description(cls, value: str) -> str:
-        return check_text(value, stored=False)
-
-    @field_validator("new_fact")
-    @classmethod
-    def _new_fact(cls, value: str) -> str:
-        return check_text(value, stored=True)
 
 
 class ForgetArgs(_Args):
     """Arguments of ``forget_memory``."""
 
-    description: str = Field(
+    description: LookupText = Field(
         min_length=1,
         max_length=MAX_DESCRIPTION_CHARS,
         description="Which memory to drop: its id, its exact text, or a few words from it.",
     )
-
-    @field_validator("description")
-    @classmethod
-    def _description(cls, value: str) -> str:
-        return check_text(value, stored=False)
 
 
 class ListNotesArgs(_Args):
