@@ -378,37 +378,18 @@ class ScriptedOpenAIServer:
 
     def _chat_payload(self, body: dict[str, Any], reply: Any) -> dict[str, Any]:
         if isinstance(reply, ToolCallReply):
-            return {
-                "id": self._next_id("chatcmpl"),
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": str(body.get("model") or self.model),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": self._tool_call_message(reply),
-                        "finish_reason": "tool_calls",
-                        "logprobs": None,
-                    }
-                ],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            }
-        text = "" if reply is None else str(reply)
-        prompt = " ".join(str(m.get("content") or "") for m in body.get("messages") or [] if isinstance(m, dict))
-        prompt_tokens, completion_tokens = _count_tokens(prompt), _count_tokens(text)
+            message, finish, prompt_tokens, completion_tokens = self._tool_call_message(reply), "tool_calls", 0, 0
+        else:
+            text = "" if reply is None else str(reply)
+            prompt = " ".join(str(m.get("content") or "") for m in body.get("messages") or [] if isinstance(m, dict))
+            message, finish = {"role": "assistant", "content": text}, "stop"
+            prompt_tokens, completion_tokens = _count_tokens(prompt), _count_tokens(text)
         return {
             "id": self._next_id("chatcmpl"),
             "object": "chat.completion",
             "created": int(time.time()),
             "model": str(body.get("model") or self.model),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                    "logprobs": None,
-                }
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
