@@ -117,15 +117,21 @@ def export_jsonl(memory: Any, out: IO[str]) -> int:
     return n
 
 
-def read_export(lines: Iterable[str], name: str = "<input>") -> Iterator[ExportedDocument]:
-    """Parse exported JSON Lines (blank lines skipped); raises :class:`TranscriptError` naming the line."""
+def _json_lines(lines: Iterable[str], name: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed value)`` of each non-blank JSON line; :class:`TranscriptError`
+    naming the line when one is not JSON."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            yield number, json.loads(line)
         except json.JSONDecodeError as exc:
             raise TranscriptError(f"{name}:{number}: not JSON ({exc.msg})") from exc
+
+
+def read_export(lines: Iterable[str], name: str = "<input>") -> Iterator[ExportedDocument]:
+    """Parse exported JSON Lines (blank lines skipped); raises :class:`TranscriptError` naming the line."""
+    for number, data in _json_lines(lines, name):
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
             raise TranscriptError(f"{name}:{number}: expected an object with a string 'text'")
         if not data["text"].strip():
@@ -265,13 +271,7 @@ def read_transcript(text: str, name: str = "<input>") -> list[TranscriptMessage]
     stripped = [ln for ln in lines if ln.strip()]
     if stripped and all(ln.lstrip().startswith("{") for ln in stripped):
         out = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TranscriptError(f"{name}:{number}: not JSON ({exc.msg})") from exc
+        for number, data in _json_lines(lines, name):
             role = str(data.get("role", "")).lower() if isinstance(data, dict) else ""
             content = data.get("content") if isinstance(data, dict) else None
             if role not in ("user", "assistant") or not isinstance(content, str):
