@@ -230,6 +230,10 @@ class VectorCache(Protocol):
         """Remove the rows of these texts."""
         ...
 
+    def clear(self, embedder_id: str | None = None) -> int:
+        """Remove every row (of one embedder when named)."""
+        ...
+
 
 class CachedEmbedder:
     """An :class:`Embedder` that embeds each distinct text once.
@@ -338,6 +342,13 @@ class CachedEmbedder:
         if self.query_cache is not None:
             self.query_cache.discard(texts)
         return self.cache.discard_texts(texts) if self.cache is not None else 0
+
+    def forget_all(self) -> int:
+        """Empty the persistent cache (every embedder's rows: the memory forgets everything) and
+        the query LRU (recomputed on demand); return the rows removed."""
+        if self.query_cache is not None:
+            self.query_cache.clear()
+        return self.cache.clear() if self.cache is not None else 0
 
     def stats(self) -> dict[str, int]:
         """Texts embedded, and texts answered from a cache or an earlier copy in the same call."""

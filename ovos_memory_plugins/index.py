@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit, fuse_rrf, fuse_weighted, normalize_content
-from ovos_memory_plugins.embedders import Embedder, embed_documents, embed_queries
+from ovos_memory_plugins.embedders import CachedEmbedder, Embedder, embed_documents, embed_queries
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.storage.engine import (
     Document,
@@ -308,12 +308,18 @@ class VectorIndex(IndexBase):
     def remove(self, docs: Sequence[StoredDocument]) -> int:
         """Delete the documents' vectors (every space)."""
         n = self.store.remove([d.key for d in docs])
-        return ForgetReport(n, {"vectors": n})
+        tiers = {"vectors": n}
+        if isinstance(self.embedder, CachedEmbedder) and self.embedder.cache is not None and docs:
+            tiers["embedding_cache"] = self.embedder.forget([d.text for d in docs])
+        return ForgetReport(n, tiers)
 
     def remove_all(self) -> int:
         """Delete every vector."""
         n = self.store.remove_all()
-        return ForgetReport(n, {"vectors": n})
+        tiers = {"vectors": n}
+        if isinstance(self.embedder, CachedEmbedder) and self.embedder.cache is not None:
+            tiers["embedding_cache"] = self.embedder.forget_all()
+        return ForgetReport(n, tiers)
 
     def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
         """Nearest documents by cosine similarity (``score``), at or above ``min_similarity``."""

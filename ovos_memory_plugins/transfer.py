@@ -364,8 +364,7 @@ def ingest_paths(
                 if known is not None and report.new is not None:
                     report.new += doc_id not in known
         else:
-            for n, chunk in enumerate(split_paragraphs(text)):
-                doc_id = memory.store(chunk, session_id, {"kind": "ingest", "source": str(path), "chunk": n})
+            for doc_id in _store_chunks(memory, split_paragraphs(text), session_id, str(path)):
                 report.documents += 1
                 if known is not None and report.new is not None:
                     report.new += doc_id not in known
@@ -373,6 +372,27 @@ def ingest_paths(
         if progress is not None:
             progress(i, len(files), str(path))
     return report
+
+
+def _store_chunks(memory: Any, chunks: list[str], session_id: str, source: str) -> list[str]:
+    """Store a file's paragraphs; return their ids (those ``store`` gives). One batch (one
+    transaction, the vector index embedding in batches) where the memory offers ``put_documents``."""
+    batch = getattr(memory, "put_documents", None)
+    ident = getattr(memory, "document_id", None)
+    if not (callable(batch) and callable(ident)):
+        return [
+            memory.store(chunk, session_id, {"kind": "ingest", "source": source, "chunk": n})
+            for n, chunk in enumerate(chunks)
+        ]
+    from ovos_memory_plugins.text import clean_text
+
+    rows = []
+    for n, chunk in enumerate(chunks):
+        text = clean_text(chunk)
+        rows.append((str(ident(session_id, text)), text, session_id, {"kind": "ingest", "source": source, "chunk": n}))
+    if rows:
+        batch(rows)
+    return [row[0] for row in rows]
 
 
 def _known_ids(memory: Any) -> set[str] | None:
@@ -409,17 +429,30 @@ def _feed(
     exchanges = _exchanges(messages)
     fresh = not memory.messages(session_id) if callable(getattr(memory, "messages", None)) else False
     ids = []
+    rows: list[tuple[str, str, str, dict[str, Any] | None]] = []
     previous = ""
     for user, assistant, when in exchanges:
-        if fresh:
+        previous = BaseRetrievalMemory.exchange_id(session_id, previous, user, assistant)
+        meta = {"kind": "exchange", "time": when if when is not None else default_time, "source": source}
+        if user.strip() or assistant.strip():
+            rows.append((previous, exchange_text(user, assistant), session_id, meta))
+        ids.append(previous)
+    batch = getattr(memory, "put_documents", None)
+    if callable(batch) and rows:
+        # first in one batch (the vector index embeds them together; a memory with a content-hash
+        # cache then finds every exchange there when update_history stores it again)
+        batch(rows)
+    if fresh:
+        for user, assistant, _ in exchanges:
             pair = [
                 AgentMessage(role=MessageRole.USER, content=user),
                 AgentMessage(role=MessageRole.ASSISTANT, content=assistant),
             ]
             memory.update_history(pair, session_id)
-        previous = BaseRetrievalMemory.exchange_id(session_id, previous, user, assistant)
-        meta = {"kind": "exchange", "time": when if when is not None else default_time, "source": source}
-        if user.strip() or assistant.strip():
-            memory.put_document(previous, exchange_text(user, assistant), session_id, meta)
-        ids.append(previous)
+    if callable(batch) and rows:
+        if fresh:  # the live path may have set its own metadata: the transcript's dates win
+            batch(rows)
+    else:
+        for row in rows:
+            memory.put_document(*row)
     return ids

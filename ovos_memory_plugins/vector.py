@@ -36,11 +36,20 @@ from typing import Any, ClassVar, Literal
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import ParsedConfig, check_path, option, resolve_file
-from ovos_memory_plugins.embedders import EMBEDDER_NAMES, Embedder, check_embedder, make_embedder, spec_problems
+from ovos_memory_plugins.embedders import (
+    EMBEDDER_NAMES,
+    CachedEmbedder,
+    Embedder,
+    check_embedder,
+    make_embedder,
+    spec_problems,
+)
 from ovos_memory_plugins.errors import BackendError
 from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexedMemory, VectorIndex
 from ovos_memory_plugins.lexical import LexicalOptions, keyword_settings
+from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
 from ovos_memory_plugins.storage.engine import Index
+from ovos_memory_plugins.storage.sqlite import Database
 
 LOG = logging.getLogger(__name__)
 
@@ -190,6 +199,13 @@ class VectorMemory(IndexedMemory):
             self.embedder: Embedder = (
                 check_embedder(given) if given is not None else self._build_embedder(opts.embedder)
             )
+        self.embedding_cache = self._embedding_cache()
+        if self.embedding_cache is not None and not isinstance(self.embedder, _Unavailable):
+            embedder = self.embedder
+            if isinstance(embedder, CachedEmbedder):
+                self.embedder = embedder.with_cache(self.embedding_cache)
+            else:  # a caller's model: documents cached in this file, queries as the caller made them
+                self.embedder = CachedEmbedder(embedder, self.embedding_cache, query_cache=None)
         floor = opts.min_similarity
         if floor is None:
             floor = next((f for prefix, f in _DEFAULT_FLOORS if self.embedder.id.startswith(prefix)), 0.0)
@@ -214,6 +230,18 @@ class VectorMemory(IndexedMemory):
             weights=[opts.keyword_weight, opts.vector_weight],
             fusion=opts.fusion,
         )
+
+    def _embedding_cache(self) -> EmbeddingCache | None:
+        """The content-hash cache in this memory's own SQLite file (identical texts are embedded
+        once, across restarts; forgetting a document forgets its row). None on other engines."""
+        db = self.storage.db
+        if not isinstance(db, Database):
+            return None
+        try:
+            return EmbeddingCache(db)
+        except Exception as exc:  # a constructor must not raise: embed without the cache
+            LOG.warning("VectorMemory: no embedding cache in %s (%s)", db.location, exc)
+            return None
 
     def _build_embedder(self, spec: str | dict[str, Any]) -> Embedder:
         try:

@@ -56,3 +56,12 @@ def test_nothing_is_written_under_root(tmp_path: Path, postgres_url: str, make: 
     assert [h.source for h in mem.search("bike")]
     mem.close()
     assert not root.exists() or not any(root.rglob("*"))
+
+
+def test_vector_memory_on_postgres_has_no_embedding_cache_and_still_forgets(tmp_path: Path, postgres_url: str) -> None:
+    with VectorMemory({"embedder": "hash", **on_postgres({"root": str(tmp_path / "m")}, postgres_url)}) as mem:
+        assert mem.storage.db.engine == "postgresql" and mem.embedding_cache is None
+        mem.store("the kettle is in the left cupboard", "s")
+        assert mem.vectors.pending() == 0
+        report = mem.forget_all()
+        assert report == 1 and "embedding_cache" not in report.tiers
