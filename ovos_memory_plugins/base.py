@@ -304,7 +304,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         if self._summary is None:
             return ""
         with self._lock:
-            return self._summary.text(session_id)
+            return self._summary.text(check_id(session_id, "session_id"))
 
     # -- ids ---------------------------------------------------------------------------------
 
