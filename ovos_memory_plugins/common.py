@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "MemoryHit",
     "dedup_hits",
+    "exchange_parts",
     "exchange_text",
     "fuse",
     "fuse_interleave",
@@ -48,6 +49,15 @@ class MemoryHit:
 def exchange_text(user: str, assistant: str) -> str:
     """The document one completed exchange becomes."""
     return f"Q: {user}\nA: {assistant}"
+
+
+def exchange_parts(text: str) -> tuple[str, str] | None:
+    """``(user, assistant)`` of an exchange document's text (the inverse of :func:`exchange_text`),
+    else None."""
+    if not text.startswith("Q: "):
+        return None
+    user, sep, assistant = text[3:].partition("\nA: ")
+    return (user, assistant) if sep else None
 
 
 def normalize_content(text: str) -> str:

@@ -17,6 +17,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
+from ovos_memory_plugins.common import exchange_parts
 from ovos_memory_plugins.storage.engine import StoredDocument, StoredMessage
 from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
 
@@ -41,14 +42,6 @@ def _v2(conn: sqlite3.Connection) -> None:
 
 
 MIGRATIONS = [Migration("0001_history_sessions_documents", _v1), Migration("0002_exchange_ids", _v2)]
-
-
-def _exchange_parts(text: str) -> tuple[str, str] | None:
-    """``(user, assistant)`` of an exchange document's text (``Q: ...\nA: ...``), else None."""
-    if not text.startswith("Q: "):
-        return None
-    user, sep, assistant = text[3:].partition("\nA: ")
-    return (user, assistant) if sep else None
 
 
 class SqliteHistory:
@@ -124,7 +117,7 @@ class SqliteHistory:
             for chunk, marks in chunked(ids):
                 n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
             for doc in docs:
-                parts = _exchange_parts(doc.text)
+                parts = exchange_parts(doc.text)
                 if parts is None:
                     continue
                 n += conn.execute(

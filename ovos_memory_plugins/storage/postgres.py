@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ovos_memory_plugins.common import MemoryHit
+from ovos_memory_plugins.common import MemoryHit, exchange_parts
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.engine import (
     Document,
@@ -700,14 +700,6 @@ class PgDocuments:
 # -- history ---------------------------------------------------------------------------------
 
 
-def _exchange_parts(text: str) -> tuple[str, str] | None:
-    """``(user, assistant)`` of an exchange document's text (``Q: ...\\nA: ...``), else None."""
-    if not text.startswith("Q: "):
-        return None
-    user, sep, assistant = text[3:].partition("\nA: ")
-    return (user, assistant) if sep else None
-
-
 _HISTORY_INSERT = (
     "INSERT INTO memory_history (namespace, session_id, role, content, created, exchange_id)"
     " SELECT %(ns)s, %(session)s, m.role, m.content, %(now)s, m.exchange_id"
@@ -819,7 +811,7 @@ class PgHistory:
                 (self.namespace, [d.doc_id for d in docs]),
             ).rowcount
             for doc in docs:
-                parts = _exchange_parts(doc.text)
+                parts = exchange_parts(doc.text)
                 if parts is None:
                     continue
                 n += conn.execute(
