@@ -30,9 +30,10 @@ def request(
     *,
     token: str | None = "auto",
     headers: dict[str, str] | None = None,
+    timeout: float = 10,
 ) -> tuple[int, Any]:
     """One HTTP request to the server; returns (status, parsed JSON or raw text)."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
     try:
         sent = {"Host": f"127.0.0.1:{server.port}"}
         if token == "auto":

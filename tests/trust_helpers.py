@@ -214,24 +214,9 @@ def wait_for(check: Callable[[], bool], timeout: float = 10.0, step: float = 0.0
 def editor_call(server: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
     """One request to a running :class:`~ovos_memory_plugins.editor.EditorServer`, with its
     token and Host header, as the page sends it; returns (status, parsed JSON or text)."""
-    import http.client
+    from test_editor_http import request
 
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-    try:
-        headers = {"Host": f"127.0.0.1:{server.port}", "X-Editor-Token": server.token}
-        payload = None
-        if body is not None:
-            payload = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        conn.request(method, path, body=payload, headers=headers)
-        response = conn.getresponse()
-        raw = response.read().decode()
-        try:
-            return response.status, json.loads(raw)
-        except json.JSONDecodeError:
-            return response.status, raw
-    finally:
-        conn.close()
+    return request(server, method, path, body, timeout=30)
 
 
 def every_note(mem: Any) -> list[Any]:
