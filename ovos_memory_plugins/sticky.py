@@ -714,12 +714,9 @@ class StickyMemory(BaseRetrievalMemory):
             row = self._pick(description, self._rows(session_id, include_retired=True), lang)
             if isinstance(row, NoteChange):
                 return row
-            with self.storage.atomic():
-                self.store_db.delete([row.id])
-                self.storage.documents.remove([row.id])  # a note saved through store() is catalogued too
-                self.storage.history.remove_quoting(row.session_id, row.text)
-            self.storage.db.purge()
-            self._terms.pop(row.id, None)
+            # the base's one forget path: the note (_delete_documents, with the turn that told it),
+            # its catalogue row (a note saved through store()), then the purge
+            self.delete([row.id])
         return NoteChange("forgotten", note=self._public(row), message=f"forgot: {row.text}")
 
     def update(self, description: str, new_fact: str, session_id: str | None = None) -> NoteChange:
