@@ -125,13 +125,14 @@ class LexicalMemory(IndexedMemory):
         return path, shared
 
     def _open_indexes(self) -> Index:
-        self.keyword = self.storage.keyword_index(keyword_settings(self.options, self.use_fts5))
+        self.keyword_settings = keyword_settings(self.options, self.use_fts5)
+        self.keyword = self.storage.keyword_index(self.keyword_settings)
         return self.keyword
 
     def word_terms(self, text: str, *, query: bool = False) -> frozenset[str] | None:
         """The terms this backend matches in ``text``: a query's (stop words out) or a document's."""
         if query:
-            return frozenset(query_counts(text, keyword_settings(self.options, self.use_fts5)))
+            return frozenset(query_counts(text, self.keyword_settings))
         return frozenset(tokenize(text, unigrams=True))
 
     def hit_terms(self, hits: Sequence[MemoryHit]) -> list[frozenset[str]] | None:
