@@ -614,12 +614,8 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
         """The text recall searches with, per ``retrieval.query_mode``."""
         return recall_query(utterance, history, self.settings.retrieval)
 
-    @staticmethod
-    def _in_window(history: Sequence[AgentMessage]) -> set[str]:
-        return shown_in_window(history)
-
     def _finish_recall(self, utterance: str, hits: list[MemoryHit], history: Sequence[AgentMessage]) -> list[MemoryHit]:
-        shown = self._in_window(history)
+        shown = shown_in_window(history)
         hits = [h for h in hits if normalize_content(h.content) not in shown]
         return self._summarized(utterance, hits[: self.settings.retrieval.max_num_results])
 
@@ -632,7 +628,7 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
         if not query.strip():
             return []
         query = self._expanded(query)
-        depth = self._recall_depth(len(self._in_window(history)))
+        depth = self._recall_depth(len(shown_in_window(history)))
         return self._finish_recall(utterance, self._fused_search(query, self._session_for(session_id), depth), history)
 
     # -- LLM assists -------------------------------------------------------------------------
