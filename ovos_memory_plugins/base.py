@@ -64,12 +64,14 @@ from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file,
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import clip_context, needs_context, recall_query, select_hits, shown_in_window
 from ovos_memory_plugins.storage.engine import (
+    Compacted,
     Document,
     ForgetReport,
     Index,
     Storage,
     StoredDocument,
     check_id,
+    compact_database,
     open_storage,
 )
 from ovos_memory_plugins.storage.sqlite import Database
@@ -525,6 +527,15 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 if self._summary is not None:
                     tiers["summaries"] += self._summary.forget()
             return self._report(tiers)
+
+    def compact(self) -> Compacted:
+        """Make deleted rows unrecoverable in the memory's database now (the
+        :class:`~ovos_memory_plugins.protocols.Compactable` protocol; the editor calls it after
+        every delete): SQLite ``VACUUM`` and a WAL truncation, PostgreSQL ``VACUUM`` of the
+        memory's tables. Returns the locations done; a busy file is logged, left out and named in
+        ``skipped`` (every forget already purges; this also rewrites the file without free pages)."""
+        with self._lock:
+            return compact_database(self.storage.db)
 
     def sessions(self) -> list[str]:
         """Every session with recorded history, sorted (operators, the editor)."""

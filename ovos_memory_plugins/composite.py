@@ -80,8 +80,9 @@ from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse
 from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
-from ovos_memory_plugins.protocols import Capabilities, DocumentLister, NotesKeeper, capabilities
+from ovos_memory_plugins.protocols import Capabilities, Compactable, DocumentLister, NotesKeeper, capabilities
 from ovos_memory_plugins.select import recall_query, shown_in_window
+from ovos_memory_plugins.storage.engine import Compacted
 from ovos_memory_plugins.text import clean_text, clip_query
 
 LOG = logging.getLogger(__name__)
@@ -896,6 +897,21 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
     def forget_all(self) -> int:
         """Every member forgets everything; the most documents any member deleted."""
         return self._fan_out_count("forget_all")
+
+    def compact(self) -> Compacted:
+        """Every member that can (:class:`~ovos_memory_plugins.protocols.Compactable`) makes its
+        deleted rows unrecoverable; the locations done, each once (members sharing a PostgreSQL
+        database name it once). A member that fails is logged and named in ``skipped``."""
+        done = Compacted()
+        for m in self._members:
+            if not isinstance(m.instance, Compactable):
+                continue
+            try:
+                done.merge(m.instance.compact())
+            except Exception as exc:
+                LOG.warning("CompositeMemory: member %r could not compact: %s", m.name, exc)
+                done.skipped[f"member {m.name}"] = str(exc)
+        return done
 
     def stats(self) -> dict[str, Any]:
         """The composite's settings and each member's own ``stats()``."""

@@ -21,6 +21,8 @@ protocols below, never through a class's private attributes or method names they
 * :class:`DocumentLister`: ``iter_documents()``, every stored document (export, the editor).
 * :class:`NotesKeeper`: the one notes protocol that curated notes and sticky notes implement;
   every verb returns a :class:`NoteChange` and every listing :class:`Note` objects.
+* :class:`Compactable`: ``compact()``, make deleted rows unrecoverable in everything the memory
+  stores in (the editor after every delete).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ovos_memory_plugins.errors import BackendError
 
 __all__ = [
     "Capabilities",
+    "Compactable",
     "ContextContributor",
     "DocumentLister",
     "HistoryKeeper",
@@ -90,6 +93,19 @@ class DocumentLister(Protocol):
 
     def iter_documents(self) -> Iterator[dict[str, Any]]:
         """Every stored document, oldest first, as ``{"id", "text", "session_id", "metadata"}``."""
+        ...
+
+
+@runtime_checkable
+class Compactable(Protocol):
+    """Something whose deleted rows can be made unrecoverable on demand (every memory built on
+    the base, and a composite through its members)."""
+
+    def compact(self) -> list[str]:
+        """Make deleted rows unrecoverable in everything this memory stores in; return the
+        locations done (file paths, or a database URL without its password). A location that
+        could not be done now (a busy file) is left out and logged; where the result is a
+        :class:`~ovos_memory_plugins.storage.engine.Compacted`, its ``skipped`` names it."""
         ...
 
 

@@ -29,7 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from ovos_memory_plugins.editor.parts import Parts, find_parts, scrub, version_of
+from ovos_memory_plugins.editor.parts import Parts, compact, find_parts, version_of
 from ovos_memory_plugins.editor.security import GuardMiddleware, new_token
 from ovos_memory_plugins.errors import OvosMemoryPluginError
 from ovos_memory_plugins.protocols import Note, NoteChange
@@ -124,6 +124,13 @@ def _note(note: Note) -> dict[str, Any]:
     data = json.loads(json.dumps(dataclasses.asdict(note), default=str))
     data["status"] = "active" if note.active else "retired"
     return data  # type: ignore[no-any-return]
+
+
+def _compacted(memory: Any) -> dict[str, Any]:
+    """What a delete's answer says about compaction: ``compacted`` (the locations done) and
+    ``not_compacted`` (location: why it waits for the next delete, e.g. a busy file)."""
+    done = compact(memory)
+    return {"compacted": list(done), "not_compacted": dict(done.skipped)}
 
 
 def _human_validation(exc: RequestValidationError) -> str:
@@ -336,7 +343,7 @@ class EditorApp:
             with self._lock:
                 self._check_version(version)
                 change = self._changed(notes.forget(id))
-            scrub(self.memory)
+            compact(self.memory)
             deleted = _note(change.note) if change.note is not None else None
             return {**self.notes_state(), "deleted": deleted}
 
@@ -432,7 +439,7 @@ class EditorApp:
             if confirm != session_id:
                 raise HTTPException(400, "Confirm first: deleting a session cannot be undone.")
             n = self._archive().forget_session(session_id)
-            return {"deleted": n, "compacted": scrub(self.memory)}
+            return {"deleted": n, **_compacted(self.memory)}
 
         @api.delete("/api/documents/{doc_id}", tags=["archive"])
         def delete_document(doc_id: str) -> dict[str, Any]:
@@ -444,7 +451,7 @@ class EditorApp:
             n = archive.delete([doc_id])
             if not n:
                 raise HTTPException(404, "That memory is gone already (deleted meanwhile?).")
-            return {"deleted": n, "document": before, "compacted": scrub(self.memory)}
+            return {"deleted": n, "document": before, **_compacted(self.memory)}
 
         @api.post("/api/documents", tags=["archive"])
         def put_document(doc: Document) -> dict[str, Any]:
@@ -458,7 +465,7 @@ class EditorApp:
             if confirm.confirm != "everything":
                 raise HTTPException(400, "Nothing was deleted: type the word everything in the box to confirm.")
             n = self._archive().forget_all()
-            return {"deleted": n, "compacted": scrub(self.memory)}
+            return {"deleted": n, **_compacted(self.memory)}
 
         @api.get("/api/export", tags=["memory"])
         def export() -> JSONResponse:

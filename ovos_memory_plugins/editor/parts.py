@@ -9,6 +9,7 @@
 * **notes as text**: a :class:`NotesText` (the curated notes' ``MEMORY.md``): read the whole
   text with its version, replace it only if it is still that version.
 * **dream**: a :class:`Dreamer` whose ``stats()`` reports a language model (``"llm"``).
+* **compaction** after every delete: a :class:`~ovos_memory_plugins.protocols.Compactable`.
 
 Nothing here reads a memory's private attributes or guesses a capability from a name.
 """
@@ -21,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
-from ovos_memory_plugins.protocols import DocumentLister, NotesKeeper
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.protocols import Compactable, DocumentLister, NotesKeeper
+from ovos_memory_plugins.storage.engine import Compacted
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["Dreamer", "NotesText", "Parts", "databases_of", "find_parts", "scrub", "version_of"]
+__all__ = ["Dreamer", "NotesText", "Parts", "compact", "find_parts", "version_of"]
 
 
 @runtime_checkable
@@ -103,51 +104,21 @@ def find_parts(memory: Any) -> Parts:
     return Parts(memory=memory, archive=archive, notes=notes)
 
 
-def databases_of(memory: Any) -> list[Database]:
-    """The SQLite files a memory keeps data in: the :class:`Database` objects it holds.
+def compact(memory: Any) -> Compacted:
+    """Make deleted rows unrecoverable in everything ``memory`` stores in, after a delete.
 
-    Looks at the values of the memory's attributes (and of memories it holds) for ``Database``
-    objects or objects holding one as ``db``; it reads no attribute by name. In-RAM databases
-    are left out.
+    A plain ``DELETE`` leaves a text readable in free pages and in the write-ahead log until
+    the file is compacted; the memory does that itself where it declares
+    :class:`~ovos_memory_plugins.protocols.Compactable` (every memory of this package, and a
+    composite through its members). Returns the locations done (a memory that cannot compact:
+    none); a location left for later (a busy file) is in ``skipped``. Never raises: the delete
+    itself has happened.
     """
-    found: list[Database] = []
-    seen: set[int] = set()
-
-    def visit(obj: Any, depth: int) -> None:
-        if id(obj) in seen or depth > 3:
-            return
-        seen.add(id(obj))
-        for value in list(vars(obj).values()) if hasattr(obj, "__dict__") else []:
-            db = value if isinstance(value, Database) else getattr(value, "db", None)
-            if isinstance(db, Database) and db.path != ":memory:" and all(db is not f for f in found):
-                found.append(db)
-            if isinstance(value, BaseRetrievalMemory):
-                visit(value, depth + 1)
-            elif isinstance(value, (list, tuple, dict)):
-                for item in value.values() if isinstance(value, dict) else value:
-                    inner = getattr(item, "instance", item)
-                    if isinstance(inner, BaseRetrievalMemory):
-                        visit(inner, depth + 1)
-
-    visit(memory, 0)
-    return found
-
-
-def scrub(memory: Any) -> list[str]:
-    """Make deleted rows unrecoverable from the memory's SQLite files; return the files done.
-
-    A plain ``DELETE`` only marks pages free (and, in WAL mode, the old pages stay in the main
-    file until a checkpoint), so the text can still be read from the file. ``VACUUM`` rewrites
-    the file without the free pages and ``wal_checkpoint(TRUNCATE)`` empties the WAL. A file
-    that is busy (another process holds a long read) is skipped and logged; the next purge
-    retries it.
-    """
-    done: list[str] = []
-    for db in databases_of(memory):
-        try:
-            db.execute("VACUUM")
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            done.append(db.path)
-        except Exception as exc:  # a purge that cannot compact must not fail the delete itself
-            LOG.warning("memory editor: deleted, but could not compact %s yet (%s)", db.path, exc)
-    return done
+    if not isinstance(memory, Compactable):
+        return Compacted()
+    try:
+        done = memory.compact()
+    except Exception as exc:  # a compaction that fails must not fail the delete itself
+        LOG.warning("memory editor: deleted, but could not compact (%s)", exc)
+        return Compacted(skipped={type(memory).__name__: str(exc)})
+    return done if isinstance(done, Compacted) else Compacted(done)

@@ -55,7 +55,9 @@ passes (subclass it, implement ``open(where)``). Rules every engine keeps:
   PostgreSQL: ``pg_advisory_xact_lock``); a database that had to fall back to RAM says so
   (``in_ram``, ``fallback_reason``), never silently;
 * deleting removes every copy the engine keeps (index shadow tables, vectors), and ``purge()``
-  does what the engine can to make deleted bytes unrecoverable;
+  does what the engine can to make deleted bytes unrecoverable; :func:`compact_database` goes
+  further when asked (the editor after a delete): an engine whose database declares
+  :class:`CompactingDatabase` compacts it now (SQLite: ``VACUUM``), any other is purged;
 * ids (``doc_id``, ``session_id``) are exact strings up to :data:`MAX_ID_CHARS` characters.
 """
 
@@ -78,6 +80,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ID_CHARS",
+    "Compacted",
+    "CompactingDatabase",
     "Database",
     "Document",
     "DocumentStore",
@@ -90,6 +94,7 @@ __all__ = [
     "StoredMessage",
     "VectorStore",
     "check_id",
+    "compact_database",
     "dump_metadata",
     "open_storage",
 ]
@@ -216,6 +221,50 @@ class Database(Protocol):
     def close(self) -> None:
         """Release the connection(s)."""
         ...
+
+
+class Compacted(list[str]):
+    """The locations a compaction made deleted rows unrecoverable in (file paths, or a database
+    URL without its password), a ``list`` of them; ``skipped`` maps each location it could not
+    do now (a busy file) to the reason. A later compaction retries a skipped one."""
+
+    skipped: dict[str, str]
+
+    def __init__(self, done: Iterable[str] = (), skipped: dict[str, str] | None = None) -> None:
+        super().__init__(done)
+        self.skipped = dict(skipped or {})
+
+    def merge(self, other: Iterable[str]) -> Compacted:
+        """Add another compaction's locations (each once) and its skipped ones; return self."""
+        self.extend(x for x in list(other) if x not in self)
+        if isinstance(other, Compacted):
+            self.skipped.update(other.skipped)
+        return self
+
+
+@runtime_checkable
+class CompactingDatabase(Protocol):
+    """A :class:`Database` that can compact itself now (SQLite: ``VACUUM`` and a WAL truncation)."""
+
+    def compact(self) -> Compacted:
+        """Make deleted rows unrecoverable in this database; say whether it was done."""
+        ...
+
+
+def compact_database(db: Database) -> Compacted:
+    """Make deleted rows unrecoverable in ``db`` as far as its engine can, now.
+
+    A database that declares :class:`CompactingDatabase` compacts itself (SQLite: ``VACUUM``
+    then ``wal_checkpoint(TRUNCATE)``, a busy file skipped and reported); any other engine gets
+    :meth:`Database.purge` (PostgreSQL: ``VACUUM`` of the memory's tables, started in the
+    background). An in-RAM database has nothing to compact.
+    """
+    if db.in_ram:
+        return Compacted()
+    if isinstance(db, CompactingDatabase):
+        return db.compact()
+    db.purge()
+    return Compacted([db.location])
 
 
 @runtime_checkable

@@ -32,10 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.storage.engine import Compacted
 
 LOG = logging.getLogger(__name__)
 
 __all__ = ["Database", "Migration", "chunked", "fts5_available", "quote_fts_phrase", "quote_identifier"]
+
+#: How long a compaction waits for another process's lock before it skips the file (ms).
+COMPACT_WAIT_MS = 2_000
 
 #: Bound parameters per ``IN (...)`` list (SQLite's default limit is 32,766; stay well below).
 CHUNK = 500
@@ -312,6 +316,41 @@ class Database:
             return
         with self.lock:
             self._retry(lambda: self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+
+    def compact(self) -> Compacted:
+        """Rewrite the file without its free pages (``VACUUM``) and empty the WAL
+        (``wal_checkpoint(TRUNCATE)``), so no deleted row can be read back from either; the
+        engine-neutral entry is :func:`~ovos_memory_plugins.storage.engine.compact_database`.
+
+        ``secure_delete`` already zeroes deleted rows in place, but a page freed whole keeps
+        what the WAL wrote and FTS5 segments are merged lazily; VACUUM leaves none of them.
+        A file another process keeps busy (a write lock, or a long read that blocks the WAL
+        truncation) is skipped after :data:`COMPACT_WAIT_MS`: logged, and reported in
+        ``skipped``; the next compaction retries it. Returns nothing for an in-RAM database.
+        """
+        if self.in_ram:
+            return Compacted()
+        with self.lock:
+            if self._closed:
+                return self._compact_skipped("the database is closed")
+            if self._depth > 0:  # VACUUM cannot run inside a transaction: this thread holds one
+                return self._compact_skipped("a transaction is open on this connection")
+            try:
+                self.conn.execute(f"PRAGMA busy_timeout = {COMPACT_WAIT_MS}")
+                try:
+                    self.conn.execute("VACUUM")
+                    busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                finally:
+                    self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            except self._locked_errors as exc:
+                return self._compact_skipped(str(exc))
+            if busy is not None and busy[0]:
+                return self._compact_skipped("another connection is still reading the write-ahead log")
+        return Compacted([self.path])
+
+    def _compact_skipped(self, reason: str) -> Compacted:
+        LOG.warning("database %s: deleted, but not compacted yet (%s); the next compaction retries", self.path, reason)
+        return Compacted(skipped={self.path: reason})
 
     def table_exists(self, name: str) -> bool:
         """Whether a table (or virtual table) of that name exists."""
