@@ -284,11 +284,12 @@ def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 
 
 def memory_root(cls: type[Any], config: dict[str, Any]) -> Path | None:
-    """The folder a memory built from ``config`` keeps its files in; None when it keeps them in RAM."""
+    """The folder a memory built from ``config`` keeps its files in; None when it keeps them in
+    RAM or in a database server (``"database": "postgresql://..."``: nothing goes under root)."""
     from ovos_memory_plugins.config import parse_config, resolve_root
 
     parsed = parse_config(config, getattr(cls, "options_class", None))
-    if not (getattr(cls, "persistent", False) or parsed.memory.root):
+    if parsed.memory.database or not (getattr(cls, "persistent", False) or parsed.memory.root):
         return None
     return resolve_root(parsed.memory)
 
@@ -356,8 +357,9 @@ def _notes_keeper(memory: Any) -> Any | None:
 
 
 def _where(memory: Any) -> str:
-    root = getattr(memory, "root", None)
-    return str(root) if root is not None else "RAM"
+    from ovos_memory_plugins.transfer import where_kept
+
+    return where_kept(memory)
 
 
 # -- commands ----------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ Capabilities are declared by the members, never guessed from module names:
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import re
 import threading
@@ -398,9 +399,19 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
         """The config a member is built with: its own block, plus the composite's ``scope``,
         ``namespace`` and ``max_history`` where it sets none, and ``root`` = ``<composite's
         root>/<member name>`` (the member then adds the namespace) where it sets neither ``root``
-        nor ``namespace``."""
+        nor ``namespace``. With a ``database`` (PostgreSQL), a member that sets neither
+        ``database`` nor ``root`` is kept there too, under the namespace
+        ``<namespace>.<member name>`` unless it sets its own."""
         cfg = dict(spec.config)
         s = self.settings
+        if s.database and "database" not in cfg and "root" not in cfg:
+            # one PostgreSQL database keeps every member, keyed by namespace: each member gets
+            # its own (<namespace>.<member name>), as each gets its own folder on SQLite
+            cfg["database"] = s.database
+            if "namespace" not in cfg:
+                own = f"{s.namespace}.{spec.name}"
+                short = hashlib.sha256(s.namespace.encode()).hexdigest()[:16]
+                cfg["namespace"] = own if len(own) <= 128 else f"{short}.{spec.name}"  # namespaces: 128 chars
         if "root" not in cfg and "namespace" not in cfg:
             # the member adds the namespace itself (namespaces always isolate), so its folder is
             # <root>/<name>/<namespace>, and the files earlier releases kept in <root>/<name> are

@@ -43,10 +43,26 @@ __all__ = [
     "read_export",
     "read_transcript",
     "split_paragraphs",
+    "where_kept",
 ]
 
 #: File suffixes ``ingest`` reads from a folder.
 TEXT_SUFFIXES = (".txt", ".md", ".jsonl", ".json")
+
+
+def where_kept(memory: Any) -> str:
+    """Where ``memory`` keeps its data, for messages: its database server (a URL without its
+    password) when its ``stats()`` names an engine other than SQLite, else its folder, else
+    ``"RAM"``."""
+    stats = getattr(memory, "stats", None)
+    try:
+        storage = stats().get("storage") if callable(stats) else None
+    except Exception:  # a figure for a message: the folder will do
+        storage = None
+    if isinstance(storage, dict) and storage.get("engine") not in (None, "sqlite") and storage.get("location"):
+        return str(storage["location"])
+    root = getattr(memory, "root", None)
+    return str(root) if root is not None else "RAM"
 
 
 class TranscriptError(OvosMemoryPluginError, ValueError):

@@ -192,7 +192,7 @@ def serve(
         memory, host, port, allow_remote=allow_remote, allowed_hosts=allowed_hosts, token=token, title=title
     )
     who = server.editor.whose()
-    where = f" ({who['root']})" if who["root"] else ""
+    where = f" ({who['where']})" if who["where"] != "RAM" else ""
     announce(f"memory editor for {who['label']}{where}: {server.url}  (Ctrl-C to stop)")
     if open_browser:
         import webbrowser

@@ -33,7 +33,7 @@ from ovos_memory_plugins.editor.parts import Parts, compact, find_parts, version
 from ovos_memory_plugins.editor.security import GuardMiddleware, new_token
 from ovos_memory_plugins.errors import OvosMemoryPluginError
 from ovos_memory_plugins.protocols import Note, NoteChange
-from ovos_memory_plugins.transfer import ExportedDocument, iter_documents
+from ovos_memory_plugins.transfer import ExportedDocument, iter_documents, where_kept
 
 LOG = logging.getLogger(__name__)
 
@@ -189,12 +189,19 @@ class EditorApp:
         return self.parts.archive
 
     def whose(self) -> dict[str, Any]:
-        """Whose memory this is: the persona's name when given, the namespace, the folder."""
+        """Whose memory this is: the persona's name when given, the namespace, the folder, and
+        where the data is kept (``where``: the folder, or a database URL without its password)."""
         settings = getattr(self.memory, "settings", None)
         namespace = getattr(settings, "namespace", None)
         root = getattr(self.memory, "root", None)
         label = self.title or (f"namespace {namespace}" if namespace else "this persona")
-        return {"title": self.title, "namespace": namespace, "root": str(root) if root else None, "label": label}
+        return {
+            "title": self.title,
+            "namespace": namespace,
+            "root": str(root) if root else None,
+            "where": where_kept(self.memory),
+            "label": label,
+        }
 
     def notes_version(self) -> str:
         """The notes' version: the memory's own (:class:`NotesText`), else a digest of the listing."""

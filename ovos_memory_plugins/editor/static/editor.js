@@ -333,7 +333,8 @@
     if (typeof stats.notes === "number") figures.push(`${stats.notes} notes`);
     if (typeof stats.documents === "number") figures.push(`${stats.documents} memories`);
     if (typeof stats.history_sessions === "number") figures.push(`${stats.history_sessions} sessions`);
-    if (info.root) figures.push(`kept in ${info.root}`);
+    const where = info.where || info.root;
+    if (where) figures.push(`kept in ${where}`);
     $("summary").textContent = figures.join(" · ");
     return info;
   }
