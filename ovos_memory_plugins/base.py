@@ -52,14 +52,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from pathlib import Path
-from types import TracebackType
 from typing import Any, ClassVar
 
 from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage, MessageRole
 
 from ovos_memory_plugins import prompt
 from ovos_memory_plugins.admission import is_low_signal
-from ovos_memory_plugins.common import MemoryHit, dedup_hits, exchange_text
+from ovos_memory_plugins.common import Closing, MemoryHit, dedup_hits, exchange_text
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import clip_context, needs_context, recall_query, select_hits, shown_in_window
@@ -81,7 +80,7 @@ from ovos_memory_plugins.text import clean_text, clip_query, query_terms
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["BaseRetrievalMemory", "exchange_text", "forget_problems"]
+__all__ = ["BaseRetrievalMemory", "exchange_text", "forget_problems", "search_request"]
 
 USER = MessageRole.USER.value
 ASSISTANT = MessageRole.ASSISTANT.value
@@ -114,7 +113,7 @@ def _index_tiers(index: Index, removed: int) -> dict[str, int]:
     return {f"{index.name}_rows": int(removed)}
 
 
-class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships no type information
+class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OPM ships no type information
     """An OPM ``AgentContextManager`` with long-term recall over two storage hooks.
 
     Args:
@@ -394,12 +393,10 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             session_id: only that session's documents (None: every session's).
             top_k: how many at most (default ``retrieval.max_num_results``).
         """
-        k = self.settings.retrieval.max_num_results if top_k is None else int(top_k)
-        if k <= 0 or not isinstance(query, str):
+        asked = search_request(query, top_k, self.settings.retrieval.max_num_results)
+        if asked is None:
             return []
-        query = clip_query(query)
-        if not query.strip():
-            return []
+        query, k = asked
         if session_id is not None:
             session_id = check_id(session_id, "session_id")
         with self._lock:
@@ -800,13 +797,16 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                     self._summary.close()
                 self.storage.close()
 
-    def __enter__(self) -> BaseRetrievalMemory:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+def search_request(query: Any, top_k: int | None, default_k: int) -> tuple[str, int] | None:
+    """A search's query, cleaned and cut, and how many hits it asks for (``default_k`` when
+    ``top_k`` is None); None when there is nothing to search (no text, or ``k`` <= 0). The base
+    and the composite check a search the same way."""
+    k = default_k if top_k is None else int(top_k)
+    if k <= 0 or not isinstance(query, str):
+        return None
+    query = clip_query(query)
+    return (query, k) if query.strip() else None
 
 
 def _overrides(cls: type[Any], name: str) -> bool:

@@ -221,19 +221,28 @@ def plugin_class(name: str) -> type[Any]:
         raise CommandError(f"memory plugin {name!r} could not be imported: {exc}") from exc
 
 
-def read_persona(path: str) -> dict[str, Any]:
-    """Read a persona JSON file; raise :class:`CommandError` naming the problem."""
+def _read_file(path: str) -> str:
+    """The text of the file ``path``; :class:`CommandError` naming it when it cannot be read."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _json_object(text: str, what: str, error: type[Exception]) -> dict[str, Any]:
+    """``text`` parsed as a JSON object; ``error`` naming ``what`` and the problem otherwise."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CommandError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+        raise error(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
     if not isinstance(data, dict):
-        raise CommandError(f"{path}: a persona file must hold a JSON object")
+        raise error(f"{what} must hold a JSON object")
     return data
+
+
+def read_persona(path: str) -> dict[str, Any]:
+    """Read a persona JSON file; raise :class:`CommandError` naming the problem."""
+    return _json_object(_read_file(path), path, CommandError)
 
 
 def persona_memory(path: str) -> tuple[str, dict[str, Any]]:
@@ -263,19 +272,8 @@ def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     else:
         module, config = args.module or DEFAULT_MODULE, {}
     if args.config:
-        text = args.config
-        if text.startswith("@"):
-            try:
-                text = Path(text[1:]).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise CommandError(f"cannot read {text[1:]}: {exc.strerror or exc}") from exc
-        try:
-            extra = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--config is not valid JSON: {exc.msg}") from exc
-        if not isinstance(extra, dict):
-            raise UsageError("--config must be a JSON object")
-        config.update(extra)
+        text = _read_file(args.config[1:]) if args.config.startswith("@") else args.config
+        config.update(_json_object(text, "--config", UsageError))
     if args.root:
         config["root"] = args.root
     if args.namespace:

@@ -8,11 +8,13 @@ in fused order wins; its metadata is kept).
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 __all__ = [
+    "Closing",
     "MemoryHit",
     "dedup_hits",
     "exchange_parts",
@@ -20,11 +22,32 @@ __all__ = [
     "fuse",
     "fuse_interleave",
     "fuse_merge",
+    "fuse_points",
     "fuse_priority",
     "fuse_rrf",
     "fuse_weighted",
     "normalize_content",
 ]
+
+
+class Closing:
+    """``with thing:`` closes ``thing`` at the end of the block (memories, servers, clients).
+
+    A subclass implements :meth:`close`; one that must start first (a server) overrides
+    ``__enter__`` to start and return itself.
+    """
+
+    def close(self) -> None:
+        """Release what the object holds."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 @dataclass
@@ -90,6 +113,31 @@ def _check_weights(lists: Sequence[Sequence[MemoryHit]], weights: Sequence[float
     return [float(w) for w in weights]
 
 
+def fuse_points(scored: Iterable[Iterable[tuple[MemoryHit, float]]]) -> list[MemoryHit]:
+    """The core of every scoring fusion: sum the points each document earns over the lists.
+
+    ``scored`` holds one iterable per list: its hits, best first, each with the points it
+    earns. A document is its normalised content; a text repeated within one list counts once
+    (its first occurrence). Returns a copy of each document's first hit (in fused order its
+    metadata is kept) scored with its sum, highest first; ties keep the order first seen.
+    """
+    scores: dict[str, float] = {}
+    first: dict[str, MemoryHit] = {}
+    for hits in scored:
+        seen_here: set[str] = set()
+        for hit, points in hits:
+            key = normalize_content(hit.content)
+            if key in seen_here:
+                continue
+            seen_here.add(key)
+            if key not in first:
+                first[key] = hit
+                scores[key] = 0.0
+            scores[key] += points
+    ranked = sorted(first, key=lambda key: -scores[key])  # stable: ties keep the order first seen
+    return [_copy(first[key], scores[key]) for key in ranked]
+
+
 def fuse_rrf(
     lists: Sequence[Sequence[MemoryHit]], k: float = 60, weights: Sequence[float] | None = None
 ) -> list[MemoryHit]:
@@ -101,24 +149,10 @@ def fuse_rrf(
     if k < 0:
         raise ValueError("rrf k must be >= 0")
     w = _check_weights(lists, weights)
-    scores: dict[str, float] = {}
-    first: dict[str, MemoryHit] = {}
-    order: list[str] = []
-    for weight, hits in zip(w, lists, strict=True):
-        seen_here: set[str] = set()
-        for rank, hit in enumerate(hits, start=1):
-            key = normalize_content(hit.content)
-            if key in seen_here:
-                continue
-            seen_here.add(key)
-            if key not in first:
-                first[key] = hit
-                order.append(key)
-                scores[key] = 0.0
-            scores[key] += weight / (k + rank)
-    position = {key: i for i, key in enumerate(order)}
-    ranked = sorted(order, key=lambda key: (-scores[key], position[key]))
-    return [_copy(first[key], scores[key]) for key in ranked]
+    return fuse_points(
+        ((hit, weight / (k + rank)) for rank, hit in enumerate(hits, start=1))
+        for weight, hits in zip(w, lists, strict=True)
+    )
 
 
 def fuse_weighted(lists: Sequence[Sequence[MemoryHit]], weights: Sequence[float] | None = None) -> list[MemoryHit]:
@@ -127,29 +161,17 @@ def fuse_weighted(lists: Sequence[Sequence[MemoryHit]], weights: Sequence[float]
     A list whose scores are all equal normalises every hit to 1.0.
     """
     w = _check_weights(lists, weights)
-    scores: dict[str, float] = {}
-    first: dict[str, MemoryHit] = {}
-    order: list[str] = []
-    for weight, hits in zip(w, lists, strict=True):
-        if not hits:
-            continue
-        values = [h.score for h in hits]
-        low, high = min(values), max(values)
-        seen_here: set[str] = set()
-        for hit in hits:
-            key = normalize_content(hit.content)
-            if key in seen_here:
-                continue
-            seen_here.add(key)
-            norm = 1.0 if high == low else (hit.score - low) / (high - low)
-            if key not in first:
-                first[key] = hit
-                order.append(key)
-                scores[key] = 0.0
-            scores[key] += weight * norm
-    position = {key: i for i, key in enumerate(order)}
-    ranked = sorted(order, key=lambda key: (-scores[key], position[key]))
-    return [_copy(first[key], scores[key]) for key in ranked]
+    return fuse_points(_normalised(hits, weight) for weight, hits in zip(w, lists, strict=True))
+
+
+def _normalised(hits: Sequence[MemoryHit], weight: float) -> Iterator[tuple[MemoryHit, float]]:
+    """Each hit with ``weight`` times its min-max normalised score (1.0 when all are equal)."""
+    if not hits:
+        return
+    values = [h.score for h in hits]
+    low, high = min(values), max(values)
+    for hit in hits:
+        yield hit, weight * (1.0 if high == low else (hit.score - low) / (high - low))
 
 
 def fuse_merge(lists: Sequence[Sequence[MemoryHit]]) -> list[MemoryHit]:

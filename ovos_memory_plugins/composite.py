@@ -69,17 +69,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
 from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage
 
-from ovos_memory_plugins.base import BaseRetrievalMemory
-from ovos_memory_plugins.common import MemoryHit, dedup_hits, fuse, normalize_content
+from ovos_memory_plugins.base import BaseRetrievalMemory, search_request
+from ovos_memory_plugins.common import Closing, MemoryHit, dedup_hits, fuse, normalize_content
 from ovos_memory_plugins.concurrency import DaemonPool, wait_until
 from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse_config, resolve_root, validate_config
 from ovos_memory_plugins.errors import BackendError, ConfigError
-from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm
+from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, close_quietly, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
 from ovos_memory_plugins.protocols import Capabilities, Compactable, DocumentLister, NotesKeeper, capabilities
 from ovos_memory_plugins.select import recall_query, shown_in_window
@@ -303,7 +302,7 @@ class _Member:
         return not (isinstance(limit, int) and limit <= 0)
 
 
-class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships no type information
+class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OPM ships no type information
     """Several OPM memory plugins as one memory (see the module docstring).
 
     Args:
@@ -447,7 +446,7 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
         try:
             caps = capabilities(instance)  # the label above already names the member
         except BackendError as exc:
-            _close_quietly(instance)
+            close_quietly(instance, "CompositeMemory: a member")
             return self._skip(spec, f"{label} is skipped: {exc}")
         semantic = _flag(spec.semantic, instance, "semantic", False)
         recall = _flag(spec.recall, instance, "composite_recall", True)
@@ -602,12 +601,10 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
         Each member is asked for twice ``top_k``, so fusion sees more than the cut. Members that
         raise or time out are left out.
         """
-        k = self.settings.retrieval.max_num_results if top_k is None else int(top_k)
-        if k <= 0 or not isinstance(query, str):
+        asked = search_request(query, top_k, self.settings.retrieval.max_num_results)
+        if asked is None:
             return []
-        query = clip_query(query)
-        if not query.strip():
-            return []
+        query, k = asked
         return self._fused_search(query, lambda _m: session_id, 2 * k)[:k]
 
     def _session_for(self, session_id: str) -> Callable[[_Member], str | None]:
@@ -968,16 +965,8 @@ class CompositeMemory(AgentContextManager):  # type: ignore[misc]  # OPM ships n
             if busy:  # a read still running in the query pool: closing under it would break it
                 LOG.error("CompositeMemory: member %r is still answering a late call; it is left open", m.name)
                 continue
-            _close_quietly(m.instance)
+            close_quietly(m.instance, "CompositeMemory: a member")
         close_llm(self._llm)
-
-    def __enter__(self) -> CompositeMemory:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def _folder_of(cls: type[Any], config: dict[str, Any]) -> Path | None:
@@ -1013,12 +1002,3 @@ def _settle_late(m: _Member, _future: Future[Any]) -> None:
 def _tagged(hit: MemoryHit, member: str) -> MemoryHit:
     """A copy of ``hit`` whose metadata names the member it came from."""
     return replace(hit, metadata={**hit.metadata, "member": member})
-
-
-def _close_quietly(instance: Any) -> None:
-    close = getattr(instance, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception:
-            LOG.debug("CompositeMemory: closing a member failed", exc_info=True)

@@ -39,8 +39,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from ovos_memory_plugins.common import Closing
 
 __all__ = [
     "CloseConnection",
@@ -226,7 +227,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client gave up (its timeout): nothing to do
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(Closing):
     """A real OpenAI-compatible HTTP server on 127.0.0.1 with scripted replies.
 
     Args:
@@ -292,12 +293,8 @@ class ScriptedOpenAIServer:
             self._thread.join(timeout=5)
 
     def __enter__(self) -> ScriptedOpenAIServer:
+        """Start serving (in a background thread) and return self; the block's end stops it."""
         return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     @property
     def port(self) -> int:
@@ -347,21 +344,20 @@ class ScriptedOpenAIServer:
         with self._lock:
             self.requests.append(request)
 
-    def _next_chat(self, body: dict[str, Any]) -> ChatReply:
+    def _next(
+        self, queued: deque[Any], handler: Callable[[dict[str, Any]], Any] | None, body: dict[str, Any], default: Any
+    ) -> Any:
+        """The next queued reply, else the handler's answer, else ``default``."""
         with self._lock:
-            if self._chat:
-                return self._chat.popleft()
-        if self.chat_handler is not None:
-            return self.chat_handler(body)
-        return self.default_chat_reply
+            if queued:
+                return queued.popleft()
+        return handler(body) if handler is not None else default
+
+    def _next_chat(self, body: dict[str, Any]) -> ChatReply:
+        return self._next(self._chat, self.chat_handler, body, self.default_chat_reply)
 
     def _next_embeddings(self, body: dict[str, Any]) -> Any:
-        with self._lock:
-            if self._embeddings:
-                return self._embeddings.popleft()
-        if self.embeddings_handler is not None:
-            return self.embeddings_handler(body)
-        return None
+        return self._next(self._embeddings, self.embeddings_handler, body, None)
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
-from ovos_memory_plugins.common import MemoryHit, fuse_rrf, fuse_weighted, normalize_content
+from ovos_memory_plugins.common import MemoryHit, fuse_points, fuse_rrf, fuse_weighted
 from ovos_memory_plugins.embedders import CachedEmbedder, Embedder, embed_documents, embed_queries
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.storage.engine import (
@@ -87,33 +87,15 @@ def fuse_scores(lists: Sequence[Sequence[MemoryHit]], weights: Sequence[float], 
     whose runners-up are near ties gives them little, while a confident list keeps a clear
     winner). Documents are keyed by normalised content, as in :func:`fuse_rrf`.
     """
-    scores: dict[str, float] = {}
-    first: dict[str, MemoryHit] = {}
-    order: list[str] = []
-    for weight, hits in zip(weights, lists, strict=True):
-        if not hits or weight <= 0:
-            continue
+
+    def points(hits: Sequence[MemoryHit], weight: float) -> Iterator[tuple[MemoryHit, float]]:
         best = max(h.score for h in hits)
-        seen: set[str] = set()
         for rank, hit in enumerate(hits, start=1):
-            key = normalize_content(hit.content)
-            if key in seen:
-                continue
-            seen.add(key)
             rank_part = (rrf_k + 1) / (rrf_k + rank)
             score_part = hit.score / best if best > 0 else 0.0
-            if key not in first:
-                first[key] = hit
-                order.append(key)
-                scores[key] = 0.0
-            scores[key] += weight * (0.5 * rank_part + 0.5 * max(score_part, 0.0))
-    position = {key: i for i, key in enumerate(order)}
-    ranked = sorted(order, key=lambda key: (-scores[key], position[key]))
-    out = []
-    for key in ranked:
-        hit = first[key]
-        out.append(MemoryHit(content=hit.content, source=hit.source, score=scores[key], metadata=dict(hit.metadata)))
-    return out
+            yield hit, weight * (0.5 * rank_part + 0.5 * max(score_part, 0.0))
+
+    return fuse_points(points(hits, weight) for weight, hits in zip(weights, lists, strict=True) if hits and weight > 0)
 
 
 #: Fusion methods a :class:`HybridIndex` accepts.

@@ -40,7 +40,7 @@ from ovos_memory_plugins.storage.engine import Index, KeywordSettings
 from ovos_memory_plugins.storage.keyword import StoredTerms, query_counts, split_head
 from ovos_memory_plugins.text import stop_words, tokenize
 
-__all__ = ["LexicalMemory", "LexicalOptions", "split_head"]
+__all__ = ["LexicalMemory", "LexicalOptions", "db_path_option", "split_head"]
 
 
 def _check_lang(value: Any) -> str | None:
@@ -49,16 +49,22 @@ def _check_lang(value: Any) -> str | None:
     return "a language code such as 'en', 'pt-BR' or 'de', or null"
 
 
+def db_path_option(holds: str, default_name: str) -> Any:
+    """The ``db_path`` key of a backend whose one SQLite file holds ``holds`` and is
+    ``<root>/<default_name>`` by default (the keyword and vector backends)."""
+    return option(
+        None,
+        doc=f"The SQLite file ({holds}); `~` is expanded. Default: `<root>/{default_name}`. "
+        "With a `namespace` other than `default`: `<its folder>/<namespace>/<its name>`.",
+        check=check_path,
+    )
+
+
 @dataclass
 class LexicalOptions:
     """The keyword backend's own keys."""
 
-    db_path: str | None = option(
-        None,
-        doc="The SQLite file (documents, index and history); `~` is expanded. Default: `<root>/lexical.db`. "
-        "With a `namespace` other than `default`: `<its folder>/<namespace>/<its name>`.",
-        check=check_path,
-    )
+    db_path: str | None = db_path_option("documents, index and history", "lexical.db")
     lang: str | None = option(
         None,
         doc="Language of the stop-word list queries use (en, pt, es, fr, de, it, nl; a region such as "

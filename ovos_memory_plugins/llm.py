@@ -60,6 +60,7 @@ __all__ = [
     "OpenAIChatLLM",
     "check_llm_config",
     "close_llm",
+    "close_quietly",
     "llm_stats",
     "make_llm",
     "parse_json_reply",
@@ -89,6 +90,9 @@ class ChatLLM(Protocol):
 #: The name the team brief uses for the same protocol.
 LLMClient = ChatLLM
 
+#: A monotonic clock (a test seam).
+Clock = Callable[[], float]
+
 
 class GuardedLLM:
     """A total deadline, back-off and counters around one raw call; subclasses add the call.
@@ -98,23 +102,18 @@ class GuardedLLM:
     server does meanwhile.
 
     Args:
-        timeout: seconds one call may take, in total.
-        backoff_s: the pause after a first failure; doubles per consecutive failure.
-        backoff_max_s: the longest pause.
+        config: the client's config block (not kept: it may hold a key); the guard reads
+            ``timeout`` (seconds one call may take, in total), ``backoff_s`` (the pause after a
+            first failure; doubles per consecutive failure) and ``backoff_max_s`` (the longest
+            pause), each with its default.
         clock: a monotonic clock (a test seam).
     """
 
-    def __init__(
-        self,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        backoff_s: float = DEFAULT_BACKOFF_S,
-        backoff_max_s: float = DEFAULT_BACKOFF_MAX_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.timeout = float(timeout)
-        self.backoff_s = float(backoff_s)
-        self.backoff_max_s = float(backoff_max_s)
+    def __init__(self, config: Mapping[str, Any] | None = None, *, clock: Clock = time.monotonic) -> None:
+        cfg = config or {}
+        self.timeout = float(cfg.get("timeout") or DEFAULT_TIMEOUT)
+        self.backoff_s = float(cfg.get("backoff_s", DEFAULT_BACKOFF_S))
+        self.backoff_max_s = float(cfg.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S))
         self._clock = clock
         self._guard = CallGuard(
             f"language model ({type(self).__name__})",
@@ -125,15 +124,6 @@ class GuardedLLM:
         )
         self._lock = threading.Lock()
         self._tokens = {"prompt_tokens": 0, "completion_tokens": 0}
-
-    @staticmethod
-    def guard_settings(cfg: Mapping[str, Any]) -> dict[str, float]:
-        """The ``timeout``, ``backoff_s`` and ``backoff_max_s`` of a config block, with defaults."""
-        return {
-            "timeout": float(cfg.get("timeout") or DEFAULT_TIMEOUT),
-            "backoff_s": float(cfg.get("backoff_s", DEFAULT_BACKOFF_S)),
-            "backoff_max_s": float(cfg.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S)),
-        }
 
     def _call(self, messages: list[dict[str, str]], json_mode: bool) -> tuple[str, int, int]:
         """One raw call: (reply text, prompt tokens, completion tokens). Raises on failure."""
@@ -188,14 +178,10 @@ class OpenAIChatLLM(GuardedLLM):
     """
 
     def __init__(
-        self,
-        config: Mapping[str, Any] | None = None,
-        *,
-        client: Any = None,
-        clock: Callable[[], float] = time.monotonic,
+        self, config: Mapping[str, Any] | None = None, *, client: Any = None, clock: Clock = time.monotonic
     ) -> None:
+        super().__init__(config, clock=clock)
         cfg = dict(config or {})
-        super().__init__(**self.guard_settings(cfg), clock=clock)
         self.model = str(cfg.get("model") or DEFAULT_MODEL)
         self.max_tokens = cfg.get("max_tokens")
         self.json_mode = bool(cfg.get("json_mode", True))
@@ -256,14 +242,10 @@ class OPMChatLLM(GuardedLLM):
     """
 
     def __init__(
-        self,
-        config: Mapping[str, Any] | None = None,
-        *,
-        engine: Any = None,
-        clock: Callable[[], float] = time.monotonic,
+        self, config: Mapping[str, Any] | None = None, *, engine: Any = None, clock: Clock = time.monotonic
     ) -> None:
+        super().__init__(config, clock=clock)
         cfg = dict(config or {})
-        super().__init__(**self.guard_settings(cfg), clock=clock)
         self.module = str(cfg.get("module") or "")
         if engine is None:
             from ovos_plugin_manager.agents import load_chat_plugin
@@ -387,14 +369,19 @@ def make_llm(config: Mapping[str, Any] | None) -> ChatLLM | None:
         return None
 
 
-def close_llm(llm: Any) -> None:
-    """Close a client's connections when it has a ``close`` method."""
-    close = getattr(llm, "close", None)
+def close_quietly(thing: Any, what: str = "llm") -> None:
+    """Call ``thing.close()`` when it has one (a client, a composite's member); a failure is
+    logged at DEBUG under ``what`` and never raised (closing is best effort)."""
+    close = getattr(thing, "close", None)
     if callable(close):
         try:
             close()
         except Exception:
-            LOG.debug("llm: close failed", exc_info=True)
+            LOG.debug("%s: close failed", what, exc_info=True)
+
+
+#: Close a language-model client's connections (:func:`close_quietly`).
+close_llm = close_quietly
 
 
 def llm_stats(llm: Any) -> dict[str, Any]:

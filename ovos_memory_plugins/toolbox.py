@@ -317,37 +317,37 @@ class SearchArgs(_Args):
     top_k: int = Field(default=5, ge=1, le=MAX_TOP_K, description="How many memories to return (1-10).")
 
 
+def _fact(description: str) -> Any:
+    """A field holding one fact to store."""
+    return Field(min_length=3, max_length=MAX_FACT_CHARS, description=description)
+
+
+def _which(verb: str) -> Any:
+    """A field naming the memory a tool acts on (``verb``: what it does to it)."""
+    return Field(
+        min_length=1,
+        max_length=MAX_DESCRIPTION_CHARS,
+        description=f"Which memory to {verb}: its id, its exact text, or a few words from it.",
+    )
+
+
 class RememberArgs(_Args):
     """Arguments of ``remember``."""
 
-    fact: StoredText = Field(
-        min_length=3,
-        max_length=MAX_FACT_CHARS,
-        description="One short fact in plain words, e.g. 'The user's sister is called Maria.'",
-    )
+    fact: StoredText = _fact("One short fact in plain words, e.g. 'The user's sister is called Maria.'")
 
 
 class UpdateArgs(_Args):
     """Arguments of ``update_memory``."""
 
-    description: LookupText = Field(
-        min_length=1,
-        max_length=MAX_DESCRIPTION_CHARS,
-        description="Which memory to change: its id, its exact text, or a few words from it.",
-    )
-    new_fact: StoredText = Field(
-        min_length=3, max_length=MAX_FACT_CHARS, description="The corrected fact, one short sentence."
-    )
+    description: LookupText = _which("change")
+    new_fact: StoredText = _fact("The corrected fact, one short sentence.")
 
 
 class ForgetArgs(_Args):
     """Arguments of ``forget_memory``."""
 
-    description: LookupText = Field(
-        min_length=1,
-        max_length=MAX_DESCRIPTION_CHARS,
-        description="Which memory to drop: its id, its exact text, or a few words from it.",
-    )
+    description: LookupText = _which("drop")
 
 
 class ListNotesArgs(_Args):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ovos_memory_plugins.common import MemoryHit
-from ovos_memory_plugins.config import ParsedConfig, check_path, option, resolve_file
+from ovos_memory_plugins.config import ParsedConfig, option, resolve_file
 from ovos_memory_plugins.embedders import (
     EMBEDDER_NAMES,
     CachedEmbedder,
@@ -46,7 +46,7 @@ from ovos_memory_plugins.embedders import (
 )
 from ovos_memory_plugins.errors import BackendError
 from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexedMemory, VectorIndex
-from ovos_memory_plugins.lexical import LexicalOptions, keyword_settings
+from ovos_memory_plugins.lexical import LexicalOptions, db_path_option, keyword_settings
 from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
 from ovos_memory_plugins.storage.engine import Index
 from ovos_memory_plugins.storage.sqlite import Database
@@ -87,12 +87,7 @@ class VectorOptions:
         doc="Exact search path: `numpy` (in-RAM matrix, the fastest here; `auto` picks it) or "
         "`sqlite-vec` (SQL over the stored vectors, no RAM copy; needs the extension to load).",
     )
-    db_path: str | None = option(
-        None,
-        doc="The SQLite file (documents, vectors, keyword index, history); `~` is expanded. Default: "
-        "`<root>/vector.db`. With a `namespace` other than `default`: `<its folder>/<namespace>/<its name>`.",
-        check=check_path,
-    )
+    db_path: str | None = db_path_option("documents, vectors, keyword index, history", "vector.db")
     min_similarity: float | None = option(
         None,
         doc="Drop vector hits below this cosine similarity. null: the embedder's own default "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,15 +29,22 @@ from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.testing import exchange
 
 
-def test_sqlite_compaction_skips_a_busy_file_reports_it_and_retries(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Database]:
+    """A SQLite file with one table ``t`` holding one row; a busy file is skipped after 0.1 s."""
     monkeypatch.setattr(sqlite_module, "COMPACT_WAIT_MS", 100)
-    path = tmp_path / "m.db"
-    db = Database(path)
+    db = Database(tmp_path / "m.db")
     with db.atomic():
         db.execute("CREATE TABLE t (x TEXT)")
         db.execute("INSERT INTO t VALUES ('my safe code is aardvarkthree')")
+    yield db
+    db.close()
+
+
+def test_sqlite_compaction_skips_a_busy_file_reports_it_and_retries(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = Path(db.path)
     with db.atomic():
         db.execute("DELETE FROM t")
     other = sqlite3.connect(path, isolation_level=None, timeout=0.1)
@@ -53,19 +61,11 @@ def test_sqlite_compaction_skips_a_busy_file_reports_it_and_retries(
     done = compact_database(db)
     assert done == [str(path)] and done.skipped == {}
     assert b"aardvarkthree" not in path.read_bytes()
-    db.close()
     assert compact_database(Database(":memory:")) == []
 
 
-def test_a_long_reader_blocks_the_wal_truncation_and_is_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sqlite_module, "COMPACT_WAIT_MS", 100)
-    path = tmp_path / "m.db"
-    db = Database(path)
-    with db.atomic():
-        db.execute("CREATE TABLE t (x TEXT)")
-        db.execute("INSERT INTO t VALUES ('x')")
+def test_a_long_reader_blocks_the_wal_truncation_and_is_reported(db: Database) -> None:
+    path = Path(db.path)
     reader = sqlite3.connect(path, isolation_level=None, timeout=0.1)
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM t").fetchall()  # a read transaction pins the WAL
@@ -78,7 +78,6 @@ def test_a_long_reader_blocks_the_wal_truncation_and_is_reported(
         reader.execute("ROLLBACK")
         reader.close()
     assert db.compact() == [str(path)]
-    db.close()
 
 
 def test_every_memory_declares_it(tmp_path: Path) -> None:

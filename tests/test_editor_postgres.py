@@ -67,7 +67,7 @@ def persona(url: str, namespace: str, root: Path, module: str = "ovos-memory-plu
 
 
 def test_the_editor_lists_searches_and_deletes_rows_in_postgresql(tmp_path: Path, postgres_url: str) -> None:
-    ns = f"editor-{next(_ns)}"
+    ns = f"editor-pg-{next(_ns)}"
     root = tmp_path / "root"
     memory = load_memory(persona(postgres_url, ns, root))
     try:
@@ -130,7 +130,7 @@ def test_the_editor_lists_searches_and_deletes_rows_in_postgresql(tmp_path: Path
 
 
 def test_a_composite_on_postgresql_in_the_editor(tmp_path: Path, postgres_url: str) -> None:
-    ns = f"editor-composite-{next(_ns)}"
+    ns = f"editor-pg-composite-{next(_ns)}"
     members = [{"module": "ovos-memory-plugin-lexical"}, {"module": "ovos-memory-plugin-vector"}]
     members[1]["config"] = {"embedder": "hash"}
     config = persona(postgres_url, ns, tmp_path / "root", "ovos-memory-plugin-composite", members=members)
@@ -159,7 +159,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_the_command_on_postgresql(tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    ns, other = f"cli-{next(_ns)}", f"cli-{next(_ns)}"
+    ns, other = f"editor-pg-cli-{next(_ns)}", f"editor-pg-import-{next(_ns)}"
     path = tmp_path / "ada.json"
     path.write_text(json.dumps(persona(postgres_url, ns, tmp_path / "a")))
     target = ["--persona", str(path)]

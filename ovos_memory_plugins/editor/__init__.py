@@ -17,9 +17,9 @@ import logging
 import socket
 import threading
 from collections.abc import Callable, Iterable
-from types import TracebackType
 from typing import Any
 
+from ovos_memory_plugins.common import Closing
 from ovos_memory_plugins.errors import BackendError
 
 LOG = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def load_memory(config: dict[str, Any], plugin: str | None = None) -> Any:
     return cls(config=dict(config))
 
 
-class EditorServer:
+class EditorServer(Closing):
     """The editor served by uvicorn, in the calling thread (:meth:`run`) or a background one.
 
     Args:
@@ -154,13 +154,11 @@ class EditorServer:
             self._thread = None
         self.socket.close()
 
-    def __enter__(self) -> EditorServer:
-        return self.start()
+    close = stop
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+    def __enter__(self) -> EditorServer:
+        """Start serving (in a background thread) and return self; the block's end stops it."""
+        return self.start()
 
 
 def serve(
