@@ -400,23 +400,25 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         root>/<member name>`` (the member then adds the namespace) where it sets neither ``root``
         nor ``namespace``. With a ``database`` (PostgreSQL), a member that sets neither
         ``database`` nor ``root`` is kept there too, under the namespace
-        ``<namespace>.<member name>`` unless it sets its own."""
+        ``<namespace>.<member name>`` unless it sets its own (what it still keeps in files
+        goes to ``<composite's root>/<member name>``)."""
         cfg = dict(spec.config)
         s = self.settings
-        if s.database and "database" not in cfg and "root" not in cfg:
-            # one PostgreSQL database keeps every member, keyed by namespace: each member gets
-            # its own (<namespace>.<member name>), as each gets its own folder on SQLite
-            cfg["database"] = s.database
-            if "namespace" not in cfg:
-                own = f"{s.namespace}.{spec.name}"
-                short = hashlib.sha256(s.namespace.encode()).hexdigest()[:16]
-                cfg["namespace"] = own if len(own) <= 128 else f"{short}.{spec.name}"  # namespaces: 128 chars
+        on_server = bool(s.database) and "database" not in cfg and "root" not in cfg
         if "root" not in cfg and "namespace" not in cfg:
             # the member adds the namespace itself (namespaces always isolate), so its folder is
             # <root>/<name>/<namespace>, and the files earlier releases kept in <root>/<name> are
             # adopted once by its storage
             base = Path(s.root).expanduser() if s.root else self.root
             cfg["root"] = str(base / spec.name)
+            if on_server:
+                # one PostgreSQL database keeps every member, keyed by namespace: each member
+                # gets its own (<namespace>.<member name>), as each gets its own folder on SQLite
+                own = f"{s.namespace}.{spec.name}"
+                short = hashlib.sha256(s.namespace.encode()).hexdigest()[:16]
+                cfg["namespace"] = own if len(own) <= 128 else f"{short}.{spec.name}"  # namespaces: 128 chars
+        if on_server:
+            cfg["database"] = s.database
         cfg.setdefault("scope", s.scope)
         cfg.setdefault("namespace", s.namespace)
         cfg.setdefault("max_history", s.max_history)

@@ -131,11 +131,19 @@ def test_the_editor_lists_searches_and_deletes_rows_in_postgresql(tmp_path: Path
 
 def test_a_composite_on_postgresql_in_the_editor(tmp_path: Path, postgres_url: str) -> None:
     ns = f"editor-pg-composite-{next(_ns)}"
-    members = [{"module": "ovos-memory-plugin-lexical"}, {"module": "ovos-memory-plugin-vector"}]
-    members[1]["config"] = {"embedder": "hash"}
-    config = persona(postgres_url, ns, tmp_path / "root", "ovos-memory-plugin-composite", members=members)
-    memory = load_memory(config)
+    root = tmp_path / "root"
+    members = [
+        {"module": "ovos-memory-plugin-lexical"},
+        {"module": "ovos-memory-plugin-vector", "config": {"embedder": "hash"}},
+        {"module": "ovos-memory-plugin-sticky"},
+    ]
+    memory = load_memory(persona(postgres_url, ns, root, "ovos-memory-plugin-composite", members=members))
     try:
+        assert {name: m.stats()["storage"]["engine"] for name, m in memory.members.items()} == {
+            "lexical": "postgresql",
+            "vector": "postgresql",
+            "sticky": "postgresql",
+        }
         memory.update_history(exchange("the boiler code is echidnafour", "noted"), "hall")
         with EditorServer(memory) as server:
             status, answer = request(server, "GET", "/api/search?q=" + quote("boiler code"))
@@ -144,12 +152,15 @@ def test_a_composite_on_postgresql_in_the_editor(tmp_path: Path, postgres_url: s
             assert namespaces_holding(postgres_url, "echidnafour") == {f"{ns}.lexical": 1, f"{ns}.vector": 1}
             status, answer = request(server, "DELETE", "/api/sessions/hall?confirm=hall")
             assert status == 200 and answer["deleted"] == 1
-            assert answer["compacted"] == [memory.members["lexical"].stats()["storage"]["location"]]  # once
+            location = memory.members["lexical"].stats()["storage"]["location"]
+            assert answer["compacted"][0] == location and answer["compacted"].count(location) == 1
         assert namespaces_holding(postgres_url, "echidnafour") == {}
         for member in ("lexical", "vector"):
             assert rows_holding(postgres_url, f"{ns}.{member}", "echidnafour") == NONE
     finally:
         memory.close()
+    # what a member still keeps in files stays under the composite's root, one folder per member
+    assert {p.relative_to(root).parts[0] for p in root.rglob("*") if p.is_file()} <= {"sticky"}
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
