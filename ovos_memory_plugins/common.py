@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, TypeVar
 
 __all__ = [
     "Closing",
@@ -30,6 +30,9 @@ __all__ = [
 ]
 
 
+_Closing = TypeVar("_Closing", bound="Closing")
+
+
 class Closing:
     """``with thing:`` closes ``thing`` at the end of the block (memories, servers, clients).
 
@@ -41,7 +44,7 @@ class Closing:
         """Release what the object holds."""
         raise NotImplementedError
 
-    def __enter__(self) -> Self:
+    def __enter__(self: _Closing) -> _Closing:
         return self
 
     def __exit__(
