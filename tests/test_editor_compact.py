@@ -19,6 +19,7 @@ from test_editor_http import files_holding, request
 
 from ovos_memory_plugins.composite import CompositeMemory
 from ovos_memory_plugins.editor import EditorServer
+from ovos_memory_plugins.editor.parts import compact
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.notes import NotesMemory
 from ovos_memory_plugins.protocols import Compactable
@@ -142,3 +143,21 @@ def test_a_member_that_fails_to_compact_is_named_not_raised(tmp_path: Path) -> N
         member.storage.db.close()  # the member's file can no longer be used
         done = memory.compact()
         assert done == [] and list(done.skipped) == [member.storage.db.location]
+
+
+def test_a_file_kept_busy_waits_for_the_next_compaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_module, "COMPACT_WAIT_MS", 100)
+    with LexicalMemory({"root": str(tmp_path / "m")}) as memory:
+        memory.put_document("safe", "the safe code is aardvarkthree", "study", {})
+        path = memory.storage.db.location
+        reader = sqlite3.connect(path, isolation_level=None, timeout=0.1)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM sqlite_master").fetchall()  # another process reads on
+        try:
+            memory.put_document("kite", "the kite is in the shed", "study", {})  # a write it does not see
+            done = compact(memory)  # what the editor runs after each delete
+        finally:
+            reader.execute("ROLLBACK")
+            reader.close()
+        assert done == [] and list(done.skipped) == [path]
+        assert compact(memory) == [path]  # the next one does it

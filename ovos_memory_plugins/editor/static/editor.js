@@ -229,6 +229,12 @@
 
   // -- archive -------------------------------------------------------------------------------
 
+  // What a delete's answer says when a file could not be compacted yet (busy): "" otherwise.
+  function compactNote(data) {
+    const waiting = Object.keys((data && data.not_compacted) || {});
+    return waiting.length ? ` Not compacted yet: ${waiting.join(", ")} was busy; its free space is wiped at the next delete.` : "";
+  }
+
   // Deletes one stored memory; where the memory can list what it stores, the bar offers undo,
   // elsewhere the button asks first.
   function documentDelete(docId, after) {
@@ -237,7 +243,8 @@
       await after();
       await loadInfo();
       const doc = data.document;
-      offerUndo(doc ? `Deleted the memory "${shorten(doc.text)}".` : "Deleted the memory.", doc ? async () => {
+      const said = doc ? `Deleted the memory "${shorten(doc.text)}".` : "Deleted the memory.";
+      offerUndo(said + compactNote(data), doc ? async () => {
         await api("POST", "/api/documents", doc);
         await after();
         await loadInfo();
@@ -286,11 +293,11 @@
       tools.append(el("button", { type: "button", className: "view", onclick: () => act(() => showSession(sid)) }, "View"));
       if (state.caps.archive_delete) {
         tools.append(confirmButton("Delete session", "Delete it for good?", async () => {
-          await api("DELETE", `/api/sessions/${encodeURIComponent(sid)}?${new URLSearchParams({ confirm: sid })}`);
+          const data = await api("DELETE", `/api/sessions/${encodeURIComponent(sid)}?${new URLSearchParams({ confirm: sid })}`);
           $("conversation").hidden = true;
           await loadSessions();
           await loadInfo();
-          offerUndo(`Deleted the session "${shorten(sid)}".`, null);
+          offerUndo(`Deleted the session "${shorten(sid)}".` + compactNote(data), null);
         }));
       }
       li.append(tools);
@@ -447,13 +454,13 @@
         return;
       }
       act(async () => {
-        await api("POST", "/api/forget-all", { confirm: $("confirm-all").value.trim() });
+        const data = await api("POST", "/api/forget-all", { confirm: $("confirm-all").value.trim() });
         $("confirm-all").value = "";
         $("search-results").replaceChildren();
         $("conversation").hidden = true;
         await loadSessions();
         await loadInfo();
-        offerUndo("Deleted every memory and all history.", null);
+        offerUndo("Deleted every memory and all history." + compactNote(data), null);
       });
     });
   }
