@@ -81,6 +81,30 @@ def test_a_long_reader_blocks_the_wal_truncation_and_is_reported(db: Database) -
     assert db.compact() == [str(path)]
 
 
+def test_a_forget_does_not_wait_for_a_long_reader(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A delete's WAL truncation waits PURGE_WAIT_MS for readers, not the busy timeout (10 s)."""
+    import time
+
+    with LexicalMemory({"root": str(tmp_path / "l")}) as memory:
+        memory.put_document("safe", "the safe code is aardvarkthree", "study", {})
+        path = memory.storage.db.location
+        reader = sqlite3.connect(path, isolation_level=None, timeout=0.1)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM sqlite_master").fetchall()  # pins the WAL
+        try:
+            started = time.monotonic()
+            with caplog.at_level(logging.WARNING, logger="ovos_memory_plugins.storage.sqlite"):
+                assert memory.delete(["safe"]) == 1
+            assert time.monotonic() - started < 5.0  # was the whole busy timeout, 10 s
+            assert "WAL is not truncated yet" in caplog.text
+            assert memory.search("safe code") == []
+        finally:
+            reader.execute("ROLLBACK")
+            reader.close()
+        assert memory.compact() == [path]
+    assert files_holding(tmp_path / "l", "aardvarkthree") == []
+
+
 def test_every_memory_declares_it(tmp_path: Path) -> None:
     with (
         LexicalMemory({"root": str(tmp_path / "l")}) as lexical,

@@ -40,6 +40,8 @@ __all__ = ["Database", "Migration", "chunked", "fts5_available", "quote_fts_phra
 
 #: How long a compaction waits for another process's lock before it skips the file (ms).
 COMPACT_WAIT_MS = 2_000
+#: How long a purge after a delete waits for other connections before leaving the WAL for later.
+PURGE_WAIT_MS = 250
 
 #: Bound parameters per ``IN (...)`` list (SQLite's default limit is 32,766; stay well below).
 CHUNK = 500
@@ -311,11 +313,28 @@ class Database:
 
     def purge(self) -> None:
         """After deleting: checkpoint and truncate the WAL, so no copy of a deleted page stays
-        in it (``secure_delete`` already zeroes the pages in the main file)."""
+        in it (``secure_delete`` already zeroes the pages in the main file).
+
+        Waits at most :data:`PURGE_WAIT_MS` for other connections: a forget must not stall
+        behind another process's long read. A WAL that stays busy is logged and truncated by
+        the next purge or compaction (the deleted rows are already gone from every query).
+        """
         if self.in_ram:
             return
         with self.lock:
-            self._retry(lambda: self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+            if self._closed or self._depth > 0:
+                return
+            self.conn.execute(f"PRAGMA busy_timeout = {PURGE_WAIT_MS}")
+            try:
+                busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except self._locked_errors as exc:
+                busy, reason = (1,), str(exc)
+            else:
+                reason = "another connection is still reading the write-ahead log"
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            if busy is not None and busy[0]:
+                LOG.warning("database %s: deleted, but the WAL is not truncated yet (%s)", self.path, reason)
 
     def compact(self) -> Compacted:
         """Rewrite the file without its free pages (``VACUUM``) and empty the WAL
