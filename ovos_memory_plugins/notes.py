@@ -2,8 +2,8 @@
 
 The notes are a list of one-line facts, each dated by the month it was learned
 (``- [2026-11] User's cat is called Bartholomew``), kept in ``<root>/MEMORY.md`` (editable by
-hand) or in ``<root>/notes.db`` (``"store": "sqlite"``: no cap, retired facts kept and
-searchable). Every turn they go into the system part of the prompt, under ``max_context_chars``
+hand) or in a table of the memory's own database (``"store": "sqlite"``: no cap, retired facts
+kept and searchable; always so on PostgreSQL). Every turn they go into the system part of the prompt, under ``max_context_chars``
 characters with a meter; past ``max_notes_in_context`` notes only those relevant to the utterance
 (BM25) plus the ``newest_in_context`` newest travel (the selection sticky notes use too:
 :mod:`ovos_memory_plugins.notebook`).
@@ -92,12 +92,15 @@ from ovos_memory_plugins.storage.notes_store import (
     NotesStore,
     SQLiteNotesStore,
     atomic_write,
+    import_notes_file,
     make_note,
     move_notes,
+    notes_store_for,
     parse_notes,
     prompt_line,
     render_notes,
 )
+from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 
 LOG = logging.getLogger(__name__)
@@ -202,7 +205,8 @@ class NotesOptions:
     store: Literal["file", "sqlite"] = option(
         "file",
         doc="Where notes live: `file` (`<root>/MEMORY.md`, editable by hand, retired notes in "
-        "`RETIRED.md`) or `sqlite` (`<root>/notes.db`, no cap, full-text search). Switching moves every note.",
+        "`RETIRED.md`) or `sqlite` (a table of the memory's own database, no cap, full-text search). Switching "
+        "moves every note. On PostgreSQL the notes are always in the database.",
     )
     max_context_chars: int = option(
         8000,
@@ -359,6 +363,8 @@ class NotesMemory(IndexedMemory):
         #: Why the notes are kept in RAM (the store could not be opened), else None; reported by
         #: ``stats()`` and an ERROR every turn, never silent.
         self.store_problem: str | None = None
+        #: The memory's database file opened for the notes alone (``archive`` null), else None.
+        self._own_db: Database | None = None
         self._notes_store: NotesStore = self._open_store()
         self._llm: ChatLLM | None = llm if llm is not None else make_llm(self.options.llm)
         curate = self.options.auto_curate
@@ -403,33 +409,60 @@ class NotesMemory(IndexedMemory):
         return self.storage.keyword_index(keyword_settings(parsed.options, LexicalMemory.use_fts5))
 
     def _open_store(self) -> NotesStore:
-        """The configured store, after moving in the notes of the other store type; never raises."""
+        """The configured store, after moving in the notes of the other store type and of an
+        earlier release's ``notes.db``; never raises (RAM, and says so).
+
+        On PostgreSQL the notes live in the database whatever ``store`` says: a ``MEMORY.md``
+        under one machine's ``root`` cannot be shared by the servers that share the memory."""
         root = self.root
+        db = self.storage.db
         try:
-            root.mkdir(parents=True, exist_ok=True)
+            if db.engine == "postgresql":
+                return notes_store_for(db, self.settings.namespace)
+            if db.fallback_reason:
+                raise StorageError(db.fallback_reason)
             if self.options.store == "sqlite":
-                sql = SQLiteNotesStore(root / "notes.db")
+                sql = SQLiteNotesStore(db=self._notes_database())
+                if not sql.db.in_ram:
+                    import_notes_file(sql, root / "notes.db")
                 if (root / "MEMORY.md").exists() or (root / "RETIRED.md").exists():
                     self._move_in(FileNotesStore(root), sql, [root / "MEMORY.md", root / "RETIRED.md"])
                 return sql
+            root.mkdir(parents=True, exist_ok=True)
             store = FileNotesStore(root)
             store.remove_stale_temp_files()
-            if (root / "notes.db").exists():
-                old = SQLiteNotesStore(root / "notes.db")
-                try:
-                    moved = self._move_in(old, store, [])
-                finally:
-                    old.close()
-                if moved:
-                    for suffix in ("", "-wal", "-shm"):
-                        path = root / ("notes.db" + suffix)
-                        if path.exists():
-                            path.rename(root / ("notes.db" + suffix + ".moved"))
+            import_notes_file(store, root / "notes.db")
+            self._move_out_of_database(store)
             return store
         except Exception as exc:
             self.store_problem = f"cannot open the notes store in {root} ({exc}); notes are kept in RAM only"
             LOG.error("NotesMemory: %s", self.store_problem)
             return SQLiteNotesStore(":memory:")
+
+    def _notes_database(self) -> Database:
+        """The database the SQLite store's table lives in: the memory's own. With ``archive``
+        null (documents and history in RAM), the memory's database file opened for the notes
+        alone (closed with the memory)."""
+        db = self.storage.db
+        where = super()._database_path()
+        if not isinstance(db, Database) or not db.in_ram or where is None:
+            return db  # type: ignore[return-value]
+        self._own_db = Database(where[0])
+        return self._own_db
+
+    def _move_out_of_database(self, store: FileNotesStore) -> None:
+        """``store`` is ``file`` but the memory's database holds notes (the SQLite store was
+        used before): move them into ``MEMORY.md``, then delete them from the database."""
+        where = super()._database_path()
+        if self.storage.db.in_ram and (where is None or not where[0].exists()):
+            return
+        db = self._notes_database()
+        if not db.table_exists("curated_notes") or not db.scalar("SELECT 1 FROM curated_notes LIMIT 1"):
+            return
+        old = SQLiteNotesStore(db=db)
+        if self._move_in(old, store, []):
+            old.remove(lambda n: True)
+            old.close()
 
     @staticmethod
     def _move_in(source: NotesStore, target: NotesStore, rename: list[Path]) -> bool:
@@ -1380,3 +1413,5 @@ class NotesMemory(IndexedMemory):
             LOG.warning("NotesMemory: a background digest or dream is still running; closing anyway")
         close_llm(self._llm)
         self._notes_store.close()
+        if self._own_db is not None:
+            self._own_db.close()

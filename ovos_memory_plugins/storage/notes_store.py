@@ -1,11 +1,11 @@
-"""Where durable notes live: ``MEMORY.md`` (human-editable) or a SQLite table with retired facts.
+"""Where durable notes live: ``MEMORY.md`` (human-editable) or tables of the memory's own database.
 
 A note is one fact with the month it was learned and the session it was learned in
 (:class:`~ovos_memory_plugins.protocols.Note`, whose id is derived from its words). Stores only
 load and save lists of notes, keep retired ones and forget for real; normalisation, dedup and
 the prompt budget are the plugin's business (:mod:`ovos_memory_plugins.notes`).
 
-Both stores implement :class:`NotesStore`:
+Every store implements :class:`NotesStore`:
 
 * :class:`FileNotesStore`: ``<root>/MEMORY.md``, one ``- [YYYY-MM] fact`` line per note; the
   session each note was learned in is kept beside it in ``<root>/.MEMORY.sessions.json`` (note
@@ -17,12 +17,17 @@ Both stores implement :class:`NotesStore`:
   untouched (the store refuses to write over it). Writes are atomic: a temporary file in the
   same folder, fsync, rename, fsync of the folder, so a crash leaves the old or the new file.
   Retired notes go to ``<root>/RETIRED.md`` as ``- [YYYY-MM retired YYYY-MM-DD] fact``.
-* :class:`SQLiteNotesStore`: ``<root>/notes.db``; no cap; retired notes keep their dates and
-  can be restored; full-text search over active and retired notes (FTS5 over
+* :class:`SQLiteNotesStore`: the table ``curated_notes`` in the memory's one SQLite file (the
+  database the base opens: documents, indexes, history); no cap; retired notes keep their dates
+  and can be restored; full-text search over active and retired notes (FTS5 over
   :func:`~ovos_memory_plugins.text.tokenize` terms, so CJK text is searchable). Every
   connection runs with ``secure_delete``; after a note is deleted the full-text index is
   rebuilt and the WAL truncated, so no forgotten word is left in any file.
+* :class:`~ovos_memory_plugins.storage.postgres_notes.PgNotesStore`: the same on PostgreSQL
+  (:func:`notes_store_for` picks by the database's engine).
 
+Earlier releases kept the SQLite store in ``<root>/notes.db``: :func:`import_notes_file` copies
+it into the memory's database once and renames it ``notes.db.moved`` after the copy committed.
 :func:`move_notes` copies every note, active and retired, from one store to another.
 """
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -39,7 +45,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ovos_memory_plugins.errors import CorruptFileError, StorageError
 from ovos_memory_plugins.protocols import Note, note_id
@@ -50,14 +56,20 @@ try:  # POSIX advisory locks keep two processes from interleaving read-modify-wr
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+LOG = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
 __all__ = [
     "FILE_HEADER",
     "FileNotesStore",
     "NotesStore",
     "SQLiteNotesStore",
     "format_note",
+    "import_notes_file",
     "make_note",
+    "move_aside",
     "move_notes",
+    "notes_store_for",
     "parse_notes",
     "prompt_line",
     "truncate_wal",
@@ -190,6 +202,10 @@ class NotesStore(Protocol):
         """Move these retired notes (matched by text) back to the end of the active ones."""
         ...
 
+    def add_retired(self, notes: Sequence[Note]) -> None:
+        """Add already-retired notes as they are (notes moving between stores)."""
+        ...
+
     def search(self, query_terms: Sequence[str], top_k: int, *, include_retired: bool = True) -> list[Note]:
         """Notes sharing any of ``query_terms`` (index terms), best first."""
         ...
@@ -305,32 +321,38 @@ class FileNotesStore:
 
     def retire(self, notes: Sequence[Note], when: str) -> None:
         """Append the notes to ``RETIRED.md`` and remove them from ``MEMORY.md``."""
-        if not notes:
-            return
-        with self.transaction():
-            active = self.load()
-            old = self.retired()
-            texts = {n.text for n in notes}
-            moving = [replace(n, retired_on=when) for n in active if n.text in texts]
-            if not moving:
-                return
-            atomic_write(self.retired_path, render_notes([*old, *moving], RETIRED_HEADER))
-            atomic_write(self.path, render_notes([n for n in active if n.text not in texts]))
+        self._move(notes, when)
 
     def restore(self, notes: Sequence[Note]) -> None:
         """Move notes from ``RETIRED.md`` back to the end of ``MEMORY.md``."""
+        self._move(notes, None)
+
+    def _move(self, notes: Sequence[Note], when: str | None) -> None:
+        """Move notes (matched by text) to ``RETIRED.md`` dated ``when``, or back (``when`` None).
+        The file they go to is written first: a crash in between leaves a note twice, never lost."""
         if not notes:
             return
         with self.transaction():
-            active = self.load()
-            old = self.retired()
+            active, old = self.load(), self.retired()
             texts = {n.text for n in notes}
-            back = [replace(n, retired_on=None) for n in old if n.text in texts]
-            if not back:
+            moving = [replace(n, retired_on=when) for n in (active if when is not None else old) if n.text in texts]
+            if not moving:
+                return
+            if when is not None:
+                atomic_write(self.retired_path, render_notes([*old, *moving], RETIRED_HEADER))
+                atomic_write(self.path, render_notes([n for n in active if n.text not in texts]))
                 return
             have = {n.text for n in active}
-            atomic_write(self.path, render_notes([*active, *(n for n in back if n.text not in have)]))
+            atomic_write(self.path, render_notes([*active, *(n for n in moving if n.text not in have)]))
             atomic_write(self.retired_path, render_notes([n for n in old if n.text not in texts], RETIRED_HEADER))
+
+    def add_retired(self, notes: Sequence[Note]) -> None:
+        """Append already-retired notes to ``RETIRED.md`` (notes moving between stores)."""
+        if not notes:
+            return
+        with self.transaction():
+            atomic_write(self.retired_path, render_notes([*self.retired(), *notes], RETIRED_HEADER))
+            self._keep_sessions(notes)
 
     def search(self, query_terms: Sequence[str], top_k: int, *, include_retired: bool = True) -> list[Note]:
         """Notes sharing the most query terms, best first (a plain term-overlap count)."""
@@ -414,43 +436,58 @@ class FileNotesStore:
 def _notes_v1(conn: sqlite3.Connection) -> None:
     # IF NOT EXISTS throughout: a schema another process created first is not an error
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS notes ("
+        "CREATE TABLE IF NOT EXISTS curated_notes ("
         " id INTEGER PRIMARY KEY,"
         " position INTEGER NOT NULL,"
         " text TEXT NOT NULL,"
         " date TEXT NOT NULL DEFAULT '',"
         " retired_on TEXT,"
         " created_at REAL NOT NULL,"
-        " terms TEXT NOT NULL DEFAULT '')"
+        " terms TEXT NOT NULL DEFAULT '',"
+        " session_id TEXT NOT NULL DEFAULT '')"
     )
-    conn.execute("CREATE INDEX IF NOT EXISTS notes_active ON notes (retired_on, position)")
+    conn.execute("CREATE INDEX IF NOT EXISTS curated_notes_active ON curated_notes (retired_on, position)")
     if fts5_available():
         conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(terms, content='notes', content_rowid='id')"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS curated_notes_fts USING fts5(terms, content='curated_notes',"
+            " content_rowid='id')"
         )
         conn.execute(
-            "CREATE TRIGGER IF NOT EXISTS notes_ai AFTER INSERT ON notes BEGIN"
-            " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
+            "CREATE TRIGGER IF NOT EXISTS curated_notes_ai AFTER INSERT ON curated_notes BEGIN"
+            " INSERT INTO curated_notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
         )
         conn.execute(
-            "CREATE TRIGGER IF NOT EXISTS notes_ad AFTER DELETE ON notes BEGIN"
-            " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms); END"
+            "CREATE TRIGGER IF NOT EXISTS curated_notes_ad AFTER DELETE ON curated_notes BEGIN"
+            " INSERT INTO curated_notes_fts (curated_notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms); END"
         )
         conn.execute(
-            "CREATE TRIGGER IF NOT EXISTS notes_au AFTER UPDATE OF terms ON notes BEGIN"
-            " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms);"
-            " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
+            "CREATE TRIGGER IF NOT EXISTS curated_notes_au AFTER UPDATE OF terms ON curated_notes BEGIN"
+            " INSERT INTO curated_notes_fts (curated_notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms);"
+            " INSERT INTO curated_notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
         )
 
 
-def _notes_v2(conn: sqlite3.Connection) -> None:
-    """Notes carry the session they were learned in (``forget_session`` removes them)."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(notes)")}
-    if "session_id" not in columns:
-        conn.execute("ALTER TABLE notes ADD COLUMN session_id TEXT NOT NULL DEFAULT ''")
+#: The schema in the memory's database. Append only; never rename or reorder an applied step.
+NOTES_MIGRATIONS = [Migration("0001_curated_notes", _notes_v1)]
 
 
-NOTES_MIGRATIONS = [Migration("0001_notes", _notes_v1), Migration("0002_note_sessions", _notes_v2)]
+def read_old_file(path: Path, reader: Callable[[sqlite3.Connection], _T]) -> _T:
+    """``reader(connection)`` over an earlier release's SQLite file, opened read-only (the
+    file is never changed; a file that is not a database raises ``sqlite3.DatabaseError``)."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return reader(conn)
+    finally:
+        conn.close()
+
+
+def move_aside(path: Path) -> None:
+    """Rename an earlier release's file and its WAL and shared-memory files to ``*.moved``
+    (another process may have done it already)."""
+    for suffix in ("", "-wal", "-shm"):
+        old = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError):
+            old.rename(old.with_name(old.name + ".moved"))
 
 
 def truncate_wal(db: Database) -> bool:
@@ -473,6 +510,9 @@ def truncate_wal(db: Database) -> bool:
                 db.conn.execute(f"PRAGMA busy_timeout = {int(db.busy_timeout_ms)}")
 
 
+_SELECT = "SELECT text, date, retired_on, session_id FROM curated_notes"
+
+
 class SQLiteNotesStore:
     """Notes in a SQLite table; retired notes are kept with their dates and can be restored.
 
@@ -486,12 +526,12 @@ class SQLiteNotesStore:
         self._owns_db = db is None
         self.db = db if db is not None else Database(path)
         try:
-            self.db.migrate("notes", NOTES_MIGRATIONS)
+            self.db.migrate("curated_notes", NOTES_MIGRATIONS)
         except BaseException:
             if self._owns_db:
                 self.db.close()
             raise
-        self._fts = self.db.table_exists("notes_fts")
+        self._fts = self.db.table_exists("curated_notes_fts")
         self._writes = 0
         self._wal_dirty = False
         with contextlib.suppress(sqlite3.Error, StorageError):  # deleted notes leave zeroes, not words
@@ -509,15 +549,13 @@ class SQLiteNotesStore:
 
     def load(self) -> list[Note]:
         """The active notes, in order."""
-        rows = self.db.query(
-            "SELECT text, date, retired_on, session_id FROM notes WHERE retired_on IS NULL ORDER BY position, id"
-        )
+        rows = self.db.query(f"{_SELECT} WHERE retired_on IS NULL ORDER BY position, id")
         return [self._note(r) for r in rows]
 
     def _scrub(self, conn: sqlite3.Connection) -> None:
         """After deletions: rebuild the full-text index, so its shadow tables keep no deleted term."""
         if self._fts:
-            conn.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')")
+            conn.execute("INSERT INTO curated_notes_fts (curated_notes_fts) VALUES ('rebuild')")
 
     def _truncate_wal(self) -> None:
         """Truncate the WAL now, or on the next write or :meth:`close` when it cannot be done now."""
@@ -532,11 +570,13 @@ class SQLiteNotesStore:
         """Delete every note (active or retired) ``predicate`` picks, scrub the full-text index
         and the WAL; return the removed notes."""
         with self.db.atomic() as conn:
-            rows = conn.execute("SELECT id, text, date, retired_on, session_id FROM notes ORDER BY id").fetchall()
+            rows = conn.execute(
+                "SELECT id, text, date, retired_on, session_id FROM curated_notes ORDER BY id"
+            ).fetchall()
             gone = [(int(r["id"]), self._note(r)) for r in rows]
             gone = [(i, n) for i, n in gone if predicate(n)]
             if gone:
-                conn.executemany("DELETE FROM notes WHERE id = ?", [(i,) for i, _ in gone])
+                conn.executemany("DELETE FROM curated_notes WHERE id = ?", [(i,) for i, _ in gone])
                 self._scrub(conn)
             self._writes += 1
         if gone or self._wal_dirty:
@@ -548,26 +588,26 @@ class SQLiteNotesStore:
         now = time.time()
         with self.db.atomic() as conn:
             existing: dict[str, int] = {}
-            for row in conn.execute("SELECT id, text FROM notes WHERE retired_on IS NULL"):
+            for row in conn.execute("SELECT id, text FROM curated_notes WHERE retired_on IS NULL"):
                 existing.setdefault(row["text"], row["id"])
             keep: set[int] = set()
             for position, note in enumerate(notes):
                 row_id = existing.get(note.text)
                 if row_id is not None and row_id not in keep:
                     conn.execute(
-                        "UPDATE notes SET position = ?, date = ?, session_id = ? WHERE id = ?",
+                        "UPDATE curated_notes SET position = ?, date = ?, session_id = ? WHERE id = ?",
                         (position, note.date, note.session_id, row_id),
                     )
                     keep.add(row_id)
                 else:
                     cur = conn.execute(
-                        "INSERT INTO notes (position, text, date, retired_on, created_at, terms, session_id)"
+                        "INSERT INTO curated_notes (position, text, date, retired_on, created_at, terms, session_id)"
                         " VALUES (?, ?, ?, NULL, ?, ?, ?)",
                         (position, note.text, note.date, now, self._terms(note.text), note.session_id),
                     )
                     keep.add(int(cur.lastrowid or 0))
             gone = [(i,) for i in existing.values() if i not in keep]
-            conn.executemany("DELETE FROM notes WHERE id = ?", gone)
+            conn.executemany("DELETE FROM curated_notes WHERE id = ?", gone)
             if gone:
                 self._scrub(conn)
             self._writes += 1
@@ -578,32 +618,32 @@ class SQLiteNotesStore:
         """Mark these active notes retired on ``when``."""
         with self.db.atomic() as conn:
             conn.executemany(
-                "UPDATE notes SET retired_on = ? WHERE text = ? AND retired_on IS NULL", [(when, n.text) for n in notes]
+                "UPDATE curated_notes SET retired_on = ? WHERE text = ? AND retired_on IS NULL",
+                [(when, n.text) for n in notes],
             )
             self._writes += 1
 
     def retired(self) -> list[Note]:
         """The retired notes, oldest retirement first."""
-        rows = self.db.query(
-            "SELECT text, date, retired_on, session_id FROM notes WHERE retired_on IS NOT NULL ORDER BY retired_on, id"
-        )
+        rows = self.db.query(f"{_SELECT} WHERE retired_on IS NOT NULL ORDER BY retired_on, id")
         return [self._note(r) for r in rows]
 
     def restore(self, notes: Sequence[Note]) -> None:
         """Make these retired notes active again, at the end."""
         with self.db.atomic() as conn:
-            active = {r[0] for r in conn.execute("SELECT text FROM notes WHERE retired_on IS NULL")}
+            active = {r[0] for r in conn.execute("SELECT text FROM curated_notes WHERE retired_on IS NULL")}
             for note in notes:
                 if note.text in active:
-                    conn.execute("DELETE FROM notes WHERE text = ? AND retired_on IS NOT NULL", (note.text,))
+                    conn.execute("DELETE FROM curated_notes WHERE text = ? AND retired_on IS NOT NULL", (note.text,))
                     continue
-                top = conn.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM notes").fetchone()[0]
+                top = conn.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM curated_notes").fetchone()[0]
                 row = conn.execute(
-                    "SELECT id FROM notes WHERE text = ? AND retired_on IS NOT NULL ORDER BY retired_on DESC, id DESC",
+                    "SELECT id FROM curated_notes WHERE text = ? AND retired_on IS NOT NULL"
+                    " ORDER BY retired_on DESC, id DESC",
                     (note.text,),
                 ).fetchone()
                 if row is not None:
-                    conn.execute("UPDATE notes SET retired_on = NULL, position = ? WHERE id = ?", (top, row[0]))
+                    conn.execute("UPDATE curated_notes SET retired_on = NULL, position = ? WHERE id = ?", (top, row[0]))
                     active.add(note.text)
             self._writes += 1
 
@@ -612,7 +652,7 @@ class SQLiteNotesStore:
         now = time.time()
         with self.db.atomic() as conn:
             conn.executemany(
-                "INSERT INTO notes (position, text, date, retired_on, created_at, terms, session_id)"
+                "INSERT INTO curated_notes (position, text, date, retired_on, created_at, terms, session_id)"
                 " VALUES (0, ?, ?, ?, ?, ?, ?)",
                 [(n.text, n.date, n.retired_on or "", now, self._terms(n.text), n.session_id) for n in notes],
             )
@@ -629,8 +669,9 @@ class SQLiteNotesStore:
         match = " OR ".join(quote_fts_phrase(t) for t in terms)
         where = "" if include_retired else " AND n.retired_on IS NULL"
         rows = self.db.query(
-            "SELECT n.text, n.date, n.retired_on, n.session_id FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
-            f" WHERE notes_fts MATCH ?{where} ORDER BY bm25(notes_fts), n.id LIMIT ?",
+            "SELECT n.text, n.date, n.retired_on, n.session_id FROM curated_notes_fts"
+            " JOIN curated_notes n ON n.id = curated_notes_fts.rowid"
+            f" WHERE curated_notes_fts MATCH ?{where} ORDER BY bm25(curated_notes_fts), n.id LIMIT ?",
             (match, int(top_k)),
         )
         return [self._note(r) for r in rows]
@@ -645,7 +686,7 @@ class SQLiteNotesStore:
 
     def count(self) -> tuple[int, int]:
         """(active, retired) note counts."""
-        rows = self.db.query("SELECT retired_on IS NULL AS active, COUNT(*) FROM notes GROUP BY 1")
+        rows = self.db.query("SELECT retired_on IS NULL AS active, COUNT(*) FROM curated_notes GROUP BY 1")
         counts = {bool(r[0]): int(r[1]) for r in rows}
         return counts.get(True, 0), counts.get(False, 0)
 
@@ -670,15 +711,76 @@ def move_notes(source: NotesStore, target: NotesStore) -> int:
         have = target.load()
         texts = {n.text for n in have}
         new_active = [n for n in active if n.text not in texts]
-        target.save([*have, *new_active])
+        if new_active:
+            target.save([*have, *new_active])
         old_retired = {(n.text, n.retired_on) for n in target.retired()}
         new_retired = [n for n in retired if (n.text, n.retired_on) not in old_retired]
-        if new_retired:
-            if isinstance(target, SQLiteNotesStore):
-                target.add_retired(new_retired)
-            elif isinstance(target, FileNotesStore):
-                atomic_write(target.retired_path, render_notes([*target.retired(), *new_retired], RETIRED_HEADER))
-                target._keep_sessions(new_retired)
-            else:
-                raise StorageError(f"cannot move retired notes into {type(target).__name__}")
+        target.add_retired(new_retired)
     return len(new_active) + len(new_retired)
+
+
+class _OldNotesFile:
+    """The notes of an earlier release's ``notes.db`` (read-only, for :func:`move_notes`)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+        if not {"position", "text", "date", "retired_on"} <= columns:
+            raise sqlite3.DatabaseError("no table of notes")
+        session = "session_id" if "session_id" in columns else "''"
+        select = f"SELECT text, date, retired_on, {session} FROM notes"
+        self.active = [
+            make_note(r[0], r[1], session_id=r[3])
+            for r in conn.execute(f"{select} WHERE retired_on IS NULL ORDER BY position, id")
+        ]
+        self.old = [
+            make_note(r[0], r[1], session_id=r[3], retired_on=r[2])
+            for r in conn.execute(f"{select} WHERE retired_on IS NOT NULL ORDER BY retired_on, id")
+        ]
+
+    def load(self) -> list[Note]:
+        return list(self.active)
+
+    def retired(self) -> list[Note]:
+        return list(self.old)
+
+
+def import_notes_file(store: NotesStore, path: Path) -> int | None:
+    """Copy an earlier release's ``notes.db`` into ``store``, then rename the file (and its WAL)
+    ``*.moved``; return how many notes were copied, None when there was nothing to do.
+
+    Into a :class:`SQLiteNotesStore` the copy is one transaction recorded as a migration of the
+    store ``legacy``, so of many processes opening the folder at once exactly one copies. A file
+    that cannot be read (or a ``MEMORY.md`` that cannot be parsed) is left untouched and
+    reported (an ERROR); the memory opens without those notes until it is fixed.
+    """
+    if not path.exists():
+        return None
+    copied = 0
+
+    def copy(conn: sqlite3.Connection | None = None) -> None:
+        nonlocal copied
+        copied = move_notes(read_old_file(path, _OldNotesFile), store)  # type: ignore[arg-type]
+
+    try:
+        if isinstance(store, SQLiteNotesStore):
+            applied = bool(store.db.migrate("legacy", [Migration(f"import:{path.name}", copy)]))
+        else:
+            copy()
+            applied = True
+    except (sqlite3.Error, StorageError, OSError) as exc:
+        LOG.error("notes: cannot move the notes of %s (%s); it is left untouched", path, exc)
+        return None
+    move_aside(path)
+    if applied:
+        LOG.warning("notes: moved %d note(s) of %s; the old file is now %s.moved", copied, path, path.name)
+    return copied
+
+
+def notes_store_for(db: Any, namespace: str = "default") -> NotesStore:
+    """The curated-notes store in a memory's database of either engine (``namespace`` keys the
+    rows on PostgreSQL)."""
+    if getattr(db, "engine", "") == "postgresql":
+        from ovos_memory_plugins.storage.postgres_notes import PgNotesStore
+
+        return PgNotesStore(db, namespace)
+    return SQLiteNotesStore(db=db)
