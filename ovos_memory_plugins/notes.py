@@ -3,10 +3,10 @@
 The notes are a list of one-line facts, each dated by the month it was learned
 (``- [2026-11] User's cat is called Bartholomew``), kept in ``<root>/MEMORY.md`` (editable by
 hand) or in a table of the memory's own database (``"store": "sqlite"``: no cap, retired facts
-kept and searchable; always so on PostgreSQL). Every turn they go into the system part of the prompt, under ``max_context_chars``
-characters with a meter; past ``max_notes_in_context`` notes only those relevant to the utterance
-(BM25) plus the ``newest_in_context`` newest travel (the selection sticky notes use too:
-:mod:`ovos_memory_plugins.notebook`).
+kept and searchable; always so on PostgreSQL). Every turn they go into the system part of the
+prompt, under ``max_context_chars`` characters with a meter; past ``max_notes_in_context`` notes
+only those relevant to the utterance (BM25) plus the ``newest_in_context`` newest travel (the
+selection sticky notes use too: :mod:`ovos_memory_plugins.notebook`).
 
 The notes change in three ways:
 
@@ -59,7 +59,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import re
 import shutil
 import threading
@@ -90,6 +89,7 @@ from ovos_memory_plugins.storage.engine import ForgetReport, Index
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
+    Rewrites,
     SQLiteNotesStore,
     atomic_write,
     import_notes_file,
@@ -99,6 +99,7 @@ from ovos_memory_plugins.storage.notes_store import (
     parse_notes,
     prompt_line,
     render_notes,
+    rewrites_for,
 )
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
@@ -366,6 +367,7 @@ class NotesMemory(IndexedMemory):
         #: The memory's database file opened for the notes alone (``archive`` null), else None.
         self._own_db: Database | None = None
         self._notes_store: NotesStore = self._open_store()
+        self._rewrites: Rewrites = rewrites_for(self.storage.db, self.settings.namespace, self.root)
         self._llm: ChatLLM | None = llm if llm is not None else make_llm(self.options.llm)
         curate = self.options.auto_curate
         self.auto_curate = (self._llm is not None) if curate is None else bool(curate and self._llm is not None)
@@ -825,81 +827,49 @@ class NotesMemory(IndexedMemory):
 
     @property
     def history_dir(self) -> Path:
-        """Where previous note bodies are kept for :meth:`undo`."""
+        """Where previous note bodies are kept for :meth:`undo` (on the SQLite engine)."""
         return self.root / ".notes-history"
 
     def _snapshot(self, body: str, reason: str) -> None:
-        """Keep ``body`` in ``MEMORY.md.bak`` and the rotating history."""
-        atomic_write(self.root / "MEMORY.md.bak", body)
-        folder = self.history_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(self._clock()))
-        existing = self.history()
-        serial = int(existing[0].name.split("-")[1]) + 1 if existing else 1
-        atomic_write(folder / f"{stamp}-{serial:06d}-{reason}.md", body)
-        for old in self.history()[self.options.dream_history :]:
-            with contextlib.suppress(OSError):
-                old.unlink()
+        """Keep ``body`` for :meth:`undo` (``MEMORY.md.bak`` and the rotating history, or the
+        database on PostgreSQL)."""
+        self._rewrites.keep(body, reason, self._clock(), self.options.dream_history)
 
-    def history(self) -> list[Path]:
-        """Saved previous bodies, newest first."""
-        folder = self.history_dir
-        if not folder.is_dir():
-            return []
-        files = [p for p in folder.iterdir() if p.suffix == ".md" and p.name.count("-") >= 2]
-        return sorted(files, key=lambda p: p.name.split("-")[1], reverse=True)
-
-    def _copies(self, *, include_moved: bool = False) -> list[Path]:
-        """Files holding copies of notes besides the store: ``MEMORY.md.bak``, the undo history
-        and (``include_moved``) the files a store switch renamed to ``*.moved``."""
-        out = [self.root / "MEMORY.md.bak", *self.history()]
-        if include_moved:
-            out += [p for p in self.root.glob("*.moved") if p.is_file()]
-        return [p for p in out if p.exists()]
+    def history(self) -> list[str]:
+        """The names of the saved previous bodies, newest first (file paths on the SQLite engine)."""
+        return [name for name, _ in self._rewrites.bodies()]
 
     def undo(self, steps: int = 1) -> bool:
         """Put back the notes as they were ``steps`` rewrites (dreams, edits) ago. False when the
         history is not that deep. The used snapshots are removed."""
-        snapshots = self.history()
+        snapshots = self._rewrites.bodies()
         if steps < 1 or len(snapshots) < steps:
             return False
-        target = snapshots[steps - 1]
+        name, body = snapshots[steps - 1]
         learned = {n.id: n.session_id for n in self.list_notes(include_retired=True)}
-        notes = [
-            make_note(n.text, n.date, session_id=learned.get(n.id, ""))
-            for n in parse_notes(target.read_text(encoding="utf-8"), source=str(target))
-        ]
+        notes = [make_note(n.text, n.date, session_id=learned.get(n.id, "")) for n in parse_notes(body, source=name)]
         with self._mutex, self._notes_store.transaction():
             if isinstance(self._notes_store, FileNotesStore):
                 atomic_write(self._notes_store.path, render_notes(notes))
             else:
                 self._notes_store.save(notes)
             self._saved(notes)
-        for path in snapshots[:steps]:
-            with contextlib.suppress(OSError):
-                path.unlink()
+        self._rewrites.drop([n for n, _ in snapshots[:steps]])
         return True
 
     def _scrub(self, keys: set[str]) -> None:
         """Remove forgotten notes' lines (by normalised words) from the backups and the history."""
         if not keys:
             return
-        for path in self._copies():
+
+        def forgotten(line: str) -> bool:
             try:
-                body = path.read_text(encoding="utf-8")
-            except OSError:
-                continue
-            kept = []
-            for line in body.splitlines(keepends=True):
-                try:
-                    parsed = parse_notes(line)
-                except CorruptFileError:
-                    parsed = []
-                if parsed and words_key(parsed[0].text) in keys:
-                    continue
-                kept.append(line)
-            if len(kept) != len(body.splitlines(keepends=True)):
-                atomic_write(path, "".join(kept))
+                parsed = parse_notes(line)
+            except CorruptFileError:
+                return False
+            return bool(parsed) and words_key(parsed[0].text) in keys
+
+        self._rewrites.scrub(forgotten)
 
     # -- archive hooks (the base's storage hooks) -------------------------------------------------
 
@@ -973,9 +943,11 @@ class NotesMemory(IndexedMemory):
             if isinstance(self._notes_store, FileNotesStore):
                 atomic_write(self._notes_store.path, render_notes([]))
             self._saved([])
-            for path in self._copies(include_moved=True):
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            self._rewrites.clear()
+            for path in self.root.glob("*.moved"):  # the files of a switched-away store
+                if path.is_file():
+                    with contextlib.suppress(OSError):
+                        path.unlink()
         self._notes_store.checkpoint()
         moved = self.root / "archive.moved"
         if moved.is_dir():  # an earlier release's archive, copied in already
@@ -1178,26 +1150,23 @@ class NotesMemory(IndexedMemory):
 
     @property
     def dream_marker(self) -> Path:
-        """The file whose modification time says when the notes were last dreamed over."""
+        """The file whose modification time says when the notes were last dreamed over (on the
+        SQLite engine; the database keeps it on PostgreSQL)."""
         return self.root / ".dreamed"
 
     def _touch_marker(self) -> None:
-        self.dream_marker.parent.mkdir(parents=True, exist_ok=True)
-        self.dream_marker.touch()
-        now = self._clock()
-        os.utime(self.dream_marker, (now, now))
+        self._rewrites.mark_dreamed(self._clock())
 
     def _check_cadence(self) -> None:
         """Schedule a dream when the cadence says so (the first check only starts the clock)."""
         if not self.auto_curate or self.options.dream_every_days <= 0:
             return
-        try:
-            mtime = self.dream_marker.stat().st_mtime
-        except FileNotFoundError:
+        last = self._rewrites.dreamed()
+        if last is None:
             self._touch_marker()
             return
         now = self._clock()
-        if now - mtime >= self.options.dream_every_days * 86400 and now >= self._next_dream_try:
+        if now - last >= self.options.dream_every_days * 86400 and now >= self._next_dream_try:
             self._schedule("dream", "cadence")
 
     def _after_growth(self) -> None:

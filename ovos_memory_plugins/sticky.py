@@ -839,6 +839,21 @@ class StickyMemory(BaseRetrievalMemory):
         with self._lock:
             n = super().forget_session(session_id)
             self.store_db.forget_asks(session_id)
+            self.store_db.checkpoint()
+        return n
+
+    def delete(self, doc_ids: Iterable[str]) -> int:
+        """Delete notes (and documents) by exact id from every tier, then purge the notes' copies."""
+        with self._lock:
+            n = super().delete(doc_ids)
+            self.store_db.checkpoint()
+        return n
+
+    def forget_all(self) -> int:
+        """Delete every note, replay record, document and all history, then purge."""
+        with self._lock:
+            n = super().forget_all()
+            self.store_db.checkpoint()
         return n
 
     def _backend_stats(self) -> dict[str, Any]:

@@ -62,7 +62,9 @@ _T = TypeVar("_T")
 __all__ = [
     "FILE_HEADER",
     "FileNotesStore",
+    "FileRewrites",
     "NotesStore",
+    "Rewrites",
     "SQLiteNotesStore",
     "format_note",
     "import_notes_file",
@@ -72,6 +74,7 @@ __all__ = [
     "notes_store_for",
     "parse_notes",
     "prompt_line",
+    "rewrites_for",
     "truncate_wal",
 ]
 
@@ -431,6 +434,128 @@ class FileNotesStore:
 
     def close(self) -> None:
         """Nothing to release (files are opened per call)."""
+
+
+@runtime_checkable
+class Rewrites(Protocol):
+    """Previous bodies of the notes (for ``undo``) and when they were last dreamed over."""
+
+    def keep(self, body: str, reason: str, when: float, depth: int) -> None:
+        """Keep ``body`` (the notes before a rewrite) as the newest of at most ``depth``."""
+        ...
+
+    def bodies(self) -> list[tuple[str, str]]:
+        """``(name, body)`` of the kept bodies, newest first."""
+        ...
+
+    def drop(self, names: Sequence[str]) -> None:
+        """Forget these kept bodies."""
+        ...
+
+    def scrub(self, drop_line: Callable[[str], bool]) -> None:
+        """Remove the lines ``drop_line`` picks from every kept copy (a forgotten note's words)."""
+        ...
+
+    def clear(self) -> None:
+        """Forget every kept copy."""
+        ...
+
+    def dreamed(self) -> float | None:
+        """When the notes were last dreamed over (None: never)."""
+        ...
+
+    def mark_dreamed(self, when: float) -> None:
+        """Record a dream (or the start of the cadence) at ``when``."""
+        ...
+
+
+def _scrubbed(body: str, drop_line: Callable[[str], bool]) -> str | None:
+    """``body`` without the lines ``drop_line`` picks; None when none is picked."""
+    lines = body.splitlines(keepends=True)
+    kept = [line for line in lines if not drop_line(line)]
+    return None if len(kept) == len(lines) else "".join(kept)
+
+
+class FileRewrites:
+    """Rewrites kept as files under ``root``: ``MEMORY.md.bak`` (the body before the last
+    rewrite), ``.notes-history/<stamp>-<serial>-<reason>.md`` and ``.dreamed`` (its time)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.folder = root / ".notes-history"
+        self.backup = root / "MEMORY.md.bak"
+        self.marker = root / ".dreamed"
+
+    def _files(self) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        files = [p for p in self.folder.iterdir() if p.suffix == ".md" and p.name.count("-") >= 2]
+        return sorted(files, key=lambda p: p.name.split("-")[1], reverse=True)
+
+    def keep(self, body: str, reason: str, when: float, depth: int) -> None:
+        """Write ``MEMORY.md.bak`` and a history file; drop the files past ``depth``."""
+        atomic_write(self.backup, body)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(when))
+        existing = self._files()
+        serial = int(existing[0].name.split("-")[1]) + 1 if existing else 1
+        atomic_write(self.folder / f"{stamp}-{serial:06d}-{reason}.md", body)
+        for old in self._files()[depth:]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+    def bodies(self) -> list[tuple[str, str]]:
+        """The history files (paths) and their text, newest first."""
+        out = []
+        for path in self._files():
+            with contextlib.suppress(OSError):
+                out.append((str(path), path.read_text(encoding="utf-8")))
+        return out
+
+    def drop(self, names: Sequence[str]) -> None:
+        """Delete these history files."""
+        for name in names:
+            with contextlib.suppress(OSError):
+                Path(name).unlink()
+
+    def scrub(self, drop_line: Callable[[str], bool]) -> None:
+        """Rewrite ``MEMORY.md.bak`` and the history files without the picked lines."""
+        for path in [self.backup, *self._files()]:
+            try:
+                body = path.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            kept = _scrubbed(body, drop_line)
+            if kept is not None:
+                atomic_write(path, kept)
+
+    def clear(self) -> None:
+        """Delete ``MEMORY.md.bak`` and the history files."""
+        for path in [self.backup, *self._files()]:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def dreamed(self) -> float | None:
+        """The modification time of ``.dreamed``."""
+        try:
+            return self.marker.stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def mark_dreamed(self, when: float) -> None:
+        """Touch ``.dreamed`` with the time ``when``."""
+        self.marker.parent.mkdir(parents=True, exist_ok=True)
+        self.marker.touch()
+        os.utime(self.marker, (when, when))
+
+
+def rewrites_for(db: Any, namespace: str, root: Path) -> Rewrites:
+    """Where previous note bodies are kept: files under ``root``, or on PostgreSQL the database."""
+    if getattr(db, "engine", "") == "postgresql":
+        from ovos_memory_plugins.storage.postgres_notes import PgRewrites
+
+        return PgRewrites(db, namespace)
+    return FileRewrites(root)
 
 
 def _notes_v1(conn: sqlite3.Connection) -> None:

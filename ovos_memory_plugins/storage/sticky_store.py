@@ -234,6 +234,10 @@ class StickyNotesStore(Protocol):
         """How many notes there are (active and retired)."""
         ...
 
+    def checkpoint(self) -> None:
+        """After deletions, outside a transaction: drop the copies the engine still keeps."""
+        ...
+
     def close(self) -> None:
         """Finish pending clean-up (the memory closes the database)."""
         ...
@@ -387,6 +391,11 @@ class StickyStore:
     def count(self) -> int:
         """How many notes there are (active and retired)."""
         return int(self.db.scalar("SELECT COUNT(*) FROM sticky_notes") or 0)
+
+    def checkpoint(self) -> None:
+        """Truncate a WAL still holding deleted notes (a deletion inside a transaction defers it)."""
+        if self._wal_dirty:
+            self._deleted()
 
     def close(self) -> None:
         """Truncate a WAL still holding deleted notes (the caller closes the database)."""
