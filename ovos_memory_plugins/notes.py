@@ -762,6 +762,15 @@ class NotesMemory(IndexedMemory):
         """Notes (and, by default, retired notes) matching ``query``, best first."""
         return self._notes_store.search(tokenize(query), top_k, include_retired=include_retired)
 
+    def file_notes(self) -> list[Note]:
+        """The notes kept in files under ``root`` (``"store": "file"``: ``MEMORY.md`` in order,
+        then ``RETIRED.md``); empty when they live in the database. ``ovos-memory migrate``
+        carries them (:class:`~ovos_memory_plugins.storage.migrate.NotesInFiles`)."""
+        if not isinstance(self._notes_store, FileNotesStore):
+            return []
+        with self._mutex, self._notes_store.transaction():
+            return self._notes_store.load() + self._notes_store.retired()
+
     def notes_body(self) -> str:
         """The notes as ``MEMORY.md`` text: the file itself for the file store (even one that
         cannot be parsed, so an editor can fix it), a rendering for the SQLite store."""

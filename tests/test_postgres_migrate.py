@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,3 +118,111 @@ def test_ovos_memory_migrate_there_and_back(
     again = LexicalMemory({"root": str(tmp_path / "b"), "namespace": namespace})
     assert {q: [(h.source, round(h.score, 6)) for h in again.search(q)] for q in QUERIES} == expected
     again.close()
+
+
+# -- notes and sticky notes ----------------------------------------------------------------------
+
+
+def _notes_state(mem: Any) -> dict[str, object]:
+    return {
+        "active": [(n.id, n.text, n.date, n.session_id) for n in mem.list_notes()],
+        "retired": [(n.text, n.date, n.session_id, n.retired_on) for n in mem.retired_notes()],
+    }
+
+
+@pytest.mark.parametrize("store", ["file", "sqlite"])
+def test_notes_go_to_postgres_and_back_losslessly(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str], store: str
+) -> None:
+    from ovos_memory_plugins.cli import main as cli
+    from ovos_memory_plugins.notes import NotesMemory
+
+    namespace = f"notes-{store}-{next(_ns)}"
+    first = {"root": str(tmp_path / "a"), "namespace": namespace, "store": store}
+    with NotesMemory(first) as mem:
+        mem.remember("User lives in Lisbon", session_id="kitchen", date="2024-11")
+        mem.remember("User's cat is called Bartholomew", session_id="porch", date="2025-03")
+        mem.remember("User drives a blue car", session_id="kitchen", date="2023-01")
+        mem.retire("blue car")
+        mem.replace_notes(mem.notes_body() + "- [2025-06] User plays the cello\n")  # one undo step
+        mem.update_history([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}], "s")
+        before = _notes_state(mem)
+        assert len(before["retired"]) == 1 and len(before["active"]) == 3  # type: ignore[arg-type]
+    config = json.dumps(first)
+    args = ["migrate", "--module", "ovos-memory-plugin-notes", "--config", config, "--to", postgres_url, "--json"]
+    assert cli(args) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == 4
+    on_pg = {"database": postgres_url, "namespace": namespace, "store": store, "root": str(tmp_path / "unused")}
+    with NotesMemory(on_pg) as mem:
+        assert _notes_state(mem) == before
+        assert len(mem.history()) == 1  # the undo history came along
+    assert not (tmp_path / "unused").exists()
+    back = ["migrate", "--module", "ovos-memory-plugin-notes", "--config", json.dumps(on_pg), "--json"]
+    assert cli([*back, "--to", str(tmp_path / "b")]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == 4
+    with NotesMemory({"root": str(tmp_path / "b"), "namespace": namespace, "store": store}) as mem:
+        assert _notes_state(mem) == before
+        assert len(mem.history()) == 1 and mem.undo()
+        assert "User plays the cello" not in [n.text for n in mem.list_notes()]
+    memory_md = tmp_path / "b" / namespace / "MEMORY.md"
+    assert ("Lisbon" in memory_md.read_text()) if store == "file" else not memory_md.exists()
+
+
+def test_sticky_notes_go_to_postgres_and_back_losslessly(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ovos_memory_plugins.cli import main as cli
+    from ovos_memory_plugins.sticky import StickyMemory
+
+    namespace = f"sticky-{next(_ns)}"
+    first = {"root": str(tmp_path / "a"), "namespace": namespace}
+
+    def state(mem: StickyMemory) -> object:
+        rows = mem.store_db.notes(include_retired=True)
+        return [(r.id, r.text, r.session_id, r.created, r.updated, r.lang, r.metadata, r.retired_on) for r in rows], (
+            mem.store_db.asks()
+        )
+
+    with StickyMemory(first) as mem:
+        mem.build_conversation_context("Remember that my bike is red.", "kitchen")
+        mem.remember("the gate code is 4471", "porch", metadata={"source": "editor"})
+        mem.retire("gate code")
+        before = state(mem)
+    assert (
+        cli(
+            [
+                "migrate",
+                "--module",
+                "ovos-memory-plugin-sticky",
+                "--config",
+                json.dumps(first),
+                "--to",
+                postgres_url,
+                "--json",
+            ]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["sticky_notes"] == 2
+    on_pg = {"database": postgres_url, "namespace": namespace}
+    with StickyMemory(on_pg) as mem:
+        assert state(mem) == before
+    assert (
+        cli(
+            [
+                "migrate",
+                "--module",
+                "ovos-memory-plugin-sticky",
+                "--config",
+                json.dumps(on_pg),
+                "--to",
+                str(tmp_path / "b"),
+                "--json",
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    with StickyMemory({"root": str(tmp_path / "b"), "namespace": namespace}) as mem:
+        assert state(mem) == before
+        assert len(mem.list_notes()) == 1  # the retired one stays retired
