@@ -459,7 +459,7 @@ class NotesMemory(IndexedMemory):
         if self.storage.db.in_ram and (where is None or not where[0].exists()):
             return
         db = self._notes_database()
-        if not db.table_exists("curated_notes") or not db.scalar("SELECT 1 FROM curated_notes LIMIT 1"):
+        if not db.table_exists("memory_notes") or not db.scalar("SELECT 1 FROM memory_notes LIMIT 1"):
             return
         old = SQLiteNotesStore(db=db)
         if self._move_in(old, store, []):
@@ -1061,25 +1061,22 @@ class NotesMemory(IndexedMemory):
                 self._pending.pop(session_id, None)
 
     @staticmethod
-    def _fact_list(value: Any) -> list[str]:
+    def _replies(value: Any, keys: tuple[str, ...]) -> list[Any]:
+        """The items of a reply's list, an object's first present ``keys`` taken for the object."""
         if not isinstance(value, list):
             return []
-        out = []
-        for item in value:
-            if isinstance(item, dict):
-                item = item.get("fact") or item.get("text")
-            if isinstance(item, str) and item.strip():
-                out.append(item)
-        return out
+        return [
+            next((item[k] for k in keys if item.get(k)), None) if isinstance(item, dict) else item for item in value
+        ]
 
-    @staticmethod
-    def _numbers(value: Any) -> list[int]:
-        if not isinstance(value, list):
-            return []
+    @classmethod
+    def _fact_list(cls, value: Any) -> list[str]:
+        return [item for item in cls._replies(value, ("fact", "text")) if isinstance(item, str) and item.strip()]
+
+    @classmethod
+    def _numbers(cls, value: Any) -> list[int]:
         out = []
-        for item in value:
-            if isinstance(item, dict):
-                item = item.get("number")
+        for item in cls._replies(value, ("number",)):
             if isinstance(item, int) and not isinstance(item, bool):
                 out.append(item)
             elif isinstance(item, str) and item.strip().isdigit():

@@ -69,7 +69,6 @@ from ovos_memory_plugins.ranking import BM25Ranker
 from ovos_memory_plugins.storage.engine import check_id
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.storage.sticky_store import (
-    StickyNotesStore,
     StickyRow,
     StickyStore,
     ask_key,
@@ -576,10 +575,10 @@ class StickyMemory(BaseRetrievalMemory):
         #: Why the notes are kept in RAM (the memory's database could not be used), else None;
         #: reported by ``stats()`` and an ERROR every turn, never silent.
         self.store_problem: str | None = None
-        self.store_db: StickyNotesStore = self._open_sticky(database)
+        self.store_db: StickyStore = self._open_sticky(database)
         self._terms: dict[str, tuple[str, list[str]]] = {}
 
-    def _open_sticky(self, database: Database | None) -> StickyNotesStore:
+    def _open_sticky(self, database: Database | None) -> StickyStore:
         """The notes' tables in the memory's own database (SQLite file or PostgreSQL), after
         moving in the ``sticky.db`` of an earlier release; never raises (RAM, and says so)."""
         db = self.storage.db
@@ -593,7 +592,7 @@ class StickyMemory(BaseRetrievalMemory):
             return StickyStore(Database(":memory:"))
         if db.fallback_reason:
             self.store_problem = f"{db.fallback_reason}; notes are kept in RAM only"
-        if isinstance(store, StickyStore) and not db.in_ram:
+        elif isinstance(db, Database) and not db.in_ram:
             import_sticky_file(store, self.root / "sticky.db")
         return store
 

@@ -20,11 +20,19 @@ from ovos_memory_plugins.sticky import StickyMemory
 # -- files as earlier releases wrote them ------------------------------------------------------
 
 
-def old_sticky_file(path: Path) -> None:
-    """A ``sticky.db`` of the previous release: notes (one retired) and a last-ask record."""
+def _old_file(path: Path, schema: str, insert: str, rows: list[tuple[object, ...]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path)
-    conn.executescript(
+    conn.executescript(schema)
+    conn.executemany(insert, rows)
+    conn.commit()
+    conn.close()
+
+
+def old_sticky_file(path: Path) -> None:
+    """A ``sticky.db`` of the previous release: notes (one retired) and a last-ask record."""
+    _old_file(
+        path,
         "CREATE TABLE notes (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, text TEXT NOT NULL,"
         " norm TEXT NOT NULL, lang TEXT, created REAL NOT NULL, updated REAL NOT NULL,"
         " metadata TEXT NOT NULL DEFAULT '{}', retired_on TEXT);"
@@ -32,8 +40,7 @@ def old_sticky_file(path: Path) -> None:
         " reply TEXT NOT NULL);"
         "CREATE TABLE _migrations (store TEXT NOT NULL, name TEXT NOT NULL, applied_at REAL NOT NULL,"
         " PRIMARY KEY (store, name));"
-    )
-    conn.executemany(
+        "INSERT INTO last_asks VALUES ('kitchen', 'abc123', 1.7e9, '[\"You saved it.\"]');",
         "INSERT INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             ("d-aaaaaaaaaaaa", "kitchen", "my bike is red", "my bike is red", "en", 1.7e9, 1.7e9 + 5, '{"k": 1}', None),
@@ -50,21 +57,15 @@ def old_sticky_file(path: Path) -> None:
             ),
         ],
     )
-    conn.execute("INSERT INTO last_asks VALUES ('kitchen', 'abc123', 1.7e9, '[\"You saved it.\"]')")
-    conn.commit()
-    conn.close()
 
 
 def old_notes_file(path: Path) -> None:
     """A ``notes.db`` of the previous release: two active notes and a retired one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path)
-    conn.executescript(
+    _old_file(
+        path,
         "CREATE TABLE notes (id INTEGER PRIMARY KEY, position INTEGER NOT NULL, text TEXT NOT NULL,"
         " date TEXT NOT NULL DEFAULT '', retired_on TEXT, created_at REAL NOT NULL,"
-        " terms TEXT NOT NULL DEFAULT '', session_id TEXT NOT NULL DEFAULT '');"
-    )
-    conn.executemany(
+        " terms TEXT NOT NULL DEFAULT '', session_id TEXT NOT NULL DEFAULT '');",
         "INSERT INTO notes (position, text, date, retired_on, created_at, session_id) VALUES (?, ?, ?, ?, 0, ?)",
         [
             (1, "User's cat is called Bartholomew", "2025-03", None, "s2"),
@@ -72,8 +73,6 @@ def old_notes_file(path: Path) -> None:
             (0, "User drives a GTX 1080 car", "2023-01", "2024-05-06", "s1"),
         ],
     )
-    conn.commit()
-    conn.close()
 
 
 def tables(path: Path) -> set[str]:
@@ -91,7 +90,7 @@ def test_sticky_notes_live_in_the_memory_database(tmp_path: Path) -> None:
     with StickyMemory({"root": str(tmp_path)}) as mem:
         mem.remember("my bike is red", "s")
     assert not (tmp_path / "sticky.db").exists()
-    assert {"sticky_notes", "sticky_asks", "documents"} <= tables(tmp_path / "history.db")
+    assert {"memory_sticky_notes", "memory_sticky_asks", "documents"} <= tables(tmp_path / "history.db")
 
 
 def test_an_old_sticky_file_moves_in_once_losing_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -150,7 +149,7 @@ def test_an_old_notes_file_moves_in_once_losing_nothing(tmp_path: Path, store: s
             "s1",
         )
     assert not (tmp_path / "notes.db").exists() and (tmp_path / "notes.db.moved").exists()
-    assert ("curated_notes" in tables(tmp_path / "history.db")) == (store == "sqlite")
+    assert ("memory_notes" in tables(tmp_path / "history.db")) == (store == "sqlite")
     with NotesMemory(cfg) as again:
         assert len(again.list_notes(include_retired=True)) == 3
 
@@ -165,7 +164,7 @@ def test_switching_the_store_moves_the_notes_out_of_the_database(tmp_path: Path)
         assert [n.text for n in mem.retired_notes()] == ["User's old car was blue"]
     assert "Rex" in (tmp_path / "MEMORY.md").read_text()
     conn = sqlite3.connect(tmp_path / "history.db")
-    assert conn.execute("SELECT count(*) FROM curated_notes").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM memory_notes").fetchone()[0] == 0
     conn.close()
     with NotesMemory({"root": str(tmp_path), "store": "sqlite"}) as mem:  # and back
         assert [n.text for n in mem.list_notes(include_retired=True)] == [
@@ -223,4 +222,4 @@ def test_many_processes_opening_a_folder_with_an_old_file(tmp_path: Path, kind: 
             assert out.strip() == expected, err
         old = "sticky.db" if kind == "sticky" else "notes.db"
         assert not (root / old).exists() and (root / f"{old}.moved").exists()
-        assert ("sticky_notes" if kind == "sticky" else "curated_notes") in tables(root / "history.db")
+        assert ("memory_sticky_notes" if kind == "sticky" else "memory_notes") in tables(root / "history.db")

@@ -123,6 +123,15 @@ def test_ovos_memory_migrate_there_and_back(
 # -- notes and sticky notes ----------------------------------------------------------------------
 
 
+def _migrate(capsys: pytest.CaptureFixture[str], module: str, config: dict[str, Any], to: str) -> dict[str, Any]:
+    """``ovos-memory migrate`` of a plugin's memory; its ``--json`` report."""
+    from ovos_memory_plugins.cli import main as cli
+
+    assert cli(["migrate", "--module", module, "--config", json.dumps(config), "--to", to, "--json"]) == 0
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return report
+
+
 def _notes_state(mem: Any) -> dict[str, object]:
     return {
         "active": [(n.id, n.text, n.date, n.session_id) for n in mem.list_notes()],
@@ -134,7 +143,6 @@ def _notes_state(mem: Any) -> dict[str, object]:
 def test_notes_go_to_postgres_and_back_losslessly(
     tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str], store: str
 ) -> None:
-    from ovos_memory_plugins.cli import main as cli
     from ovos_memory_plugins.notes import NotesMemory
 
     namespace = f"notes-{store}-{next(_ns)}"
@@ -148,18 +156,13 @@ def test_notes_go_to_postgres_and_back_losslessly(
         mem.update_history([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}], "s")
         before = _notes_state(mem)
         assert len(before["retired"]) == 1 and len(before["active"]) == 3  # type: ignore[arg-type]
-    config = json.dumps(first)
-    args = ["migrate", "--module", "ovos-memory-plugin-notes", "--config", config, "--to", postgres_url, "--json"]
-    assert cli(args) == 0
-    assert json.loads(capsys.readouterr().out)["notes"] == 4
+    assert _migrate(capsys, "ovos-memory-plugin-notes", first, postgres_url)["notes"] == 4
     on_pg = {"database": postgres_url, "namespace": namespace, "store": store, "root": str(tmp_path / "unused")}
     with NotesMemory(on_pg) as mem:
         assert _notes_state(mem) == before
         assert len(mem.history()) == 1  # the undo history came along
     assert not (tmp_path / "unused").exists()
-    back = ["migrate", "--module", "ovos-memory-plugin-notes", "--config", json.dumps(on_pg), "--json"]
-    assert cli([*back, "--to", str(tmp_path / "b")]) == 0
-    assert json.loads(capsys.readouterr().out)["notes"] == 4
+    assert _migrate(capsys, "ovos-memory-plugin-notes", on_pg, str(tmp_path / "b"))["notes"] == 4
     with NotesMemory({"root": str(tmp_path / "b"), "namespace": namespace, "store": store}) as mem:
         assert _notes_state(mem) == before
         assert len(mem.history()) == 1 and mem.undo()
@@ -171,7 +174,6 @@ def test_notes_go_to_postgres_and_back_losslessly(
 def test_sticky_notes_go_to_postgres_and_back_losslessly(
     tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ovos_memory_plugins.cli import main as cli
     from ovos_memory_plugins.sticky import StickyMemory
 
     namespace = f"sticky-{next(_ns)}"
@@ -179,50 +181,19 @@ def test_sticky_notes_go_to_postgres_and_back_losslessly(
 
     def state(mem: StickyMemory) -> object:
         rows = mem.store_db.notes(include_retired=True)
-        return [(r.id, r.text, r.session_id, r.created, r.updated, r.lang, r.metadata, r.retired_on) for r in rows], (
-            mem.store_db.asks()
-        )
+        notes = [(r.id, r.text, r.session_id, r.created, r.updated, r.lang, r.metadata, r.retired_on) for r in rows]
+        return notes, mem.store_db.asks()
 
     with StickyMemory(first) as mem:
         mem.build_conversation_context("Remember that my bike is red.", "kitchen")
         mem.remember("the gate code is 4471", "porch", metadata={"source": "editor"})
         mem.retire("gate code")
         before = state(mem)
-    assert (
-        cli(
-            [
-                "migrate",
-                "--module",
-                "ovos-memory-plugin-sticky",
-                "--config",
-                json.dumps(first),
-                "--to",
-                postgres_url,
-                "--json",
-            ]
-        )
-        == 0
-    )
-    assert json.loads(capsys.readouterr().out)["sticky_notes"] == 2
+    assert _migrate(capsys, "ovos-memory-plugin-sticky", first, postgres_url)["sticky_notes"] == 2
     on_pg = {"database": postgres_url, "namespace": namespace}
     with StickyMemory(on_pg) as mem:
         assert state(mem) == before
-    assert (
-        cli(
-            [
-                "migrate",
-                "--module",
-                "ovos-memory-plugin-sticky",
-                "--config",
-                json.dumps(on_pg),
-                "--to",
-                str(tmp_path / "b"),
-                "--json",
-            ]
-        )
-        == 0
-    )
-    capsys.readouterr()
+    assert _migrate(capsys, "ovos-memory-plugin-sticky", on_pg, str(tmp_path / "b"))["sticky_notes"] == 2
     with StickyMemory({"root": str(tmp_path / "b"), "namespace": namespace}) as mem:
         assert state(mem) == before
         assert len(mem.list_notes()) == 1  # the retired one stays retired

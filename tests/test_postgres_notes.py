@@ -15,23 +15,13 @@ import pytest
 
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
-from test_postgres_contract import on_postgres
+from test_postgres_contract import _OnPostgres, on_postgres
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.notes import NotesMemory
 from ovos_memory_plugins.sticky import StickyMemory
-from ovos_memory_plugins.testing import MemoryContract
 
 _ns = itertools.count()
-
-
-class _OnPostgres(MemoryContract):
-    survives_restart = True
-    url = ""
-
-    @pytest.fixture(autouse=True)
-    def _url(self, postgres_url: str) -> None:
-        type(self).url = postgres_url
 
 
 class TestNotesOnPostgres(_OnPostgres):
@@ -52,7 +42,7 @@ def _config(tmp_path: Path, url: str, **extra: Any) -> dict[str, Any]:
 def test_notes_verbs_on_postgres_write_nothing_under_root(tmp_path: Path, postgres_url: str, store: str) -> None:
     cfg = _config(tmp_path, postgres_url, store=store)
     with NotesMemory(cfg) as mem:
-        assert mem.stats()["store"] == "PgNotesStore" and mem.store_problem is None
+        assert mem.storage.db.engine == "postgresql" and mem.store_problem is None
         assert mem.remember("User lives in Lisbon", session_id="s1", date="2024-11").status == "added"
         assert mem.remember("User's cat is called Bartholomew", session_id="s2").status == "added"
         assert mem.remember("user lives in lisbon.").status == "duplicate"

@@ -216,7 +216,7 @@ def copy_notes(source: Storage, target: Storage) -> tuple[int, int]:
         StorageError: the target holds fewer notes than were read from the source.
     """
     notes = sticky = 0
-    if _holds(source, "curated_notes"):
+    if _holds(source, "memory_notes"):
         src = notes_store_for(source.db, _namespace(source))
         if src.load() or src.retired():
             dst = notes_store_for(target.db, _namespace(target))
@@ -224,7 +224,7 @@ def copy_notes(source: Storage, target: Storage) -> tuple[int, int]:
             missing = {n.text for n in src.load()} - {n.text for n in dst.load()}
             if missing:
                 raise StorageError(f"{len(missing)} note(s) did not reach {target.db.location}")
-    if _holds(source, "sticky_notes"):
+    if _holds(source, "memory_sticky_notes"):
         src_sticky = sticky_store_for(source.db, _namespace(source))
         if src_sticky.count() or src_sticky.asks():
             dst_sticky = sticky_store_for(target.db, _namespace(target))
