@@ -471,7 +471,7 @@ class Rewrites(Protocol):
         ...
 
 
-def _scrubbed(body: str, drop_line: Callable[[str], bool]) -> str | None:
+def scrub_lines(body: str, drop_line: Callable[[str], bool]) -> str | None:
     """``body`` without the lines ``drop_line`` picks; None when none is picked."""
     lines = body.splitlines(keepends=True)
     kept = [line for line in lines if not drop_line(line)]
@@ -527,7 +527,7 @@ class FileRewrites:
                 body = path.read_text(encoding="utf-8")
             except OSError:
                 continue
-            kept = _scrubbed(body, drop_line)
+            kept = scrub_lines(body, drop_line)
             if kept is not None:
                 atomic_write(path, kept)
 

@@ -144,10 +144,10 @@ class PgRewrites:
 
     def scrub(self, drop_line: Callable[[str], bool]) -> None:
         """Rewrite the kept bodies without the picked lines."""
-        from ovos_memory_plugins.storage.notes_store import _scrubbed
+        from ovos_memory_plugins.storage.notes_store import scrub_lines
 
         for name, body in self.bodies():
-            kept = _scrubbed(body, drop_line)
+            kept = scrub_lines(body, drop_line)
             if kept is not None:
                 self.db.execute(
                     "UPDATE memory_notes_rewrites SET body = %s WHERE namespace = %s AND id = %s",
