@@ -223,3 +223,19 @@ def test_many_processes_opening_a_folder_with_an_old_file(tmp_path: Path, kind: 
         old = "sticky.db" if kind == "sticky" else "notes.db"
         assert not (root / old).exists() and (root / f"{old}.moved").exists()
         assert ("memory_sticky_notes" if kind == "sticky" else "memory_notes") in tables(root / "history.db")
+
+
+@pytest.mark.parametrize("kind", ["sticky", "notes"])
+def test_a_vector_memory_in_the_same_folder_leaves_the_notes_database_alone(tmp_path: Path, kind: str) -> None:
+    """``history.db`` of a notes or sticky memory is no earlier release's history for a vector
+    memory opening the same folder (no ``sticky.db`` / ``notes.db`` beside it any more)."""
+    from ovos_memory_plugins.vector import VectorMemory
+
+    keeper = StickyMemory if kind == "sticky" else NotesMemory
+    config = {"root": str(tmp_path)} if kind == "sticky" else {"root": str(tmp_path), "store": "sqlite"}
+    with keeper(config) as mem:  # type: ignore[operator]
+        mem.remember("my bike is red")
+    with VectorMemory({"root": str(tmp_path), "embedder": "hash"}):
+        pass
+    with keeper(config) as mem:  # type: ignore[operator]
+        assert [n.text for n in mem.list_notes()] == ["my bike is red"]
