@@ -118,16 +118,23 @@ def test_an_old_sticky_file_moves_in_once_losing_nothing(tmp_path: Path, caplog:
     assert "moved" not in caplog.text
 
 
-def test_a_corrupt_old_sticky_file_is_left_untouched_and_reported(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("kind", ["sticky", "sqlite", "file"])
+def test_a_corrupt_old_file_is_left_untouched_and_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str
 ) -> None:
+    name = "sticky.db" if kind == "sticky" else "notes.db"
     junk = b"this is not a database" * 100
-    (tmp_path / "sticky.db").write_bytes(junk)
-    with caplog.at_level(logging.ERROR), StickyMemory({"root": str(tmp_path)}) as mem:
-        assert mem.remember("the memory still works", "s").status == "added"
+    (tmp_path / name).write_bytes(junk)
+    memory = (
+        StickyMemory({"root": str(tmp_path)})
+        if kind == "sticky"
+        else NotesMemory({"root": str(tmp_path), "store": kind})
+    )
+    with caplog.at_level(logging.ERROR), memory as mem:
+        assert mem.remember("the memory still works").status == "added"
         assert mem.store_problem is None
-    assert "sticky.db" in caplog.text and "untouched" in caplog.text
-    assert (tmp_path / "sticky.db").read_bytes() == junk and not (tmp_path / "sticky.db.moved").exists()
+    assert name in caplog.text and "untouched" in caplog.text
+    assert (tmp_path / name).read_bytes() == junk and not (tmp_path / f"{name}.moved").exists()
 
 
 # -- curated notes -----------------------------------------------------------------------------
