@@ -459,12 +459,16 @@ class NotesMemory(IndexedMemory):
         if self.storage.db.in_ram and (where is None or not where[0].exists()):
             return
         db = self._notes_database()
-        if not db.table_exists("memory_notes") or not db.scalar("SELECT 1 FROM memory_notes LIMIT 1"):
-            return
-        old = SQLiteNotesStore(db=db)
-        if self._move_in(old, store, []):
-            old.remove(lambda n: True)
-            old.close()
+        try:
+            if db.table_exists("memory_notes") and db.scalar("SELECT 1 FROM memory_notes LIMIT 1"):
+                old = SQLiteNotesStore(db=db)
+                if self._move_in(old, store, []):
+                    old.remove(lambda n: True)
+                    old.close()
+        finally:
+            if self._own_db is not None:  # the file store needs no database of its own
+                self._own_db.close()
+                self._own_db = None
 
     @staticmethod
     def _move_in(source: NotesStore, target: NotesStore, rename: list[Path]) -> bool:

@@ -246,3 +246,12 @@ def test_a_vector_memory_in_the_same_folder_leaves_the_notes_database_alone(tmp_
         pass
     with keeper(config) as mem:  # type: ignore[operator]
         assert [n.text for n in mem.list_notes()] == ["my bike is red"]
+
+
+def test_without_an_archive_switching_to_the_file_store_moves_the_notes_out(tmp_path: Path) -> None:
+    with NotesMemory({"root": str(tmp_path), "store": "sqlite", "archive": None}) as mem:
+        mem.remember("User's dog is called Rex", session_id="s1")
+    with NotesMemory({"root": str(tmp_path), "store": "file", "archive": None}) as mem:
+        assert [(n.text, n.session_id) for n in mem.list_notes()] == [("User's dog is called Rex", "s1")]
+    assert "Rex" in (tmp_path / "MEMORY.md").read_text()
+    assert b"Rex" not in (tmp_path / "history.db").read_bytes()  # deleted for real from the database
