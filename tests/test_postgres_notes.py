@@ -121,3 +121,43 @@ def test_namespaces_never_see_each_others_notes(tmp_path: Path, postgres_url: st
     with StickyMemory(_config(tmp_path, postgres_url)) as ada, StickyMemory(_config(tmp_path, postgres_url)) as bob:
         ada.remember("my PIN is 1234", "s")
         assert bob.list_notes() == [] and bob.search("PIN") == []
+
+
+_WRITER = """
+import sys
+from ovos_memory_plugins.notes import NotesMemory
+from ovos_memory_plugins.sticky import StickyMemory
+url, ns, who, kind = sys.argv[1:5]
+cfg = {"database": url, "namespace": ns, "root": "/nonexistent/unused"}
+mem = NotesMemory(cfg) if kind == "notes" else StickyMemory(cfg)
+for i in range(12):
+    change = mem.remember(f"fact {i} told to server {who}")
+    assert change.status == "added", change
+mem.close()
+"""
+
+
+@pytest.mark.parametrize("kind", ["notes", "sticky"])
+def test_servers_writing_at_once_lose_no_note(tmp_path: Path, postgres_url: str, kind: str) -> None:
+    """Three processes remember notes in one namespace at the same time: every note is kept
+    (a notes save is a load-modify-save cycle under the namespace's advisory lock)."""
+    import subprocess
+    import sys
+
+    namespace = f"pg-writers-{kind}-{next(_ns)}"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, postgres_url, namespace, who, kind],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for who in "abc"
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+    cfg = {"database": postgres_url, "namespace": namespace, "root": str(tmp_path / "root")}
+    with NotesMemory(cfg) if kind == "notes" else StickyMemory(cfg) as mem:
+        texts = sorted(n.text for n in mem.list_notes())
+    assert texts == sorted(f"fact {i} told to server {who}" for who in "abc" for i in range(12))
