@@ -258,11 +258,13 @@ class NotesOptions:
     )
     dream_every_days: float = option(
         3.0,
-        doc="Dream when `<root>/.dreamed` is older than this many days (the first check only starts the "
-        "clock); 0 turns the cadence off.",
+        doc="Dream when the last dream (`<root>/.dreamed`; on PostgreSQL the database) is older than this many "
+        "days (the first check only starts the clock); 0 turns the cadence off.",
         minimum=0,
     )
-    dream_history: int = option(5, doc="Previous note bodies kept for `undo` (`<root>/.notes-history/`).", minimum=1)
+    dream_history: int = option(
+        5, doc="Previous note bodies kept for `undo` (`<root>/.notes-history/`; on PostgreSQL the database).", minimum=1
+    )
     archive: dict[str, Any] | None = option(
         default_factory=lambda: {"module": ARCHIVE_MODULE},
         doc=f'The archive of exchanges and episode summaries: `{{"module": "{ARCHIVE_MODULE}", "config": '
