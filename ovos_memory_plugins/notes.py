@@ -2,11 +2,11 @@
 
 The notes are a list of one-line facts, each dated by the month it was learned
 (``- [2026-11] User's cat is called Bartholomew``), kept in ``<root>/MEMORY.md`` (editable by
-hand) or in ``<root>/notes.db`` (``"store": "sqlite"``: no cap, retired facts kept and
-searchable). Every turn they go into the system part of the prompt, under ``max_context_chars``
-characters with a meter; past ``max_notes_in_context`` notes only those relevant to the utterance
-(BM25) plus the ``newest_in_context`` newest travel (the selection sticky notes use too:
-:mod:`ovos_memory_plugins.notebook`).
+hand) or in a table of the memory's own database (``"store": "sqlite"``: no cap, retired facts
+kept and searchable; always so on PostgreSQL). Every turn they go into the system part of the
+prompt, under ``max_context_chars`` characters with a meter; past ``max_notes_in_context`` notes
+only those relevant to the utterance (BM25) plus the ``newest_in_context`` newest travel (the
+selection sticky notes use too: :mod:`ovos_memory_plugins.notebook`).
 
 The notes change in three ways:
 
@@ -59,7 +59,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import re
 import shutil
 import threading
@@ -90,14 +89,19 @@ from ovos_memory_plugins.storage.engine import Compacted, ForgetReport, Index, c
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
+    Rewrites,
     SQLiteNotesStore,
     atomic_write,
+    import_notes_file,
     make_note,
     move_notes,
+    notes_store_for,
     parse_notes,
     prompt_line,
     render_notes,
+    rewrites_for,
 )
+from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 
 LOG = logging.getLogger(__name__)
@@ -202,7 +206,8 @@ class NotesOptions:
     store: Literal["file", "sqlite"] = option(
         "file",
         doc="Where notes live: `file` (`<root>/MEMORY.md`, editable by hand, retired notes in "
-        "`RETIRED.md`) or `sqlite` (`<root>/notes.db`, no cap, full-text search). Switching moves every note.",
+        "`RETIRED.md`) or `sqlite` (a table of the memory's own database, no cap, full-text search). Switching "
+        "moves every note. On PostgreSQL the notes are always in the database.",
     )
     max_context_chars: int = option(
         8000,
@@ -253,11 +258,13 @@ class NotesOptions:
     )
     dream_every_days: float = option(
         3.0,
-        doc="Dream when `<root>/.dreamed` is older than this many days (the first check only starts the "
-        "clock); 0 turns the cadence off.",
+        doc="Dream when the last dream (`<root>/.dreamed`; on PostgreSQL the database) is older than this many "
+        "days (the first check only starts the clock); 0 turns the cadence off.",
         minimum=0,
     )
-    dream_history: int = option(5, doc="Previous note bodies kept for `undo` (`<root>/.notes-history/`).", minimum=1)
+    dream_history: int = option(
+        5, doc="Previous note bodies kept for `undo` (`<root>/.notes-history/`; on PostgreSQL the database).", minimum=1
+    )
     archive: dict[str, Any] | None = option(
         default_factory=lambda: {"module": ARCHIVE_MODULE},
         doc=f'The archive of exchanges and episode summaries: `{{"module": "{ARCHIVE_MODULE}", "config": '
@@ -359,7 +366,10 @@ class NotesMemory(IndexedMemory):
         #: Why the notes are kept in RAM (the store could not be opened), else None; reported by
         #: ``stats()`` and an ERROR every turn, never silent.
         self.store_problem: str | None = None
+        #: The memory's database file opened for the notes alone (``archive`` null), else None.
+        self._own_db: Database | None = None
         self._notes_store: NotesStore = self._open_store()
+        self._rewrites: Rewrites = rewrites_for(self.storage.db, self.settings.namespace, self.root)
         self._llm: ChatLLM | None = llm if llm is not None else make_llm(self.options.llm)
         curate = self.options.auto_curate
         self.auto_curate = (self._llm is not None) if curate is None else bool(curate and self._llm is not None)
@@ -403,33 +413,64 @@ class NotesMemory(IndexedMemory):
         return self.storage.keyword_index(keyword_settings(parsed.options, LexicalMemory.use_fts5))
 
     def _open_store(self) -> NotesStore:
-        """The configured store, after moving in the notes of the other store type; never raises."""
+        """The configured store, after moving in the notes of the other store type and of an
+        earlier release's ``notes.db``; never raises (RAM, and says so).
+
+        On PostgreSQL the notes live in the database whatever ``store`` says: a ``MEMORY.md``
+        under one machine's ``root`` cannot be shared by the servers that share the memory."""
         root = self.root
+        db = self.storage.db
         try:
-            root.mkdir(parents=True, exist_ok=True)
+            if db.engine == "postgresql":
+                return notes_store_for(db, self.settings.namespace)
+            if db.fallback_reason:
+                raise StorageError(db.fallback_reason)
             if self.options.store == "sqlite":
-                sql = SQLiteNotesStore(root / "notes.db")
+                sql = SQLiteNotesStore(db=self._notes_database())
+                if not sql.db.in_ram:
+                    import_notes_file(sql, root / "notes.db")
                 if (root / "MEMORY.md").exists() or (root / "RETIRED.md").exists():
                     self._move_in(FileNotesStore(root), sql, [root / "MEMORY.md", root / "RETIRED.md"])
                 return sql
+            root.mkdir(parents=True, exist_ok=True)
             store = FileNotesStore(root)
             store.remove_stale_temp_files()
-            if (root / "notes.db").exists():
-                old = SQLiteNotesStore(root / "notes.db")
-                try:
-                    moved = self._move_in(old, store, [])
-                finally:
-                    old.close()
-                if moved:
-                    for suffix in ("", "-wal", "-shm"):
-                        path = root / ("notes.db" + suffix)
-                        if path.exists():
-                            path.rename(root / ("notes.db" + suffix + ".moved"))
+            import_notes_file(store, root / "notes.db")
+            self._move_out_of_database(store)
             return store
         except Exception as exc:
             self.store_problem = f"cannot open the notes store in {root} ({exc}); notes are kept in RAM only"
             LOG.error("NotesMemory: %s", self.store_problem)
             return SQLiteNotesStore(":memory:")
+
+    def _notes_database(self) -> Database:
+        """The database the SQLite store's table lives in: the memory's own. With ``archive``
+        null (documents and history in RAM), the memory's database file opened for the notes
+        alone (closed with the memory)."""
+        db = self.storage.db
+        where = super()._database_path()
+        if not isinstance(db, Database) or not db.in_ram or where is None:
+            return db  # type: ignore[return-value]
+        self._own_db = Database(where[0])
+        return self._own_db
+
+    def _move_out_of_database(self, store: FileNotesStore) -> None:
+        """``store`` is ``file`` but the memory's database holds notes (the SQLite store was
+        used before): move them into ``MEMORY.md``, then delete them from the database."""
+        where = super()._database_path()
+        if self.storage.db.in_ram and (where is None or not where[0].exists()):
+            return
+        db = self._notes_database()
+        try:
+            if db.table_exists("memory_notes") and db.scalar("SELECT 1 FROM memory_notes LIMIT 1"):
+                old = SQLiteNotesStore(db=db)
+                if self._move_in(old, store, []):
+                    old.remove(lambda n: True)
+                    old.close()
+        finally:
+            if self._own_db is not None:  # the file store needs no database of its own
+                self._own_db.close()
+                self._own_db = None
 
     @staticmethod
     def _move_in(source: NotesStore, target: NotesStore, rename: list[Path]) -> bool:
@@ -727,6 +768,15 @@ class NotesMemory(IndexedMemory):
         """Notes (and, by default, retired notes) matching ``query``, best first."""
         return self._notes_store.search(tokenize(query), top_k, include_retired=include_retired)
 
+    def file_notes(self) -> list[Note]:
+        """The notes kept in files under ``root`` (``"store": "file"``: ``MEMORY.md`` in order,
+        then ``RETIRED.md``); empty when they live in the database. ``ovos-memory migrate``
+        carries them (:class:`~ovos_memory_plugins.storage.migrate.NotesInFiles`)."""
+        if not isinstance(self._notes_store, FileNotesStore):
+            return []
+        with self._mutex, self._notes_store.transaction():
+            return self._notes_store.load() + self._notes_store.retired()
+
     def notes_body(self) -> str:
         """The notes as ``MEMORY.md`` text: the file itself for the file store (even one that
         cannot be parsed, so an editor can fix it), a rendering for the SQLite store."""
@@ -792,81 +842,49 @@ class NotesMemory(IndexedMemory):
 
     @property
     def history_dir(self) -> Path:
-        """Where previous note bodies are kept for :meth:`undo`."""
+        """Where previous note bodies are kept for :meth:`undo` (on the SQLite engine)."""
         return self.root / ".notes-history"
 
     def _snapshot(self, body: str, reason: str) -> None:
-        """Keep ``body`` in ``MEMORY.md.bak`` and the rotating history."""
-        atomic_write(self.root / "MEMORY.md.bak", body)
-        folder = self.history_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(self._clock()))
-        existing = self.history()
-        serial = int(existing[0].name.split("-")[1]) + 1 if existing else 1
-        atomic_write(folder / f"{stamp}-{serial:06d}-{reason}.md", body)
-        for old in self.history()[self.options.dream_history :]:
-            with contextlib.suppress(OSError):
-                old.unlink()
+        """Keep ``body`` for :meth:`undo` (``MEMORY.md.bak`` and the rotating history, or the
+        database on PostgreSQL)."""
+        self._rewrites.keep(body, reason, self._clock(), self.options.dream_history)
 
-    def history(self) -> list[Path]:
-        """Saved previous bodies, newest first."""
-        folder = self.history_dir
-        if not folder.is_dir():
-            return []
-        files = [p for p in folder.iterdir() if p.suffix == ".md" and p.name.count("-") >= 2]
-        return sorted(files, key=lambda p: p.name.split("-")[1], reverse=True)
-
-    def _copies(self, *, include_moved: bool = False) -> list[Path]:
-        """Files holding copies of notes besides the store: ``MEMORY.md.bak``, the undo history
-        and (``include_moved``) the files a store switch renamed to ``*.moved``."""
-        out = [self.root / "MEMORY.md.bak", *self.history()]
-        if include_moved:
-            out += [p for p in self.root.glob("*.moved") if p.is_file()]
-        return [p for p in out if p.exists()]
+    def history(self) -> list[str]:
+        """The names of the saved previous bodies, newest first (file paths on the SQLite engine)."""
+        return [name for name, _ in self._rewrites.bodies()]
 
     def undo(self, steps: int = 1) -> bool:
         """Put back the notes as they were ``steps`` rewrites (dreams, edits) ago. False when the
         history is not that deep. The used snapshots are removed."""
-        snapshots = self.history()
+        snapshots = self._rewrites.bodies()
         if steps < 1 or len(snapshots) < steps:
             return False
-        target = snapshots[steps - 1]
+        name, body = snapshots[steps - 1]
         learned = {n.id: n.session_id for n in self.list_notes(include_retired=True)}
-        notes = [
-            make_note(n.text, n.date, session_id=learned.get(n.id, ""))
-            for n in parse_notes(target.read_text(encoding="utf-8"), source=str(target))
-        ]
+        notes = [make_note(n.text, n.date, session_id=learned.get(n.id, "")) for n in parse_notes(body, source=name)]
         with self._mutex, self._notes_store.transaction():
             if isinstance(self._notes_store, FileNotesStore):
                 atomic_write(self._notes_store.path, render_notes(notes))
             else:
                 self._notes_store.save(notes)
             self._saved(notes)
-        for path in snapshots[:steps]:
-            with contextlib.suppress(OSError):
-                path.unlink()
+        self._rewrites.drop([n for n, _ in snapshots[:steps]])
         return True
 
     def _scrub(self, keys: set[str]) -> None:
         """Remove forgotten notes' lines (by normalised words) from the backups and the history."""
         if not keys:
             return
-        for path in self._copies():
+
+        def forgotten(line: str) -> bool:
             try:
-                body = path.read_text(encoding="utf-8")
-            except OSError:
-                continue
-            kept = []
-            for line in body.splitlines(keepends=True):
-                try:
-                    parsed = parse_notes(line)
-                except CorruptFileError:
-                    parsed = []
-                if parsed and words_key(parsed[0].text) in keys:
-                    continue
-                kept.append(line)
-            if len(kept) != len(body.splitlines(keepends=True)):
-                atomic_write(path, "".join(kept))
+                parsed = parse_notes(line)
+            except CorruptFileError:
+                return False
+            return bool(parsed) and words_key(parsed[0].text) in keys
+
+        self._rewrites.scrub(forgotten)
 
     # -- archive hooks (the base's storage hooks) -------------------------------------------------
 
@@ -940,9 +958,11 @@ class NotesMemory(IndexedMemory):
             if isinstance(self._notes_store, FileNotesStore):
                 atomic_write(self._notes_store.path, render_notes([]))
             self._saved([])
-            for path in self._copies(include_moved=True):
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            self._rewrites.clear()
+            for path in self.root.glob("*.moved"):  # the files of a switched-away store
+                if path.is_file():
+                    with contextlib.suppress(OSError):
+                        path.unlink()
         self._notes_store.checkpoint()
         moved = self.root / "archive.moved"
         if moved.is_dir():  # an earlier release's archive, copied in already
@@ -1047,25 +1067,22 @@ class NotesMemory(IndexedMemory):
                 self._pending.pop(session_id, None)
 
     @staticmethod
-    def _fact_list(value: Any) -> list[str]:
+    def _replies(value: Any, keys: tuple[str, ...]) -> list[Any]:
+        """The items of a reply's list, an object's first present ``keys`` taken for the object."""
         if not isinstance(value, list):
             return []
-        out = []
-        for item in value:
-            if isinstance(item, dict):
-                item = item.get("fact") or item.get("text")
-            if isinstance(item, str) and item.strip():
-                out.append(item)
-        return out
+        return [
+            next((item[k] for k in keys if item.get(k)), None) if isinstance(item, dict) else item for item in value
+        ]
 
-    @staticmethod
-    def _numbers(value: Any) -> list[int]:
-        if not isinstance(value, list):
-            return []
+    @classmethod
+    def _fact_list(cls, value: Any) -> list[str]:
+        return [item for item in cls._replies(value, ("fact", "text")) if isinstance(item, str) and item.strip()]
+
+    @classmethod
+    def _numbers(cls, value: Any) -> list[int]:
         out = []
-        for item in value:
-            if isinstance(item, dict):
-                item = item.get("number")
+        for item in cls._replies(value, ("number",)):
             if isinstance(item, int) and not isinstance(item, bool):
                 out.append(item)
             elif isinstance(item, str) and item.strip().isdigit():
@@ -1145,26 +1162,23 @@ class NotesMemory(IndexedMemory):
 
     @property
     def dream_marker(self) -> Path:
-        """The file whose modification time says when the notes were last dreamed over."""
+        """The file whose modification time says when the notes were last dreamed over (on the
+        SQLite engine; the database keeps it on PostgreSQL)."""
         return self.root / ".dreamed"
 
     def _touch_marker(self) -> None:
-        self.dream_marker.parent.mkdir(parents=True, exist_ok=True)
-        self.dream_marker.touch()
-        now = self._clock()
-        os.utime(self.dream_marker, (now, now))
+        self._rewrites.mark_dreamed(self._clock())
 
     def _check_cadence(self) -> None:
         """Schedule a dream when the cadence says so (the first check only starts the clock)."""
         if not self.auto_curate or self.options.dream_every_days <= 0:
             return
-        try:
-            mtime = self.dream_marker.stat().st_mtime
-        except FileNotFoundError:
+        last = self._rewrites.dreamed()
+        if last is None:
             self._touch_marker()
             return
         now = self._clock()
-        if now - mtime >= self.options.dream_every_days * 86400 and now >= self._next_dream_try:
+        if now - last >= self.options.dream_every_days * 86400 and now >= self._next_dream_try:
             self._schedule("dream", "cadence")
 
     def _after_growth(self) -> None:
@@ -1390,3 +1404,5 @@ class NotesMemory(IndexedMemory):
             LOG.warning("NotesMemory: a background digest or dream is still running; closing anyway")
         close_llm(self._llm)
         self._notes_store.close()
+        if self._own_db is not None:
+            self._own_db.close()

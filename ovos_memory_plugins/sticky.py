@@ -68,7 +68,14 @@ from ovos_memory_plugins.protocols import Note, NoteChange
 from ovos_memory_plugins.ranking import BM25Ranker
 from ovos_memory_plugins.storage.engine import Compacted, check_id, compact_database
 from ovos_memory_plugins.storage.sqlite import Database
-from ovos_memory_plugins.storage.sticky_store import StickyRow, StickyStore, ask_key, note_key
+from ovos_memory_plugins.storage.sticky_store import (
+    StickyRow,
+    StickyStore,
+    ask_key,
+    import_sticky_file,
+    note_key,
+    sticky_store_for,
+)
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 
 LOG = logging.getLogger(__name__)
@@ -546,8 +553,8 @@ class StickyMemory(BaseRetrievalMemory):
 
     Args:
         config: the plugin's block of the persona JSON.
-        database: a :class:`Database` to keep the notes in instead of ``<root>/sticky.db``
-            (a test seam).
+        database: a SQLite :class:`Database` to keep the notes in instead of the memory's own
+            database (a test seam).
     """
 
     #: Turns stay history only; notes come from the user's asks and store() (the kit's context-only profile).
@@ -565,20 +572,29 @@ class StickyMemory(BaseRetrievalMemory):
         for problem in problems:
             LOG.error("StickyMemory: %s", problem)
         self.config_problems.extend(problems)
-        self._owns_db = database is None
-        #: Why the notes are kept in RAM (the file could not be used), else None; reported by
-        #: ``stats()`` and an ERROR every turn, never silent.
+        #: Why the notes are kept in RAM (the memory's database could not be used), else None;
+        #: reported by ``stats()`` and an ERROR every turn, never silent.
         self.store_problem: str | None = None
-        path = self.root / "sticky.db"
-        try:
-            self.store_db = StickyStore(database if database is not None else Database(path))
-        except (StorageError, OSError, sqlite3.Error) as exc:
-            if database is not None:
-                raise  # an injected database is the caller's to fix
-            self.store_problem = f"cannot use {path} ({exc}); notes are kept in RAM only"
-            LOG.error("StickyMemory: %s", self.store_problem)
-            self.store_db = StickyStore(Database(":memory:"))
+        self.store_db: StickyStore = self._open_sticky(database)
         self._terms: dict[str, tuple[str, list[str]]] = {}
+
+    def _open_sticky(self, database: Database | None) -> StickyStore:
+        """The notes' tables in the memory's own database (SQLite file or PostgreSQL), after
+        moving in the ``sticky.db`` of an earlier release; never raises (RAM, and says so)."""
+        db = self.storage.db
+        if database is not None:
+            return StickyStore(database)  # an injected database is the caller's to fix
+        try:
+            store = sticky_store_for(db, self.settings.namespace)
+        except (StorageError, OSError, sqlite3.Error) as exc:
+            self.store_problem = f"cannot use {db.location} ({exc}); notes are kept in RAM only"
+            LOG.error("StickyMemory: %s", self.store_problem)
+            return StickyStore(Database(":memory:"))
+        if db.fallback_reason:
+            self.store_problem = f"{db.fallback_reason}; notes are kept in RAM only"
+        elif isinstance(db, Database) and not db.in_ram:
+            import_sticky_file(store, self.root / "sticky.db")
+        return store
 
     @staticmethod
     def validate_options(parsed: Any) -> list[str]:
@@ -822,6 +838,21 @@ class StickyMemory(BaseRetrievalMemory):
         with self._lock:
             n = super().forget_session(session_id)
             self.store_db.forget_asks(session_id)
+            self.store_db.checkpoint()
+        return n
+
+    def delete(self, doc_ids: Iterable[str]) -> int:
+        """Delete notes (and documents) by exact id from every tier, then purge the notes' copies."""
+        with self._lock:
+            n = super().delete(doc_ids)
+            self.store_db.checkpoint()
+        return n
+
+    def forget_all(self) -> int:
+        """Delete every note, replay record, document and all history, then purge."""
+        with self._lock:
+            n = super().forget_all()
+            self.store_db.checkpoint()
         return n
 
     def compact(self) -> Compacted:
@@ -837,14 +868,12 @@ class StickyMemory(BaseRetrievalMemory):
             "notes": active,
             "retired_notes": self.store_db.count() - active,
             "languages": [b.lang for b in self.books],
-            "notes_bytes": self.store_db.db.size_bytes(),
+            "notes_bytes": self.storage.db.size_bytes(),
             **({"storage_problem": self.store_problem} if self.store_problem else {}),
         }
 
     def _close(self) -> None:
         self.store_db.close()
-        if self._owns_db:
-            self.store_db.db.close()
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
         """No separate recall block: every turn's notes come from :meth:`context_blocks`."""

@@ -240,8 +240,7 @@ def test_sticky_forget_verbs_leave_no_sentence_behind(tmp_path: Path) -> None:
         assert files_holding(root, "quoll7") == []
         mem.forget_all()
         assert files_holding(root, "numbat3") == []
-        rows = mem.store_db.db.query("SELECT utterance_key, reply FROM last_asks")
-        assert rows == []
+        assert mem.store_db.asks() == []
 
 
 _OPEN_NEW_FOLDER = """

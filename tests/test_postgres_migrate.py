@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,3 +118,82 @@ def test_ovos_memory_migrate_there_and_back(
     again = LexicalMemory({"root": str(tmp_path / "b"), "namespace": namespace})
     assert {q: [(h.source, round(h.score, 6)) for h in again.search(q)] for q in QUERIES} == expected
     again.close()
+
+
+# -- notes and sticky notes ----------------------------------------------------------------------
+
+
+def _migrate(capsys: pytest.CaptureFixture[str], module: str, config: dict[str, Any], to: str) -> dict[str, Any]:
+    """``ovos-memory migrate`` of a plugin's memory; its ``--json`` report."""
+    from ovos_memory_plugins.cli import main as cli
+
+    assert cli(["migrate", "--module", module, "--config", json.dumps(config), "--to", to, "--json"]) == 0
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return report
+
+
+def _notes_state(mem: Any) -> dict[str, object]:
+    return {
+        "active": [(n.id, n.text, n.date, n.session_id) for n in mem.list_notes()],
+        "retired": [(n.text, n.date, n.session_id, n.retired_on) for n in mem.retired_notes()],
+    }
+
+
+@pytest.mark.parametrize("store", ["file", "sqlite"])
+def test_notes_go_to_postgres_and_back_losslessly(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str], store: str
+) -> None:
+    from ovos_memory_plugins.notes import NotesMemory
+
+    namespace = f"notes-{store}-{next(_ns)}"
+    first = {"root": str(tmp_path / "a"), "namespace": namespace, "store": store}
+    with NotesMemory(first) as mem:
+        mem.remember("User lives in Lisbon", session_id="kitchen", date="2024-11")
+        mem.remember("User's cat is called Bartholomew", session_id="porch", date="2025-03")
+        mem.remember("User drives a blue car", session_id="kitchen", date="2023-01")
+        mem.retire("blue car")
+        mem.replace_notes(mem.notes_body() + "- [2025-06] User plays the cello\n")  # one undo step
+        mem.update_history([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}], "s")
+        before = _notes_state(mem)
+        assert len(before["retired"]) == 1 and len(before["active"]) == 3  # type: ignore[arg-type]
+    assert _migrate(capsys, "ovos-memory-plugin-notes", first, postgres_url)["notes"] == 4
+    on_pg = {"database": postgres_url, "namespace": namespace, "store": store, "root": str(tmp_path / "unused")}
+    with NotesMemory(on_pg) as mem:
+        assert _notes_state(mem) == before
+        assert len(mem.history()) == 1  # the undo history came along
+    assert not (tmp_path / "unused").exists()
+    assert _migrate(capsys, "ovos-memory-plugin-notes", on_pg, str(tmp_path / "b"))["notes"] == 4
+    with NotesMemory({"root": str(tmp_path / "b"), "namespace": namespace, "store": store}) as mem:
+        assert _notes_state(mem) == before
+        assert len(mem.history()) == 1 and mem.undo()
+        assert "User plays the cello" not in [n.text for n in mem.list_notes()]
+    memory_md = tmp_path / "b" / namespace / "MEMORY.md"
+    assert ("Lisbon" in memory_md.read_text()) if store == "file" else not memory_md.exists()
+
+
+def test_sticky_notes_go_to_postgres_and_back_losslessly(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ovos_memory_plugins.sticky import StickyMemory
+
+    namespace = f"sticky-{next(_ns)}"
+    first = {"root": str(tmp_path / "a"), "namespace": namespace}
+
+    def state(mem: StickyMemory) -> object:
+        rows = mem.store_db.notes(include_retired=True)
+        notes = [(r.id, r.text, r.session_id, r.created, r.updated, r.lang, r.metadata, r.retired_on) for r in rows]
+        return notes, mem.store_db.asks()
+
+    with StickyMemory(first) as mem:
+        mem.build_conversation_context("Remember that my bike is red.", "kitchen")
+        mem.remember("the gate code is 4471", "porch", metadata={"source": "editor"})
+        mem.retire("gate code")
+        before = state(mem)
+    assert _migrate(capsys, "ovos-memory-plugin-sticky", first, postgres_url)["sticky_notes"] == 2
+    on_pg = {"database": postgres_url, "namespace": namespace}
+    with StickyMemory(on_pg) as mem:
+        assert state(mem) == before
+    assert _migrate(capsys, "ovos-memory-plugin-sticky", on_pg, str(tmp_path / "b"))["sticky_notes"] == 2
+    with StickyMemory({"root": str(tmp_path / "b"), "namespace": namespace}) as mem:
+        assert state(mem) == before
+        assert len(mem.list_notes()) == 1  # the retired one stays retired

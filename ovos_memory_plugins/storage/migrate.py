@@ -4,12 +4,17 @@
 (:mod:`ovos_memory_plugins.storage.engine`): its documents (ids, sessions, text, metadata and
 creation times, oldest first, so keys keep their order and dialogue turns keep their context),
 the keyword index (rebuilt on the target from the same tokens), the vectors of every embedder
-space (copied, never re-embedded), and the history of every session with its exchange-id
-chain. It refuses a target that already holds documents, and checks the counts at the end.
+space (copied, never re-embedded), the history of every session with its exchange-id chain,
+the curated notes (active and retired, with their dates and sessions, in order) and the sticky
+notes (with their dates, sessions, languages, metadata, retirement and last-ask records). It
+refuses a target that already holds documents, and checks the counts at the end.
 
 :func:`migrate_memory` does it for a loaded memory plugin (``memory.storage`` is the source):
 ``to`` is a ``postgresql://`` URL (the memory's ``namespace`` keys it there) or a folder (the
-memory's database file is created in it). ``ovos-memory migrate --to ...`` calls it;
+memory's database file is created in it). Notes a memory keeps outside its database
+(``MEMORY.md`` of the notes' ``"store": "file"``, and the previous bodies kept for ``undo``)
+go too: into the database's notes tables (the notes memory opened on the folder with
+``"store": "file"`` moves them back into its ``MEMORY.md`` on open). ``ovos-memory migrate --to ...`` calls it;
 ``python -m ovos_memory_plugins.storage.migrate FROM TO`` works on locations directly.
 
 Progress is reported through a callback ``progress(stage, done, total)``.
@@ -24,10 +29,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.protocols import Note
 from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument, open_storage
+from ovos_memory_plugins.storage.notes_store import Rewrites, move_notes, notes_store_for, rewrites_for
+from ovos_memory_plugins.storage.sticky_store import copy_sticky, sticky_store_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,7 +43,7 @@ if TYPE_CHECKING:
 
     Vector = npt.NDArray[np.float32]
 
-__all__ = ["MigrationReport", "Progress", "copy_storage", "main", "migrate_memory"]
+__all__ = ["MigrationReport", "NotesInFiles", "Progress", "copy_notes", "copy_storage", "main", "migrate_memory"]
 
 #: ``progress(stage, done, total)``: stage is ``"documents"``, ``"vectors:<space>"`` or ``"history"``.
 Progress = Callable[[str, int, int], None]
@@ -52,6 +60,8 @@ class MigrationReport:
     vectors: dict[str, int] = field(default_factory=dict)
     sessions: int = 0
     history_messages: int = 0
+    notes: int = 0
+    sticky_notes: int = 0
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -61,6 +71,8 @@ class MigrationReport:
             "vectors": dict(self.vectors),
             "sessions": self.sessions,
             "history_messages": self.history_messages,
+            "notes": self.notes,
+            "sticky_notes": self.sticky_notes,
             "seconds": round(self.seconds, 3),
         }
 
@@ -170,6 +182,10 @@ def copy_storage(
         report_progress("history", i, len(sessions))
     report.sessions = len(sessions)
 
+    report.notes, report.sticky_notes = copy_notes(source, target)
+    if report.notes or report.sticky_notes:
+        report_progress("notes", report.notes + report.sticky_notes, report.notes + report.sticky_notes)
+
     copied = target.documents.count()
     if copied != total:
         raise StorageError(f"copied {copied} document(s), but the source holds {total}")
@@ -178,6 +194,87 @@ def copy_storage(
             raise StorageError(f"space {space!r}: {count} vector(s) on the target, {report.vectors.get(space)} copied")
     report.seconds = time.monotonic() - started
     return report
+
+
+def _namespace(storage: Storage) -> str:
+    return str(getattr(storage, "namespace", "default"))
+
+
+def _holds(storage: Storage, sqlite_table: str) -> bool:
+    """Whether the notes tables may hold rows (a SQLite file without them is not given them)."""
+    db: Any = storage.db
+    return bool(db.engine == "postgresql" or db.table_exists(sqlite_table))
+
+
+def copy_notes(source: Storage, target: Storage) -> tuple[int, int]:
+    """Copy the curated notes (active and retired, in order, with dates and sessions) and the
+    sticky notes (every column, and the last-ask records) of ``source``'s database into
+    ``target``'s; return ``(notes, sticky notes)`` copied. Notes already on the target (same
+    words; same id for sticky notes) are kept, not doubled.
+
+    Raises:
+        StorageError: the target holds fewer notes than were read from the source.
+    """
+    notes = sticky = 0
+    if _holds(source, "memory_notes"):
+        src = notes_store_for(source.db, _namespace(source))
+        if src.load() or src.retired():
+            dst = notes_store_for(target.db, _namespace(target))
+            notes = move_notes(src, dst)
+            missing = {n.text for n in src.load()} - {n.text for n in dst.load()}
+            if missing:
+                raise StorageError(f"{len(missing)} note(s) did not reach {target.db.location}")
+    if _holds(source, "memory_sticky_notes"):
+        src_sticky = sticky_store_for(source.db, _namespace(source))
+        if src_sticky.count() or src_sticky.asks():
+            dst_sticky = sticky_store_for(target.db, _namespace(target))
+            sticky = copy_sticky(src_sticky, dst_sticky)
+            have = {r.id for r in dst_sticky.notes(include_retired=True)}
+            if any(r.id not in have for r in src_sticky.notes(include_retired=True)):
+                raise StorageError(f"sticky notes did not all reach {target.db.location}")
+    return notes, sticky
+
+
+@runtime_checkable
+class NotesInFiles(Protocol):
+    """A memory that keeps notes in files under its ``root`` (the notes' ``"store": "file"``):
+    :func:`migrate_memory` carries them and their undo history into the target's database."""
+
+    def file_notes(self) -> list[Note]:
+        """The notes kept in files: the active ones in order, then the retired ones (empty when
+        the notes live in the database)."""
+        ...
+
+    @property
+    def root(self) -> Path:
+        """The memory's folder (where the undo history of a file store is kept)."""
+        ...
+
+
+def _copy_rewrites(source: Rewrites, target: Rewrites, depth: int = 1000) -> None:
+    """The kept previous bodies, oldest first, so the newest stays the newest."""
+    for name, body in reversed(source.bodies()):
+        target.keep(body, name.rsplit("-", 1)[-1].removesuffix(".md") or "copy", time.time(), depth)
+    when = source.dreamed()
+    if when is not None:
+        target.mark_dreamed(when)
+
+
+def _carry_file_notes(memory: NotesInFiles, namespace: str, target: Storage, target_root: Path) -> int:
+    """Put the notes a memory keeps in files into ``target``'s notes table, and its undo history
+    (files under ``root``, or rows on PostgreSQL) where the target keeps it."""
+    notes = memory.file_notes()
+    if notes:
+        dst = notes_store_for(target.db, _namespace(target))
+        with dst.transaction():
+            have = dst.load()
+            texts = {n.text for n in have}
+            dst.save([*have, *(n for n in notes if n.active and n.text not in texts)])
+            dst.add_retired([n for n in notes if not n.active])
+    source: Any = getattr(memory, "storage", None)
+    if source is not None:
+        _copy_rewrites(rewrites_for(source.db, namespace, memory.root), rewrites_for(target.db, namespace, target_root))
+    return len(notes)
 
 
 def _is_url(location: str) -> bool:
@@ -192,20 +289,25 @@ def migrate_memory(memory: Any, to: str, *, progress: Progress | None = None) ->
     working on its own storage; point its config at the new place (``"database": ...`` or
     ``"root": ...``) when the copy is done.
     """
+    from ovos_memory_plugins.config import resolve_file, resolve_root
+
     source: Storage = memory.storage
     namespace = memory.settings.namespace
+    target_root = Path(to)
     if _is_url(to):
         target = open_storage(to, namespace=namespace)
     else:  # where the same memory with "root": <to> keeps its file (<to>/<namespace>/... for a namespace)
-        from ovos_memory_plugins.config import resolve_file
-
         settings = dataclasses.replace(memory.settings, root=str(Path(to).expanduser()), database=None)
         target = open_storage(resolve_file(settings, None, type(memory).database_file)[0])
+        target_root = resolve_root(settings)
     try:
         settings = getattr(getattr(memory, "keyword", None), "settings", None)  # its keyword index's, if any
-        return copy_storage(
+        report = copy_storage(
             source, target, keyword=settings if isinstance(settings, KeywordSettings) else None, progress=progress
         )
+        if isinstance(memory, NotesInFiles):
+            report.notes += _carry_file_notes(memory, namespace, target, target_root)
+        return report
     finally:
         target.close()
 
@@ -248,7 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         source.close()
     print(
         f"copied {report.documents} document(s), {sum(report.vectors.values())} vector(s),"
-        f" {report.history_messages} history message(s) of {report.sessions} session(s) in {report.seconds:.1f} s"
+        f" {report.history_messages} history message(s) of {report.sessions} session(s),"
+        f" {report.notes} note(s) and {report.sticky_notes} sticky note(s) in {report.seconds:.1f} s"
     )
     return 0
 

@@ -1,11 +1,11 @@
-"""Where durable notes live: ``MEMORY.md`` (human-editable) or a SQLite table with retired facts.
+"""Where durable notes live: ``MEMORY.md`` (human-editable) or tables of the memory's own database.
 
 A note is one fact with the month it was learned and the session it was learned in
 (:class:`~ovos_memory_plugins.protocols.Note`, whose id is derived from its words). Stores only
 load and save lists of notes, keep retired ones and forget for real; normalisation, dedup and
 the prompt budget are the plugin's business (:mod:`ovos_memory_plugins.notes`).
 
-Both stores implement :class:`NotesStore`:
+Every store implements :class:`NotesStore`:
 
 * :class:`FileNotesStore`: ``<root>/MEMORY.md``, one ``- [YYYY-MM] fact`` line per note; the
   session each note was learned in is kept beside it in ``<root>/.MEMORY.sessions.json`` (note
@@ -17,12 +17,17 @@ Both stores implement :class:`NotesStore`:
   untouched (the store refuses to write over it). Writes are atomic: a temporary file in the
   same folder, fsync, rename, fsync of the folder, so a crash leaves the old or the new file.
   Retired notes go to ``<root>/RETIRED.md`` as ``- [YYYY-MM retired YYYY-MM-DD] fact``.
-* :class:`SQLiteNotesStore`: ``<root>/notes.db``; no cap; retired notes keep their dates and
-  can be restored; full-text search over active and retired notes (FTS5 over
-  :func:`~ovos_memory_plugins.text.tokenize` terms, so CJK text is searchable). Every
-  connection runs with ``secure_delete``; after a note is deleted the full-text index is
-  rebuilt and the WAL truncated, so no forgotten word is left in any file.
+* :class:`DatabaseNotesStore` (``SQLiteNotesStore`` is its earlier name): the table
+  ``memory_notes`` in the memory's own database, SQLite or PostgreSQL (the database the base
+  opens: documents, indexes, history), the same statements on both through
+  :class:`TableAccess`; no cap; retired notes keep their dates and can be restored; full-text
+  search over active and retired notes over :func:`~ovos_memory_plugins.text.tokenize` terms
+  (FTS5 on SQLite, a GIN-indexed ``tsvector`` on PostgreSQL), so CJK text is searchable. Every
+  SQLite connection runs with ``secure_delete``; after a note is deleted the full-text index is
+  rebuilt and the WAL truncated, so no forgotten word is left in any file (PostgreSQL: VACUUM).
 
+Earlier releases kept the SQLite store in ``<root>/notes.db``: :func:`import_notes_file` copies
+it into the memory's database once and renames it ``notes.db.moved`` after the copy committed.
 :func:`move_notes` copies every note, active and retired, from one store to another.
 """
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -39,7 +45,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ovos_memory_plugins.errors import CorruptFileError, StorageError
 from ovos_memory_plugins.protocols import Note, note_id
@@ -50,16 +56,27 @@ try:  # POSIX advisory locks keep two processes from interleaving read-modify-wr
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+LOG = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
 __all__ = [
     "FILE_HEADER",
+    "DatabaseNotesStore",
     "FileNotesStore",
+    "FileRewrites",
     "NotesStore",
+    "Rewrites",
     "SQLiteNotesStore",
+    "TableAccess",
     "format_note",
+    "import_notes_file",
     "make_note",
+    "move_aside",
     "move_notes",
+    "notes_store_for",
     "parse_notes",
     "prompt_line",
+    "rewrites_for",
     "truncate_wal",
 ]
 
@@ -190,6 +207,10 @@ class NotesStore(Protocol):
         """Move these retired notes (matched by text) back to the end of the active ones."""
         ...
 
+    def add_retired(self, notes: Sequence[Note]) -> None:
+        """Add already-retired notes as they are (notes moving between stores)."""
+        ...
+
     def search(self, query_terms: Sequence[str], top_k: int, *, include_retired: bool = True) -> list[Note]:
         """Notes sharing any of ``query_terms`` (index terms), best first."""
         ...
@@ -305,32 +326,38 @@ class FileNotesStore:
 
     def retire(self, notes: Sequence[Note], when: str) -> None:
         """Append the notes to ``RETIRED.md`` and remove them from ``MEMORY.md``."""
-        if not notes:
-            return
-        with self.transaction():
-            active = self.load()
-            old = self.retired()
-            texts = {n.text for n in notes}
-            moving = [replace(n, retired_on=when) for n in active if n.text in texts]
-            if not moving:
-                return
-            atomic_write(self.retired_path, render_notes([*old, *moving], RETIRED_HEADER))
-            atomic_write(self.path, render_notes([n for n in active if n.text not in texts]))
+        self._move(notes, when)
 
     def restore(self, notes: Sequence[Note]) -> None:
         """Move notes from ``RETIRED.md`` back to the end of ``MEMORY.md``."""
+        self._move(notes, None)
+
+    def _move(self, notes: Sequence[Note], when: str | None) -> None:
+        """Move notes (matched by text) to ``RETIRED.md`` dated ``when``, or back (``when`` None).
+        The file they go to is written first: a crash in between leaves a note twice, never lost."""
         if not notes:
             return
         with self.transaction():
-            active = self.load()
-            old = self.retired()
+            active, old = self.load(), self.retired()
             texts = {n.text for n in notes}
-            back = [replace(n, retired_on=None) for n in old if n.text in texts]
-            if not back:
+            moving = [replace(n, retired_on=when) for n in (active if when is not None else old) if n.text in texts]
+            if not moving:
+                return
+            if when is not None:
+                atomic_write(self.retired_path, render_notes([*old, *moving], RETIRED_HEADER))
+                atomic_write(self.path, render_notes([n for n in active if n.text not in texts]))
                 return
             have = {n.text for n in active}
-            atomic_write(self.path, render_notes([*active, *(n for n in back if n.text not in have)]))
+            atomic_write(self.path, render_notes([*active, *(n for n in moving if n.text not in have)]))
             atomic_write(self.retired_path, render_notes([n for n in old if n.text not in texts], RETIRED_HEADER))
+
+    def add_retired(self, notes: Sequence[Note]) -> None:
+        """Append already-retired notes to ``RETIRED.md`` (notes moving between stores)."""
+        if not notes:
+            return
+        with self.transaction():
+            atomic_write(self.retired_path, render_notes([*self.retired(), *notes], RETIRED_HEADER))
+            self._keep_sessions(notes)
 
     def search(self, query_terms: Sequence[str], top_k: int, *, include_retired: bool = True) -> list[Note]:
         """Notes sharing the most query terms, best first (a plain term-overlap count)."""
@@ -411,46 +438,191 @@ class FileNotesStore:
         """Nothing to release (files are opened per call)."""
 
 
+@runtime_checkable
+class Rewrites(Protocol):
+    """Previous bodies of the notes (for ``undo``) and when they were last dreamed over."""
+
+    def keep(self, body: str, reason: str, when: float, depth: int) -> None:
+        """Keep ``body`` (the notes before a rewrite) as the newest of at most ``depth``."""
+        ...
+
+    def bodies(self) -> list[tuple[str, str]]:
+        """``(name, body)`` of the kept bodies, newest first."""
+        ...
+
+    def drop(self, names: Sequence[str]) -> None:
+        """Forget these kept bodies."""
+        ...
+
+    def scrub(self, drop_line: Callable[[str], bool]) -> None:
+        """Remove the lines ``drop_line`` picks from every kept copy (a forgotten note's words)."""
+        ...
+
+    def clear(self) -> None:
+        """Forget every kept copy."""
+        ...
+
+    def dreamed(self) -> float | None:
+        """When the notes were last dreamed over (None: never)."""
+        ...
+
+    def mark_dreamed(self, when: float) -> None:
+        """Record a dream (or the start of the cadence) at ``when``."""
+        ...
+
+
+def scrub_lines(body: str, drop_line: Callable[[str], bool]) -> str | None:
+    """``body`` without the lines ``drop_line`` picks; None when none is picked."""
+    lines = body.splitlines(keepends=True)
+    kept = [line for line in lines if not drop_line(line)]
+    return None if len(kept) == len(lines) else "".join(kept)
+
+
+class FileRewrites:
+    """Rewrites kept as files under ``root``: ``MEMORY.md.bak`` (the body before the last
+    rewrite), ``.notes-history/<stamp>-<serial>-<reason>.md`` and ``.dreamed`` (its time)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.folder = root / ".notes-history"
+        self.backup = root / "MEMORY.md.bak"
+        self.marker = root / ".dreamed"
+
+    def _files(self) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        files = [p for p in self.folder.iterdir() if p.suffix == ".md" and p.name.count("-") >= 2]
+        return sorted(files, key=lambda p: p.name.split("-")[1], reverse=True)
+
+    def keep(self, body: str, reason: str, when: float, depth: int) -> None:
+        """Write ``MEMORY.md.bak`` and a history file; drop the files past ``depth``."""
+        atomic_write(self.backup, body)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(when))
+        existing = self._files()
+        serial = int(existing[0].name.split("-")[1]) + 1 if existing else 1
+        atomic_write(self.folder / f"{stamp}-{serial:06d}-{reason}.md", body)
+        for old in self._files()[depth:]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+    def bodies(self) -> list[tuple[str, str]]:
+        """The history files (paths) and their text, newest first."""
+        out = []
+        for path in self._files():
+            with contextlib.suppress(OSError):
+                out.append((str(path), path.read_text(encoding="utf-8")))
+        return out
+
+    def drop(self, names: Sequence[str]) -> None:
+        """Delete these history files."""
+        for name in names:
+            with contextlib.suppress(OSError):
+                Path(name).unlink()
+
+    def scrub(self, drop_line: Callable[[str], bool]) -> None:
+        """Rewrite ``MEMORY.md.bak`` and the history files without the picked lines."""
+        for path in [self.backup, *self._files()]:
+            try:
+                body = path.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            kept = scrub_lines(body, drop_line)
+            if kept is not None:
+                atomic_write(path, kept)
+
+    def clear(self) -> None:
+        """Delete ``MEMORY.md.bak`` and the history files."""
+        for path in [self.backup, *self._files()]:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def dreamed(self) -> float | None:
+        """The modification time of ``.dreamed``."""
+        try:
+            return self.marker.stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def mark_dreamed(self, when: float) -> None:
+        """Touch ``.dreamed`` with the time ``when``."""
+        self.marker.parent.mkdir(parents=True, exist_ok=True)
+        self.marker.touch()
+        os.utime(self.marker, (when, when))
+
+
+def rewrites_for(db: Any, namespace: str, root: Path) -> Rewrites:
+    """Where previous note bodies are kept: files under ``root``, or on PostgreSQL the database."""
+    if getattr(db, "engine", "") == "postgresql":
+        from ovos_memory_plugins.storage.postgres_notes import PgRewrites
+
+        return PgRewrites(db, namespace)
+    return FileRewrites(root)
+
+
 def _notes_v1(conn: sqlite3.Connection) -> None:
-    # IF NOT EXISTS throughout: a schema another process created first is not an error
+    # IF NOT EXISTS throughout: a schema another process created first is not an error. The
+    # tables are those of the PostgreSQL engine (storage/postgres_notes.py), namespace included,
+    # so one store class serves both engines.
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS notes ("
+        "CREATE TABLE IF NOT EXISTS memory_notes ("
         " id INTEGER PRIMARY KEY,"
+        " namespace TEXT NOT NULL,"
         " position INTEGER NOT NULL,"
         " text TEXT NOT NULL,"
         " date TEXT NOT NULL DEFAULT '',"
         " retired_on TEXT,"
         " created_at REAL NOT NULL,"
+        " session_id TEXT NOT NULL DEFAULT '',"
         " terms TEXT NOT NULL DEFAULT '')"
     )
-    conn.execute("CREATE INDEX IF NOT EXISTS notes_active ON notes (retired_on, position)")
+    conn.execute("CREATE INDEX IF NOT EXISTS memory_notes_active ON memory_notes (namespace, retired_on, position)")
+    conn.execute("CREATE INDEX IF NOT EXISTS memory_notes_session ON memory_notes (namespace, session_id)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_notes_versions (namespace TEXT PRIMARY KEY, version INTEGER NOT NULL,"
+        " dreamed REAL)"
+    )
     if fts5_available():
         conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(terms, content='notes', content_rowid='id')"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS memory_notes_fts USING fts5(terms, content='memory_notes',"
+            " content_rowid='id')"
         )
         conn.execute(
-            "CREATE TRIGGER IF NOT EXISTS notes_ai AFTER INSERT ON notes BEGIN"
-            " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
+            "CREATE TRIGGER IF NOT EXISTS memory_notes_ai AFTER INSERT ON memory_notes BEGIN"
+            " INSERT INTO memory_notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
         )
         conn.execute(
-            "CREATE TRIGGER IF NOT EXISTS notes_ad AFTER DELETE ON notes BEGIN"
-            " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms); END"
+            "CREATE TRIGGER IF NOT EXISTS memory_notes_ad AFTER DELETE ON memory_notes BEGIN"
+            " INSERT INTO memory_notes_fts (memory_notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms); END"
         )
         conn.execute(
-            "CREATE TRIGGER IF NOT EXISTS notes_au AFTER UPDATE OF terms ON notes BEGIN"
-            " INSERT INTO notes_fts (notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms);"
-            " INSERT INTO notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
+            "CREATE TRIGGER IF NOT EXISTS memory_notes_au AFTER UPDATE OF terms ON memory_notes BEGIN"
+            " INSERT INTO memory_notes_fts (memory_notes_fts, rowid, terms) VALUES ('delete', old.id, old.terms);"
+            " INSERT INTO memory_notes_fts (rowid, terms) VALUES (new.id, new.terms); END"
         )
 
 
-def _notes_v2(conn: sqlite3.Connection) -> None:
-    """Notes carry the session they were learned in (``forget_session`` removes them)."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(notes)")}
-    if "session_id" not in columns:
-        conn.execute("ALTER TABLE notes ADD COLUMN session_id TEXT NOT NULL DEFAULT ''")
+#: The notes' schema in the memory's SQLite file. Append only; never rename or reorder an applied step.
+NOTES_MIGRATIONS = [Migration("0001_notes", _notes_v1)]
 
 
-NOTES_MIGRATIONS = [Migration("0001_notes", _notes_v1), Migration("0002_note_sessions", _notes_v2)]
+def read_old_file(path: Path, reader: Callable[[sqlite3.Connection], _T]) -> _T:
+    """``reader(connection)`` over an earlier release's SQLite file, opened read-only (the
+    file is never changed; a file that is not a database raises ``sqlite3.DatabaseError``)."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return reader(conn)
+    finally:
+        conn.close()
+
+
+def move_aside(path: Path) -> None:
+    """Rename an earlier release's file and its WAL and shared-memory files to ``*.moved``
+    (another process may have done it already)."""
+    for suffix in ("", "-wal", "-shm"):
+        old = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError):
+            old.rename(old.with_name(old.name + ".moved"))
 
 
 def truncate_wal(db: Database) -> bool:
@@ -473,189 +645,294 @@ def truncate_wal(db: Database) -> bool:
                 db.conn.execute(f"PRAGMA busy_timeout = {int(db.busy_timeout_ms)}")
 
 
-class SQLiteNotesStore:
-    """Notes in a SQLite table; retired notes are kept with their dates and can be restored.
+class TableAccess:
+    """A memory's notes tables on either engine. The tables and statements are the same on
+    SQLite and PostgreSQL (``namespace`` included); what differs is the placeholder, the schema
+    steps, the terms column and how deleted rows are purged, all here."""
+
+    def __init__(self, db: Any, namespace: str, sqlite_schema: tuple[str, Sequence[Migration]]) -> None:
+        self.db = db
+        self.pg = getattr(db, "engine", "") == "postgresql"
+        #: the rows' namespace: the memory's on PostgreSQL, where memories share the tables;
+        #: ``"default"`` in a SQLite file, which holds one memory (so a copied file stays valid)
+        self.namespace = namespace if self.pg else "default"
+        #: rows were deleted since the last :meth:`purge`
+        self.dirty = False
+        if self.pg:
+            from ovos_memory_plugins.storage.postgres_notes import NOTES_MIGRATIONS as PG_MIGRATIONS
+
+            db.migrate("notes", PG_MIGRATIONS)
+        else:
+            db.migrate(*sqlite_schema)
+            with contextlib.suppress(sqlite3.Error, StorageError):  # deleted rows leave zeroes, not words
+                db.execute("PRAGMA secure_delete = ON")
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", "%s") if self.pg else text
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Sequence[Any]]:
+        """Rows of a statement written with ``?`` placeholders."""
+        return list(self.db.query(self._sql(sql), params))
+
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first column of the first row, or None."""
+        rows = self.query(sql, params)
+        return rows[0][0] if rows else None
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement; return the rows it touched."""
+        result = self.db.execute(self._sql(sql), params)
+        return int(result if isinstance(result, int) else result.rowcount)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run a statement for many rows (inside :meth:`atomic` for one commit)."""
+        if rows:
+            self.db.executemany(self._sql(sql), rows)
+
+    @contextlib.contextmanager
+    def atomic(self, lock: str | None = None) -> Iterator[TableAccess]:
+        """One transaction (a savepoint when nested). With ``lock``, a load-modify-save cycle of
+        other processes waits for it: SQLite's ``BEGIN IMMEDIATE`` does that already, on
+        PostgreSQL a transaction-scoped advisory lock of the namespace is taken."""
+        with self.db.atomic():
+            if lock and self.pg:
+                self.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (f"ovos_memory_{lock}:{self.namespace}",))
+            yield self
+
+    def terms(self, text: str) -> tuple[str, Any]:
+        """The SQL expression and the value of a text's ``terms`` column (our tokens: a
+        ``tsvector`` on PostgreSQL, space-joined text for FTS5 on SQLite)."""
+        from ovos_memory_plugins.text import tokenize
+
+        tokens = [t for t in dict.fromkeys(tokenize(text)) if t]
+        return ("array_to_tsvector(?::text[])", tokens) if self.pg else ("?", " ".join(tokens))
+
+    def purge(self, tables: str) -> None:
+        """After deletions, outside a transaction: truncate SQLite's WAL (``secure_delete``
+        zeroed the rows already) or ``VACUUM`` the PostgreSQL tables; else on the next call."""
+        if not self.dirty:
+            return
+        if not self.pg:
+            self.dirty = not truncate_wal(self.db)
+            return
+        try:
+            with self.db.connection() as conn:
+                if conn.info.transaction_status.name != "IDLE":
+                    return  # inside the caller's transaction, where VACUUM cannot run
+                conn.execute(f"VACUUM {tables}")
+            self.dirty = False
+        except StorageError as exc:  # the server is away: next time
+            LOG.debug("notes: VACUUM %s postponed (%s)", tables, exc)
+
+
+def marks(values: Sequence[Any]) -> str:
+    """``?,?,...`` for an ``IN (...)`` list of ``values`` (never empty: call with values)."""
+    return ",".join("?" * len(values))
+
+
+_SELECT = "SELECT text, date, retired_on, session_id FROM memory_notes WHERE namespace = ?"
+
+
+class DatabaseNotesStore:
+    """Notes in the memory's database (SQLite or PostgreSQL); retired notes are kept with their
+    dates and can be restored.
 
     Args:
-        path: the database file (``<root>/notes.db`` in the plugin) or ``":memory:"``.
-        db: an open :class:`~ovos_memory_plugins.storage.sqlite.Database` to use instead (the
-            caller closes it).
+        path: a SQLite file to open (``":memory:"``) when no ``db`` is given.
+        db: the memory's open database, of either engine (the caller closes it).
+        namespace: the memory's namespace (keys the rows; one memory per namespace).
     """
 
-    def __init__(self, path: str | Path = ":memory:", *, db: Database | None = None) -> None:
+    def __init__(self, path: str | Path = ":memory:", *, db: Any = None, namespace: str = "default") -> None:
         self._owns_db = db is None
         self.db = db if db is not None else Database(path)
         try:
-            self.db.migrate("notes", NOTES_MIGRATIONS)
+            self.t = TableAccess(self.db, namespace, ("notes", NOTES_MIGRATIONS))
         except BaseException:
             if self._owns_db:
                 self.db.close()
             raise
-        self._fts = self.db.table_exists("notes_fts")
-        self._writes = 0
-        self._wal_dirty = False
-        with contextlib.suppress(sqlite3.Error, StorageError):  # deleted notes leave zeroes, not words
-            self.db.execute("PRAGMA secure_delete = ON")
+        self.namespace = self.t.namespace
+        self._fts = not self.t.pg and self.db.table_exists("memory_notes_fts")
 
-    @staticmethod
-    def _terms(text: str) -> str:
-        from ovos_memory_plugins.text import tokenize
+    def _notes(self, sql: str, params: Sequence[Any] = ()) -> list[Note]:
+        rows = self.t.query(sql, (self.namespace, *params))
+        return [make_note(r[0], r[1], session_id=r[3], retired_on=r[2]) for r in rows]
 
-        return " ".join(tokenize(text))
+    def _changed(self, deleted: bool = False) -> None:
+        """Inside a write: bump the namespace's version (caches of every process see it) and,
+        after deletions, scrub SQLite's full-text index (its shadow tables keep no deleted term)."""
+        self.t.execute(
+            "INSERT INTO memory_notes_versions (namespace, version) VALUES (?, 1)"
+            " ON CONFLICT (namespace) DO UPDATE SET version = memory_notes_versions.version + 1",
+            (self.namespace,),
+        )
+        if deleted:
+            self.t.dirty = True
+            if self._fts:
+                self.t.execute("INSERT INTO memory_notes_fts (memory_notes_fts) VALUES ('rebuild')")
 
-    @staticmethod
-    def _note(row: sqlite3.Row) -> Note:
-        return make_note(row["text"], row["date"], session_id=row["session_id"], retired_on=row["retired_on"])
+    def _insert(self, notes: Sequence[Note], positions: Sequence[int]) -> None:
+        if not notes:
+            return
+        now = time.time()
+        expression = self.t.terms("")[0]
+        rows = [
+            (self.namespace, at, n.text, n.date, n.retired_on, now, n.session_id, self.t.terms(n.text)[1])
+            for n, at in zip(notes, positions, strict=True)
+        ]
+        self.t.executemany(
+            "INSERT INTO memory_notes (namespace, position, text, date, retired_on, created_at, session_id, terms)"
+            f" VALUES (?, ?, ?, ?, ?, ?, ?, {expression})",
+            rows,
+        )
 
     def load(self) -> list[Note]:
         """The active notes, in order."""
-        rows = self.db.query(
-            "SELECT text, date, retired_on, session_id FROM notes WHERE retired_on IS NULL ORDER BY position, id"
-        )
-        return [self._note(r) for r in rows]
+        return self._notes(f"{_SELECT} AND retired_on IS NULL ORDER BY position, id")
 
-    def _scrub(self, conn: sqlite3.Connection) -> None:
-        """After deletions: rebuild the full-text index, so its shadow tables keep no deleted term."""
-        if self._fts:
-            conn.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')")
-
-    def _truncate_wal(self) -> None:
-        """Truncate the WAL now, or on the next write or :meth:`close` when it cannot be done now."""
-        self._wal_dirty = not truncate_wal(self.db)
+    def retired(self) -> list[Note]:
+        """The retired notes, oldest retirement first."""
+        return self._notes(f"{_SELECT} AND retired_on IS NOT NULL ORDER BY retired_on, id")
 
     def checkpoint(self) -> None:
-        """Truncate a WAL still holding deleted notes (a removal inside a transaction defers it)."""
-        if self._wal_dirty:
-            self._truncate_wal()
+        """After a removal made inside a transaction: truncate the WAL / VACUUM now."""
+        self.t.purge("memory_notes")
 
     def remove(self, predicate: Callable[[Note], bool]) -> list[Note]:
         """Delete every note (active or retired) ``predicate`` picks, scrub the full-text index
-        and the WAL; return the removed notes."""
-        with self.db.atomic() as conn:
-            rows = conn.execute("SELECT id, text, date, retired_on, session_id FROM notes ORDER BY id").fetchall()
-            gone = [(int(r["id"]), self._note(r)) for r in rows]
+        and purge; return the removed notes."""
+        with self.t.atomic("notes"):
+            rows = self.t.query(
+                "SELECT id, text, date, retired_on, session_id FROM memory_notes WHERE namespace = ? ORDER BY id",
+                (self.namespace,),
+            )
+            gone = [(int(r[0]), make_note(r[1], r[2], session_id=r[4], retired_on=r[3])) for r in rows]
             gone = [(i, n) for i, n in gone if predicate(n)]
             if gone:
-                conn.executemany("DELETE FROM notes WHERE id = ?", [(i,) for i, _ in gone])
-                self._scrub(conn)
-            self._writes += 1
-        if gone or self._wal_dirty:
-            self._truncate_wal()
+                self.t.executemany("DELETE FROM memory_notes WHERE id = ?", [(i,) for i, _ in gone])
+            self._changed(deleted=bool(gone))
+        self.checkpoint()
         return [n for _, n in gone]
 
     def save(self, notes: Sequence[Note]) -> None:
         """Replace the active notes: unchanged texts keep their rows, others are inserted or deleted."""
-        now = time.time()
-        with self.db.atomic() as conn:
+        with self.t.atomic("notes"):
             existing: dict[str, int] = {}
-            for row in conn.execute("SELECT id, text FROM notes WHERE retired_on IS NULL"):
-                existing.setdefault(row["text"], row["id"])
+            for row_id, text in self.t.query(
+                "SELECT id, text FROM memory_notes WHERE namespace = ? AND retired_on IS NULL ORDER BY id",
+                (self.namespace,),
+            ):
+                existing.setdefault(text, int(row_id))
             keep: set[int] = set()
+            updates, new, positions = [], [], []
             for position, note in enumerate(notes):
                 row_id = existing.get(note.text)
                 if row_id is not None and row_id not in keep:
-                    conn.execute(
-                        "UPDATE notes SET position = ?, date = ?, session_id = ? WHERE id = ?",
-                        (position, note.date, note.session_id, row_id),
-                    )
+                    updates.append((position, note.date, note.session_id, row_id))
                     keep.add(row_id)
                 else:
-                    cur = conn.execute(
-                        "INSERT INTO notes (position, text, date, retired_on, created_at, terms, session_id)"
-                        " VALUES (?, ?, ?, NULL, ?, ?, ?)",
-                        (position, note.text, note.date, now, self._terms(note.text), note.session_id),
-                    )
-                    keep.add(int(cur.lastrowid or 0))
+                    new.append(note)
+                    positions.append(position)
+            self.t.executemany("UPDATE memory_notes SET position = ?, date = ?, session_id = ? WHERE id = ?", updates)
+            self._insert(new, positions)
             gone = [(i,) for i in existing.values() if i not in keep]
-            conn.executemany("DELETE FROM notes WHERE id = ?", gone)
-            if gone:
-                self._scrub(conn)
-            self._writes += 1
-        if gone or self._wal_dirty:
-            self._truncate_wal()
+            self.t.executemany("DELETE FROM memory_notes WHERE id = ?", gone)
+            self._changed(deleted=bool(gone))
+        self.checkpoint()
 
     def retire(self, notes: Sequence[Note], when: str) -> None:
         """Mark these active notes retired on ``when``."""
-        with self.db.atomic() as conn:
-            conn.executemany(
-                "UPDATE notes SET retired_on = ? WHERE text = ? AND retired_on IS NULL", [(when, n.text) for n in notes]
+        with self.t.atomic("notes"):
+            self.t.executemany(
+                "UPDATE memory_notes SET retired_on = ? WHERE namespace = ? AND text = ? AND retired_on IS NULL",
+                [(when, self.namespace, n.text) for n in notes],
             )
-            self._writes += 1
-
-    def retired(self) -> list[Note]:
-        """The retired notes, oldest retirement first."""
-        rows = self.db.query(
-            "SELECT text, date, retired_on, session_id FROM notes WHERE retired_on IS NOT NULL ORDER BY retired_on, id"
-        )
-        return [self._note(r) for r in rows]
+            self._changed()
 
     def restore(self, notes: Sequence[Note]) -> None:
         """Make these retired notes active again, at the end."""
-        with self.db.atomic() as conn:
-            active = {r[0] for r in conn.execute("SELECT text FROM notes WHERE retired_on IS NULL")}
+        with self.t.atomic("notes"):
+            active = {r[0] for r in self.t.query(f"{_SELECT} AND retired_on IS NULL", (self.namespace,))}
             for note in notes:
                 if note.text in active:
-                    conn.execute("DELETE FROM notes WHERE text = ? AND retired_on IS NOT NULL", (note.text,))
+                    self.t.execute(
+                        "DELETE FROM memory_notes WHERE namespace = ? AND text = ? AND retired_on IS NOT NULL",
+                        (self.namespace, note.text),
+                    )
+                    self.t.dirty = True
                     continue
-                top = conn.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM notes").fetchone()[0]
-                row = conn.execute(
-                    "SELECT id FROM notes WHERE text = ? AND retired_on IS NOT NULL ORDER BY retired_on DESC, id DESC",
-                    (note.text,),
-                ).fetchone()
+                top = self.t.scalar(
+                    "SELECT coalesce(max(position), -1) + 1 FROM memory_notes WHERE namespace = ?", (self.namespace,)
+                )
+                row = self.t.scalar(
+                    "SELECT id FROM memory_notes WHERE namespace = ? AND text = ? AND retired_on IS NOT NULL"
+                    " ORDER BY retired_on DESC, id DESC",
+                    (self.namespace, note.text),
+                )
                 if row is not None:
-                    conn.execute("UPDATE notes SET retired_on = NULL, position = ? WHERE id = ?", (top, row[0]))
+                    self.t.execute("UPDATE memory_notes SET retired_on = NULL, position = ? WHERE id = ?", (top, row))
                     active.add(note.text)
-            self._writes += 1
+            self._changed(deleted=self.t.dirty)
 
     def add_retired(self, notes: Sequence[Note]) -> None:
         """Insert already-retired notes (used when notes move between stores)."""
-        now = time.time()
-        with self.db.atomic() as conn:
-            conn.executemany(
-                "INSERT INTO notes (position, text, date, retired_on, created_at, terms, session_id)"
-                " VALUES (0, ?, ?, ?, ?, ?, ?)",
-                [(n.text, n.date, n.retired_on or "", now, self._terms(n.text), n.session_id) for n in notes],
-            )
-            self._writes += 1
+        if notes:
+            with self.t.atomic("notes"):
+                self._insert([replace(n, retired_on=n.retired_on or "") for n in notes], [0] * len(notes))
+                self._changed()
 
     def search(self, query_terms: Sequence[str], top_k: int, *, include_retired: bool = True) -> list[Note]:
-        """Notes matching any query term, best first (FTS5 bm25; term overlap without FTS5)."""
+        """Notes matching any query term, best first: FTS5 ``bm25`` on SQLite (term overlap
+        without FTS5), the count of terms held on PostgreSQL (GIN over our tokens)."""
         terms = [t for t in dict.fromkeys(query_terms) if t]
         if not terms or top_k <= 0:
             return []
+        where = "" if include_retired else " AND n.retired_on IS NULL"
+        if self.t.pg:
+            from ovos_memory_plugins.storage.postgres_notes import search_sql
+
+            sql, params = search_sql(terms, where)
+            return self._notes(sql, (*params, int(top_k)))
         if not self._fts:
             notes = self.load() + (self.retired() if include_retired else [])
             return _term_overlap_search(notes, terms, top_k)
         match = " OR ".join(quote_fts_phrase(t) for t in terms)
-        where = "" if include_retired else " AND n.retired_on IS NULL"
-        rows = self.db.query(
-            "SELECT n.text, n.date, n.retired_on, n.session_id FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid"
-            f" WHERE notes_fts MATCH ?{where} ORDER BY bm25(notes_fts), n.id LIMIT ?",
+        return self._notes(
+            "SELECT n.text, n.date, n.retired_on, n.session_id FROM memory_notes_fts"
+            " JOIN memory_notes n ON n.id = memory_notes_fts.rowid WHERE n.namespace = ?"
+            f" AND memory_notes_fts MATCH ?{where} ORDER BY bm25(memory_notes_fts), n.id LIMIT ?",
             (match, int(top_k)),
         )
-        return [self._note(r) for r in rows]
 
     def version(self) -> Hashable:
-        """Changes with every commit, by this connection or any other."""
-        return (self.db.scalar("PRAGMA data_version"), self._writes)
+        """Bumped in the transaction of every write, by any process (one indexed read)."""
+        return int(
+            self.t.scalar("SELECT version FROM memory_notes_versions WHERE namespace = ?", (self.namespace,)) or 0
+        )
 
     def transaction(self) -> contextlib.AbstractContextManager[object]:
-        """One database transaction (``BEGIN IMMEDIATE``) around a load-modify-save cycle."""
-        return self.db.atomic()
+        """One transaction around a load-modify-save cycle; other processes' cycles wait."""
+        return self.t.atomic("notes")
 
     def count(self) -> tuple[int, int]:
         """(active, retired) note counts."""
-        rows = self.db.query("SELECT retired_on IS NULL AS active, COUNT(*) FROM notes GROUP BY 1")
+        rows = self.t.query(
+            "SELECT retired_on IS NULL, count(*) FROM memory_notes WHERE namespace = ? GROUP BY 1", (self.namespace,)
+        )
         counts = {bool(r[0]): int(r[1]) for r in rows}
         return counts.get(True, 0), counts.get(False, 0)
 
     def close(self) -> None:
-        """Close the database when this store opened it (truncating a WAL that holds deleted notes)."""
-        if self._wal_dirty:
-            with contextlib.suppress(StorageError, sqlite3.Error):
-                self._truncate_wal()
+        """Purge what a removal left, and close the database when this store opened it."""
+        with contextlib.suppress(StorageError, sqlite3.Error):
+            self.checkpoint()
         if self._owns_db:
             self.db.close()
+
+
+#: The name earlier releases used (the class now serves both engines).
+SQLiteNotesStore = DatabaseNotesStore
 
 
 def move_notes(source: NotesStore, target: NotesStore) -> int:
@@ -670,15 +947,72 @@ def move_notes(source: NotesStore, target: NotesStore) -> int:
         have = target.load()
         texts = {n.text for n in have}
         new_active = [n for n in active if n.text not in texts]
-        target.save([*have, *new_active])
+        if new_active:
+            target.save([*have, *new_active])
         old_retired = {(n.text, n.retired_on) for n in target.retired()}
         new_retired = [n for n in retired if (n.text, n.retired_on) not in old_retired]
-        if new_retired:
-            if isinstance(target, SQLiteNotesStore):
-                target.add_retired(new_retired)
-            elif isinstance(target, FileNotesStore):
-                atomic_write(target.retired_path, render_notes([*target.retired(), *new_retired], RETIRED_HEADER))
-                target._keep_sessions(new_retired)
-            else:
-                raise StorageError(f"cannot move retired notes into {type(target).__name__}")
+        target.add_retired(new_retired)
     return len(new_active) + len(new_retired)
+
+
+class _OldNotesFile:
+    """The notes of an earlier release's ``notes.db`` (read-only, for :func:`move_notes`)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+        if not {"position", "text", "date", "retired_on"} <= columns:
+            raise sqlite3.DatabaseError("no table of notes")
+        session = "session_id" if "session_id" in columns else "''"
+        select = f"SELECT text, date, retired_on, {session} FROM notes"
+        self.active = [
+            make_note(r[0], r[1], session_id=r[3])
+            for r in conn.execute(f"{select} WHERE retired_on IS NULL ORDER BY position, id")
+        ]
+        self.old = [
+            make_note(r[0], r[1], session_id=r[3], retired_on=r[2])
+            for r in conn.execute(f"{select} WHERE retired_on IS NOT NULL ORDER BY retired_on, id")
+        ]
+
+    def load(self) -> list[Note]:
+        return list(self.active)
+
+    def retired(self) -> list[Note]:
+        return list(self.old)
+
+
+def import_notes_file(store: NotesStore, path: Path) -> int | None:
+    """Copy an earlier release's ``notes.db`` into ``store``, then rename the file (and its WAL)
+    ``*.moved``; return how many notes were copied, None when there was nothing to do.
+
+    Into a :class:`SQLiteNotesStore` the copy is one transaction recorded as a migration of the
+    store ``legacy``, so of many processes opening the folder at once exactly one copies. A file
+    that cannot be read (or a ``MEMORY.md`` that cannot be parsed) is left untouched and
+    reported (an ERROR); the memory opens without those notes until it is fixed.
+    """
+    if not path.exists():
+        return None
+    copied = 0
+
+    def copy(conn: sqlite3.Connection | None = None) -> None:
+        nonlocal copied
+        copied = move_notes(read_old_file(path, _OldNotesFile), store)  # type: ignore[arg-type]
+
+    try:
+        if isinstance(store, SQLiteNotesStore):
+            applied = bool(store.db.migrate("legacy", [Migration(f"import:{path.name}", copy)]))
+        else:
+            copy()
+            applied = True
+    except (sqlite3.Error, StorageError, OSError) as exc:
+        LOG.error("notes: cannot move the notes of %s (%s); it is left untouched", path, exc)
+        return None
+    move_aside(path)
+    if applied:
+        LOG.warning("notes: moved %d note(s) of %s; the old file is now %s.moved", copied, path, path.name)
+    return copied
+
+
+def notes_store_for(db: Any, namespace: str = "default") -> NotesStore:
+    """The curated-notes store in a memory's database of either engine (``namespace`` keys the
+    rows; one memory per namespace)."""
+    return DatabaseNotesStore(db=db, namespace=namespace)

@@ -418,6 +418,17 @@ def _read_legacy(path: Path) -> dict[str, list[tuple[Any, ...]]]:
         conn.close()
 
 
+def _current_memory(path: Path) -> bool:
+    """Whether ``path`` is a memory database of this release (its schema is the store ``memory``)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone():
+            return False
+        return bool(conn.execute("SELECT 1 FROM _migrations WHERE store = 'memory' LIMIT 1").fetchone())
+    finally:
+        conn.close()
+
+
 def _remove_file(path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
         with contextlib.suppress(FileNotFoundError):
@@ -440,6 +451,9 @@ def import_legacy_file(storage: SqliteStorage, path: Path) -> int:
             _remove_file(path)
         return 0
     try:
+        if _current_memory(path):  # another memory's database of this release (sticky notes, notes): not ours
+            LOG.info("storage: %s is another memory's database, not an earlier release's file; left alone", path)
+            return 0
         rows = _read_legacy(path)
     except sqlite3.Error as exc:
         LOG.error("storage: cannot read the earlier file %s (%s); it is left in place", path, exc)

@@ -1,22 +1,30 @@
-"""The sticky-note store: one SQLite table of notes, each with its date and the session it came from.
+"""The sticky-note store: tables in the memory's own database, each note with its date and session.
 
-Schema (store name ``sticky`` in ``_migrations``)::
+The same tables and statements on both engines (:class:`StickyStore` over
+:class:`~ovos_memory_plugins.storage.notes_store.TableAccess`; the PostgreSQL schema is in
+:mod:`ovos_memory_plugins.storage.postgres_notes`, the SQLite one here, store name
+``sticky_notes`` in ``_migrations``)::
 
-    notes(id TEXT PRIMARY KEY, session_id TEXT, text TEXT, norm TEXT, lang TEXT,
-          created REAL, updated REAL, metadata TEXT, retired_on TEXT)
-
-    last_asks(session_id TEXT PRIMARY KEY, utterance_key TEXT, at REAL, reply TEXT)
+    memory_sticky_notes(namespace, id, session_id, text, norm, lang, created, updated,
+                        metadata, retired_on)                     -- key (namespace, id)
+    memory_sticky_asks(namespace, session_id, utterance_key, at, reply)
 
 ``norm`` is the note's text normalised for dedup (:func:`note_key`): the same fact said twice
 is one note. ``retired_on`` is the day a note stopped being true (NULL while active).
-``last_asks`` keeps each session's last ask and what was answered, so a replayed ask is not
+``memory_sticky_asks`` keeps each session's last ask and what was answered, so a replayed ask is not
 acted on twice, even across a restart; the ask is kept as a digest of the utterance (never its
 words), and a record whose answer quotes a note is deleted with that note.
 
-Forgetting is for real: every connection runs with ``secure_delete`` (deleted rows are zeroed)
-and the WAL is truncated after deletions, so a byte scan of the folder finds no forgotten word.
-The schema is created through :meth:`Database.migrate` with ``IF NOT EXISTS`` everywhere, so
-processes opening a new folder at once never fail on a table another one created.
+Earlier releases kept these tables in ``<root>/sticky.db``; :func:`import_sticky_file` copies
+such a file into the memory's database once (every note with its dates, session, language,
+metadata and retirement, and the last-ask records) and renames it ``sticky.db.moved`` only after
+the copy committed. A file that cannot be read is left untouched and reported.
+
+Forgetting is for real: every SQLite connection runs with ``secure_delete`` (deleted rows are
+zeroed) and the WAL is truncated after deletions, so a byte scan of the folder finds no
+forgotten word; on PostgreSQL the tables are vacuumed after deletions.
+The schema is created through :meth:`Database.migrate` (one ``BEGIN IMMEDIATE``), so processes
+opening a new folder at once never fail on a table another one created.
 """
 
 from __future__ import annotations
@@ -24,46 +32,58 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.protocols import words_key
-from ovos_memory_plugins.storage.notes_store import truncate_wal
-from ovos_memory_plugins.storage.sqlite import Database, Migration
+from ovos_memory_plugins.storage.notes_store import TableAccess, marks, move_aside, read_old_file
+from ovos_memory_plugins.storage.sqlite import Migration
 
-__all__ = ["MIGRATIONS", "StickyRow", "StickyStore", "ask_key", "note_key"]
+LOG = logging.getLogger(__name__)
+
+__all__ = [
+    "MIGRATIONS",
+    "StickyRow",
+    "StickyStore",
+    "ask_key",
+    "asks_quoting",
+    "import_sticky_file",
+    "note_key",
+    "sticky_store_for",
+]
+
+#: Columns of a sticky note, in the order every engine reads them.
+COLUMNS = "id, session_id, text, lang, created, updated, metadata, retired_on"
 
 
 def _v1(conn: sqlite3.Connection) -> None:
+    # the tables of the PostgreSQL engine (storage/postgres_notes.py), namespace included, so one
+    # store class serves both engines
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS notes ("
-        " id TEXT PRIMARY KEY, session_id TEXT NOT NULL, text TEXT NOT NULL, norm TEXT NOT NULL,"
-        " lang TEXT, created REAL NOT NULL, updated REAL NOT NULL, metadata TEXT NOT NULL DEFAULT '{}')"
+        "CREATE TABLE IF NOT EXISTS memory_sticky_notes ("
+        " namespace TEXT NOT NULL, id TEXT NOT NULL, session_id TEXT NOT NULL, text TEXT NOT NULL,"
+        " norm TEXT NOT NULL, lang TEXT, created REAL NOT NULL, updated REAL NOT NULL,"
+        " metadata TEXT NOT NULL DEFAULT '{}', retired_on TEXT, PRIMARY KEY (namespace, id))"
     )
-    conn.execute("CREATE INDEX IF NOT EXISTS notes_session ON notes (session_id, created)")
-    conn.execute("CREATE INDEX IF NOT EXISTS notes_norm ON notes (norm)")
-
-
-def _v2(conn: sqlite3.Connection) -> None:
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS last_asks ("
-        " session_id TEXT PRIMARY KEY, utterance_key TEXT NOT NULL, at REAL NOT NULL, reply TEXT NOT NULL)"
+        "CREATE INDEX IF NOT EXISTS memory_sticky_notes_session ON memory_sticky_notes (namespace, session_id, created)"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS memory_sticky_notes_norm ON memory_sticky_notes (namespace, norm)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_sticky_asks ("
+        " namespace TEXT NOT NULL, session_id TEXT NOT NULL, utterance_key TEXT NOT NULL, at REAL NOT NULL,"
+        " reply TEXT NOT NULL, PRIMARY KEY (namespace, session_id))"
     )
 
 
-def _v3(conn: sqlite3.Connection) -> None:
-    """Sticky notes can be retired; replay records keep a digest of the ask, not its words."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(notes)")}
-    if "retired_on" not in columns:
-        conn.execute("ALTER TABLE notes ADD COLUMN retired_on TEXT")
-    conn.execute("DELETE FROM last_asks")  # older records hold the whole sentence
-
-
-MIGRATIONS = [Migration("0001_notes", _v1), Migration("0002_last_asks", _v2), Migration("0003_retire_and_digests", _v3)]
+#: The schema in the memory's SQLite file. Append only; never rename or reorder an applied step.
+MIGRATIONS = [Migration("0001_sticky_notes", _v1)]
 
 
 def note_key(text: str) -> str:
@@ -73,8 +93,27 @@ def note_key(text: str) -> str:
 
 
 def ask_key(utterance_key: str) -> str:
-    """What ``last_asks`` keeps of an ask: a digest, so the sentence itself is never stored."""
+    """What ``memory_sticky_asks`` keeps of an ask: a digest, so the sentence itself is never stored."""
     return hashlib.sha256(utterance_key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def asks_quoting(records: Iterable[tuple[str, str]], texts: Iterable[str]) -> list[str]:
+    """The sessions among ``(session_id, reply)`` records whose answer quotes one of ``texts``
+    (case folded): their replay records go with the notes (every engine uses this)."""
+    folded = [t.casefold() for t in texts if t.strip()]
+    if not folded:
+        return []
+    doomed = []
+    for session_id, reply in records:
+        try:
+            lines = json.loads(reply)
+        except (TypeError, ValueError):
+            lines = [str(reply)]
+        said = " ".join(str(x) for x in lines) if isinstance(lines, list) else str(lines)
+        said = said.casefold()
+        if any(t in said for t in folded):
+            doomed.append(session_id)
+    return doomed
 
 
 @dataclass
@@ -102,36 +141,51 @@ class StickyRow:
     retired_on: str | None = None
 
 
-def _note(row: sqlite3.Row) -> StickyRow:
+def row_from(values: Sequence[Any]) -> StickyRow:
+    """A :class:`StickyRow` from the columns :data:`COLUMNS` names, in that order."""
     try:
-        meta = json.loads(row["metadata"])
+        meta = json.loads(values[6])
     except (TypeError, ValueError):
         meta = {}
     return StickyRow(
-        id=row["id"],
-        text=row["text"],
-        session_id=row["session_id"],
-        created=row["created"],
-        updated=row["updated"],
-        lang=row["lang"],
+        id=values[0],
+        text=values[2],
+        session_id=values[1],
+        created=float(values[4]),
+        updated=float(values[5]),
+        lang=values[3],
         metadata=meta if isinstance(meta, dict) else {},
-        retired_on=row["retired_on"],
+        retired_on=values[7],
     )
 
 
+def reply_lines(reply: Any) -> list[str] | None:
+    """The lines of a stored last-ask reply (JSON list), None when unreadable."""
+    try:
+        value = json.loads(reply)
+    except (TypeError, ValueError):
+        return None
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+_NOTES = f"SELECT {COLUMNS} FROM memory_sticky_notes WHERE namespace = ?"
+
+
 class StickyStore:
-    """Notes over a :class:`Database` (migrated on open, ``secure_delete`` on)."""
+    """Sticky notes in the memory's database, of either engine (see the module docstring).
 
-    def __init__(self, db: Database) -> None:
+    Args:
+        db: the memory's open database (SQLite or PostgreSQL); the memory closes it.
+        namespace: the memory's namespace (keys the rows; one memory per namespace).
+    """
+
+    def __init__(self, db: Any, namespace: str = "default") -> None:
         self.db = db
-        db.migrate("sticky", MIGRATIONS)
-        with contextlib.suppress(sqlite3.Error, StorageError):
-            db.execute("PRAGMA secure_delete = ON")
-        self._wal_dirty = False
+        self.t = TableAccess(db, namespace, ("sticky_notes", MIGRATIONS))
+        self.namespace = self.t.namespace
 
-    def _deleted(self) -> None:
-        """After a deletion: truncate the WAL (its old pages hold the deleted words)."""
-        self._wal_dirty = not truncate_wal(self.db)
+    def _rows(self, where: str, params: Sequence[Any] = ()) -> list[StickyRow]:
+        return [row_from(tuple(r)) for r in self.t.query(_NOTES + where, (self.namespace, *params))]
 
     def put(
         self,
@@ -142,140 +196,250 @@ class StickyStore:
         lang: str | None = None,
         metadata: dict[str, Any] | None = None,
         now: float | None = None,
+        created: float | None = None,
+        retired_on: str | None = None,
     ) -> None:
         """Insert a note, or replace the text and metadata of the note with that id (its date
-        stays; a retired note becomes active again)."""
+        stays; a retired note becomes active again). ``created`` and ``retired_on`` set a new
+        note's date and retirement (a note copied from another store)."""
         stamp = time.time() if now is None else now
         meta = json.dumps(metadata or {}, ensure_ascii=False, default=str)
-        with self.db.atomic() as conn:
-            conn.execute(
-                "INSERT INTO notes (id, session_id, text, norm, lang, created, updated, metadata)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (id) DO UPDATE SET text = excluded.text, norm = excluded.norm,"
-                " session_id = excluded.session_id, lang = COALESCE(excluded.lang, notes.lang),"
-                " updated = excluded.updated, metadata = excluded.metadata, retired_on = NULL",
-                (note_id, session_id, text, note_key(text), lang, stamp, stamp, meta),
-            )
+        first = stamp if created is None else created
+        self.t.execute(
+            "INSERT INTO memory_sticky_notes"
+            " (namespace, id, session_id, text, norm, lang, created, updated, metadata, retired_on)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (namespace, id) DO UPDATE SET text = excluded.text, norm = excluded.norm,"
+            " session_id = excluded.session_id, lang = coalesce(excluded.lang, memory_sticky_notes.lang),"
+            " updated = excluded.updated, metadata = excluded.metadata, retired_on = excluded.retired_on",
+            (self.namespace, note_id, session_id, text, note_key(text), lang, first, stamp, meta, retired_on),
+        )
 
     def touch(self, note_id: str, now: float | None = None) -> None:
         """Mark a note as said again."""
         stamp = time.time() if now is None else now
-        self.db.execute("UPDATE notes SET updated = ? WHERE id = ?", (stamp, note_id))
+        self.t.execute(
+            "UPDATE memory_sticky_notes SET updated = ? WHERE namespace = ? AND id = ?",
+            (stamp, self.namespace, note_id),
+        )
 
     def get(self, note_id: str) -> StickyRow | None:
         """The note with that id, or None."""
-        rows = self.db.query("SELECT * FROM notes WHERE id = ?", (note_id,))
-        return _note(rows[0]) if rows else None
+        rows = self._rows(" AND id = ?", (note_id,))
+        return rows[0] if rows else None
 
     def find_key(self, key: str, session_id: str | None = None) -> StickyRow | None:
         """The active note whose dedup key is ``key`` (in ``session_id`` only, when given)."""
-        if session_id is None:
-            rows = self.db.query(
-                "SELECT * FROM notes WHERE norm = ? AND retired_on IS NULL ORDER BY created LIMIT 1", (key,)
-            )
-        else:
-            rows = self.db.query(
-                "SELECT * FROM notes WHERE norm = ? AND session_id = ? AND retired_on IS NULL ORDER BY created LIMIT 1",
-                (key, session_id),
-            )
-        return _note(rows[0]) if rows else None
+        scoped = "" if session_id is None else " AND session_id = ?"
+        params = (key,) if session_id is None else (key, session_id)
+        rows = self._rows(f" AND norm = ? AND retired_on IS NULL{scoped} ORDER BY created, id LIMIT 1", params)
+        return rows[0] if rows else None
 
     def notes(self, session_id: str | None = None, *, include_retired: bool = False) -> list[StickyRow]:
         """Every active note (of ``session_id`` only, when given), oldest first; retired ones too
         with ``include_retired``."""
-        where = [] if include_retired else ["retired_on IS NULL"]
-        params: list[Any] = []
+        where = "" if include_retired else " AND retired_on IS NULL"
+        params: tuple[Any, ...] = ()
         if session_id is not None:
-            where.append("session_id = ?")
-            params.append(session_id)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self.db.query(f"SELECT * FROM notes{clause} ORDER BY created, rowid", params)
-        return [_note(r) for r in rows]
+            where += " AND session_id = ?"
+            params = (session_id,)
+        return self._rows(where + " ORDER BY created, id", params)
 
     def set_retired(self, note_id: str, retired_on: str | None) -> bool:
         """Retire a note (a day ``YYYY-MM-DD``) or make it active again (None); False when absent."""
-        cur = self.db.execute("UPDATE notes SET retired_on = ? WHERE id = ?", (retired_on, note_id))
-        return bool(cur.rowcount)
+        return bool(
+            self.t.execute(
+                "UPDATE memory_sticky_notes SET retired_on = ? WHERE namespace = ? AND id = ?",
+                (retired_on, self.namespace, note_id),
+            )
+        )
 
     def ids(self, session_id: str) -> list[str]:
         """The ids of a session's notes."""
-        return [r[0] for r in self.db.query("SELECT id FROM notes WHERE session_id = ?", (session_id,))]
+        rows = self.t.query(
+            "SELECT id FROM memory_sticky_notes WHERE namespace = ? AND session_id = ?", (self.namespace, session_id)
+        )
+        return [str(r[0]) for r in rows]
 
     def delete(self, note_ids: Sequence[str]) -> int:
         """Delete notes by id, and the replay records quoting them; return how many existed."""
-        n = 0
-        with self.db.atomic() as conn:
-            texts = []
-            for note_id in note_ids:
-                row = conn.execute("SELECT text FROM notes WHERE id = ?", (note_id,)).fetchone()
-                if row is None:
-                    continue
-                texts.append(str(row[0]))
-                n += conn.execute("DELETE FROM notes WHERE id = ?", (note_id,)).rowcount
-            self._drop_asks_quoting(conn, texts)
-        if n:
-            self._deleted()
-        return n
+        ids = list(dict.fromkeys(note_ids))
+        if not ids:
+            return 0
+        with self.t.atomic():
+            params = (self.namespace, *ids)
+            texts = [
+                str(r[0])
+                for r in self.t.query(
+                    f"SELECT text FROM memory_sticky_notes WHERE namespace = ? AND id IN ({marks(ids)})", params
+                )
+            ]
+            self.t.execute(f"DELETE FROM memory_sticky_notes WHERE namespace = ? AND id IN ({marks(ids)})", params)
+            records = self.t.query(
+                "SELECT session_id, reply FROM memory_sticky_asks WHERE namespace = ?", (self.namespace,)
+            )
+            doomed = asks_quoting([(str(r[0]), str(r[1])) for r in records], texts)
+            self.t.executemany(
+                "DELETE FROM memory_sticky_asks WHERE namespace = ? AND session_id = ?",
+                [(self.namespace, s) for s in doomed],
+            )
+            self.t.dirty = self.t.dirty or bool(texts)
+        self.checkpoint()
+        return len(texts)
 
     def delete_all(self) -> int:
         """Delete every note (and the replay records); return how many notes there were."""
-        with self.db.atomic() as conn:
-            conn.execute("DELETE FROM last_asks")
-            n = int(conn.execute("DELETE FROM notes").rowcount)
-        self._deleted()
+        with self.t.atomic():
+            self.t.execute("DELETE FROM memory_sticky_asks WHERE namespace = ?", (self.namespace,))
+            n = self.t.execute("DELETE FROM memory_sticky_notes WHERE namespace = ?", (self.namespace,))
+            self.t.dirty = True
+        self.checkpoint()
         return n
 
     def forget_asks(self, session_id: str) -> None:
         """Delete a session's replay record."""
-        self.db.execute("DELETE FROM last_asks WHERE session_id = ?", (session_id,))
-        self._deleted()
-
-    @staticmethod
-    def _drop_asks_quoting(conn: sqlite3.Connection, texts: Iterable[str]) -> None:
-        """Delete the replay records whose answer quotes one of ``texts``."""
-        folded = [t.casefold() for t in texts if t.strip()]
-        if not folded:
-            return
-        doomed = []
-        for session_id, reply in conn.execute("SELECT session_id, reply FROM last_asks"):
-            try:
-                lines = json.loads(reply)
-            except (TypeError, ValueError):
-                lines = [str(reply)]
-            said = " ".join(str(x) for x in lines) if isinstance(lines, list) else str(lines)
-            said = said.casefold()
-            if any(t in said for t in folded):
-                doomed.append((session_id,))
-        conn.executemany("DELETE FROM last_asks WHERE session_id = ?", doomed)
+        self.t.execute(
+            "DELETE FROM memory_sticky_asks WHERE namespace = ? AND session_id = ?", (self.namespace, session_id)
+        )
+        self.t.dirty = True
+        self.checkpoint()
 
     def last_ask(self, session_id: str) -> tuple[str, float, list[str]] | None:
         """The session's last ask: its :func:`ask_key`, when (Unix time), and the lines answered."""
-        rows = self.db.query("SELECT utterance_key, at, reply FROM last_asks WHERE session_id = ?", (session_id,))
-        if not rows:
-            return None
-        try:
-            reply = json.loads(rows[0]["reply"])
-        except (TypeError, ValueError):
-            return None
-        lines = [str(x) for x in reply] if isinstance(reply, list) else []
-        return str(rows[0]["utterance_key"]), float(rows[0]["at"]), lines
+        rows = self.t.query(
+            "SELECT utterance_key, at, reply FROM memory_sticky_asks WHERE namespace = ? AND session_id = ?",
+            (self.namespace, session_id),
+        )
+        lines = reply_lines(rows[0][2]) if rows else None
+        return None if lines is None else (str(rows[0][0]), float(rows[0][1]), lines)
 
     def set_last_ask(self, session_id: str, utterance_key: str, lines: Sequence[str], now: float | None = None) -> None:
         """Record the session's last ask (``utterance_key`` is an :func:`ask_key` digest) and the
         lines answered to it."""
         stamp = time.time() if now is None else now
-        self.db.execute(
-            "INSERT INTO last_asks (session_id, utterance_key, at, reply) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (session_id) DO UPDATE SET utterance_key = excluded.utterance_key,"
+        self.t.execute(
+            "INSERT INTO memory_sticky_asks (namespace, session_id, utterance_key, at, reply) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (namespace, session_id) DO UPDATE SET utterance_key = excluded.utterance_key,"
             " at = excluded.at, reply = excluded.reply",
-            (session_id, utterance_key, stamp, json.dumps(list(lines), ensure_ascii=False)),
+            (self.namespace, session_id, utterance_key, stamp, json.dumps(list(lines), ensure_ascii=False)),
         )
+
+    def asks(self) -> list[tuple[str, str, float, list[str]]]:
+        """Every replay record: ``(session_id, utterance_key, at, lines)``."""
+        rows = self.t.query(
+            "SELECT session_id, utterance_key, at, reply FROM memory_sticky_asks WHERE namespace = ?"
+            " ORDER BY session_id",
+            (self.namespace,),
+        )
+        return [(str(r[0]), str(r[1]), float(r[2]), reply_lines(r[3]) or []) for r in rows]
 
     def count(self) -> int:
         """How many notes there are (active and retired)."""
-        return int(self.db.scalar("SELECT COUNT(*) FROM notes") or 0)
+        return int(
+            self.t.scalar("SELECT count(*) FROM memory_sticky_notes WHERE namespace = ?", (self.namespace,)) or 0
+        )
+
+    def checkpoint(self) -> None:
+        """After deletions, outside a transaction: truncate the WAL / VACUUM (else later)."""
+        self.t.purge("memory_sticky_notes, memory_sticky_asks")
 
     def close(self) -> None:
-        """Truncate a WAL still holding deleted notes (the caller closes the database)."""
-        if self._wal_dirty:
-            truncate_wal(self.db)
+        """Purge what a deletion left (the memory closes the database)."""
+        with contextlib.suppress(StorageError, sqlite3.Error):
+            self.checkpoint()
+
+
+def copy_sticky(source: StickyStore, target: StickyStore) -> int:
+    """Copy every note of ``source`` (active and retired, with dates, session, language and
+    metadata) and its replay records into ``target``; a note id already there is kept as it is.
+    Returns how many notes were copied."""
+    have = {r.id for r in target.notes(include_retired=True)}
+    copied = 0
+    for row in source.notes(include_retired=True):
+        if row.id in have:
+            continue
+        target.put(
+            row.id,
+            row.text,
+            row.session_id,
+            lang=row.lang,
+            metadata=row.metadata,
+            now=row.updated,
+            created=row.created,
+            retired_on=row.retired_on,
+        )
+        copied += 1
+    for session_id, key, at, lines in source.asks():
+        if target.last_ask(session_id) is None:
+            target.set_last_ask(session_id, key, lines, at)
+    return copied
+
+
+class _OldStickyFile:
+    """The rows of an earlier release's ``sticky.db`` (read-only, for :func:`copy_sticky`)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(notes)")}
+        if not {"id", "session_id", "text", "created", "updated"} <= columns:
+            raise sqlite3.DatabaseError("no table of sticky notes")
+        retired = "retired_on" if "retired_on" in columns else "NULL"
+        self.rows = [
+            row_from(tuple(r))
+            for r in conn.execute(
+                f"SELECT id, session_id, text, lang, created, updated, metadata, {retired} FROM notes"
+                " ORDER BY created, rowid"
+            )
+        ]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        # records of releases before retirement hold the whole sentence, not a digest: not kept
+        self.records = (
+            [
+                (str(r[0]), str(r[1]), float(r[2]), reply_lines(r[3]) or [])
+                for r in conn.execute("SELECT session_id, utterance_key, at, reply FROM last_asks")
+            ]
+            if "last_asks" in tables and "retired_on" in columns
+            else []
+        )
+
+    def notes(self, session_id: str | None = None, *, include_retired: bool = False) -> list[StickyRow]:
+        return list(self.rows)
+
+    def asks(self) -> list[tuple[str, str, float, list[str]]]:
+        return list(self.records)
+
+
+def import_sticky_file(store: StickyStore, path: Path) -> int | None:
+    """Copy an earlier release's ``sticky.db`` into ``store`` (the memory's database), once, in
+    one transaction, then rename the file (and its WAL) ``*.moved``; return how many notes were
+    copied, None when there was nothing to do. A file that cannot be read is left untouched and
+    reported (an ERROR); the memory opens without its notes until it is fixed."""
+    name = f"import:{path.name}"
+    if not path.exists():
+        return None
+    copied = 0
+
+    def apply(conn: sqlite3.Connection) -> None:
+        nonlocal copied
+        old = read_old_file(path, _OldStickyFile)
+        copied = copy_sticky(old, store)  # type: ignore[arg-type]
+
+    try:
+        store.db.migrate("legacy", [Migration(name, apply)])
+    except (sqlite3.Error, StorageError, OSError) as exc:
+        LOG.error("sticky notes: cannot read %s (%s); it is left untouched and its notes are not shown", path, exc)
+        return None
+    move_aside(path)
+    LOG.warning(
+        "sticky notes: moved %d note(s) of %s into %s; the old file is now %s.moved",
+        copied,
+        path,
+        store.db.path,
+        path.name,
+    )
+    return copied
+
+
+def sticky_store_for(db: Any, namespace: str = "default") -> StickyStore:
+    """The sticky-note store over a memory's database of either engine (``namespace`` keys the
+    rows; one memory per namespace)."""
+    return StickyStore(db, namespace)
