@@ -85,7 +85,7 @@ from ovos_memory_plugins.notebook import (
 )
 from ovos_memory_plugins.protocols import Note, NoteChange, words_key
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage.engine import Compacted, ForgetReport, Index, compact_database
+from ovos_memory_plugins.storage.engine import ForgetReport, Index
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
@@ -1365,16 +1365,6 @@ class NotesMemory(IndexedMemory):
         return self.drain(timeout)
 
     # -- figures and life cycle ----------------------------------------------------------------------
-
-    def compact(self) -> Compacted:
-        """The memory's database and, with ``"store": "sqlite"``, the notes' own file
-        (``notes.db``), compacted (:class:`~ovos_memory_plugins.protocols.Compactable`)."""
-        done = super().compact()
-        store = self._notes_store
-        if isinstance(store, SQLiteNotesStore):
-            with self._mutex:
-                done.merge(compact_database(store.db))
-        return done
 
     def _backend_stats(self) -> dict[str, Any]:
         notes = self._refresh()

@@ -66,7 +66,7 @@ from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.notebook import as_fact, change_for, match_note, refused, select_for_prompt
 from ovos_memory_plugins.protocols import Note, NoteChange
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage.engine import Compacted, check_id, compact_database
+from ovos_memory_plugins.storage.engine import check_id
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.storage.sticky_store import (
     StickyRow,
@@ -854,13 +854,6 @@ class StickyMemory(BaseRetrievalMemory):
             n = super().forget_all()
             self.store_db.checkpoint()
         return n
-
-    def compact(self) -> Compacted:
-        """The memory's database and the notes' own file (``sticky.db``), compacted
-        (:class:`~ovos_memory_plugins.protocols.Compactable`)."""
-        done = super().compact()
-        with self._lock:
-            return done.merge(compact_database(self.store_db.db))
 
     def _backend_stats(self) -> dict[str, Any]:
         active = len(self.store_db.notes())

@@ -114,9 +114,9 @@ def test_every_memory_declares_it(tmp_path: Path) -> None:
         for memory in (lexical, sticky, notes):
             assert isinstance(memory, Compactable)
         assert lexical.compact() == [lexical.storage.db.location]
-        # until the notes stores move into the memory's database, their own files are compacted too
-        assert sticky.compact() == [sticky.storage.db.location, str(sticky.root / "sticky.db")]
-        assert notes.compact() == [notes.storage.db.location, str(notes.root / "notes.db")]
+        # the notes and sticky stores live in the memory's one database: one file each
+        assert sticky.compact() == [sticky.storage.db.location]
+        assert notes.compact() == [notes.storage.db.location]
 
 
 def test_the_editors_delete_leaves_the_word_in_no_file(tmp_path: Path) -> None:
@@ -150,12 +150,12 @@ def test_a_composite_compacts_its_members(tmp_path: Path) -> None:
         done = memory.compact()
         assert isinstance(done, Compacted)
         lexical, sticky = memory.members["lexical"], memory.members["sticky"]
-        assert done == [lexical.storage.db.location, sticky.storage.db.location, str(sticky.root / "sticky.db")]
+        assert done == [lexical.storage.db.location, sticky.storage.db.location]
 
         status, state = request(server, "DELETE", f"/api/notes/items?id={change.note.id}")
         assert status == 200 and state["deleted"]["text"] == "my bank pin is echidnafour"
         status, answer = request(server, "DELETE", "/api/sessions/gym?confirm=gym")
-        assert status == 200 and len(answer["compacted"]) == 3
+        assert status == 200 and len(answer["compacted"]) == 2
         assert files_holding(tmp_path, "echidnafour") == []
         assert files_holding(tmp_path, "numbatfive") == []
 
