@@ -94,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="also measure these values of keyword.PRUNE_POSTINGS (comma-separated), on the same memory",
     )
+    parser.add_argument(
+        "--rescore",
+        default="",
+        help="also measure these values of keyword.RESCORE_CANDIDATES (comma-separated), on the same memory",
+    )
     args = parser.parse_args(argv)
     if not (DATA / "locomo" / "locomo_dev.json").exists() or not (DATA / "longmemeval").is_dir():
         print(f"SKIPPED: the benchmark data ({DATA}) is absent.")
@@ -103,9 +108,18 @@ def main(argv: list[str] | None = None) -> int:
 
     prune_at = keyword.PRUNE_MIN_DOCUMENTS
     postings_now = keyword.PRUNE_POSTINGS
-    # what is measured on the hidden memory: (label, PRUNE_MIN_DOCUMENTS, PRUNE_POSTINGS)
-    variants = [("as shipped", prune_at, postings_now), ("no term pruning", 10**12, postings_now)]
-    variants += [(f"PRUNE_POSTINGS {int(v):,}", prune_at, int(v)) for v in args.postings.split(",") if v.strip()]
+    rescore_now = getattr(keyword, "RESCORE_CANDIDATES", None)  # absent before the rescoring existed
+    # what is measured on the hidden memory: (label, PRUNE_MIN_DOCUMENTS, PRUNE_POSTINGS, RESCORE_CANDIDATES)
+    variants = [("as shipped", prune_at, postings_now, rescore_now), ("no term pruning", 10**12, postings_now, None)]
+    variants += [
+        (f"PRUNE_POSTINGS {int(v):,}", prune_at, int(v), rescore_now) for v in args.postings.split(",") if v.strip()
+    ]
+    if rescore_now is not None:
+        variants += [
+            (f"RESCORE_CANDIDATES {int(v):,}", prune_at, postings_now, int(v))
+            for v in args.rescore.split(",")
+            if v.strip()
+        ]
 
     extra = json.loads(args.config)
     units = list(locomo_units())[: args.conversations]
@@ -143,12 +157,16 @@ def main(argv: list[str] | None = None) -> int:
                     mem.store(text, f"{unit.name}-{session}", {"ref": ref})
                 total = mem.stats()["documents"]
                 mem.search("warm up", top_k=1)  # index the conversation before timing
-                for label, min_docs, postings in variants:
+                for label, min_docs, postings, rescore in variants:
                     keyword.PRUNE_MIN_DOCUMENTS, keyword.PRUNE_POSTINGS = min_docs, postings
+                    if rescore is not None:
+                        keyword.RESCORE_CANDIDATES = rescore
                     try:
                         scores, seconds = recall_of(mem, unit)
                     finally:
                         keyword.PRUNE_MIN_DOCUMENTS, keyword.PRUNE_POSTINGS = prune_at, postings_now
+                        if rescore_now is not None:
+                            keyword.RESCORE_CANDIDATES = rescore_now
                     for k in KS:
                         hidden[label][k].extend(scores[k])
                     lat_hidden[label].extend(seconds)
@@ -157,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{unit.name} among {total:,} documents: R@10 alone "
                 f"{100 * statistics.mean(alone[10][-n:]):.1f}, hidden "
-                + ", ".join(f"{label} {100 * statistics.mean(hidden[label][10][-n:]):.1f}" for label, _, _ in variants),
+                + ", ".join(f"{label} {100 * statistics.mean(hidden[label][10][-n:]):.1f}" for label, *_ in variants),
                 flush=True,
             )
 
@@ -175,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         ("the conversation alone", alone, lat_alone),
         *[
             (f"among {others + len(pool):,} others, {label}", hidden[label], lat_hidden[label])
-            for label, _, _ in variants
+            for label, *_ in variants
         ],
     ]
     for label, scores_k, lat in rows:
