@@ -10,7 +10,21 @@ import pytest
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.storage import keyword
 
-WORDS = "weather report cloudy sunny rain wind storm tornado city river bridge market garden".split()
+WORDS = [
+    "weather",
+    "report",
+    "cloudy",
+    "sunny",
+    "rain",
+    "wind",
+    "storm",
+    "tornado",
+    "city",
+    "river",
+    "bridge",
+    "market",
+    "garden",
+]
 
 
 def fill(m: LexicalMemory) -> None:

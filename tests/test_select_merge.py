@@ -45,7 +45,9 @@ def test_a_run_of_three_is_one_memory() -> None:
 
 def test_recorded_neighbours_are_one_memory_in_the_prompt(tmp_path: Path) -> None:
     with LexicalMemory({"root": str(tmp_path / "mem")}) as mem:
-        mem.update_history(exchange("I am planning a trip to Kyoto in April.", "Kyoto in April has cherry blossoms."), "s")
+        mem.update_history(
+            exchange("I am planning a trip to Kyoto in April.", "Kyoto in April has cherry blossoms."), "s"
+        )
         mem.update_history(exchange("Which Kyoto temples open early?", "Kiyomizu-dera opens at six."), "s")
         mem.update_history(exchange("I also adopted a cat named Miso.", "Lovely."), "s")
         mem.update_history(exchange("Book a Kyoto ryokan for the trip.", "Done, Ryokan Yachiyo."), "other")
@@ -57,7 +59,7 @@ def test_recorded_neighbours_are_one_memory_in_the_prompt(tmp_path: Path) -> Non
         # an exchange of another session is never joined to them, even when it matches
         assert any("ryokan" in h.content and "sources" not in h.metadata for h in hits)
         text = "\n".join(m.content for m in mem.build_conversation_context("Kyoto trip temples", "new")[:-1])
-        chunk = [line for line in text.splitlines() if "planning a trip" in line][0]
+        chunk = next(line for line in text.splitlines() if "planning a trip" in line)
         # one chunk: the second exchange is an indented continuation line, not a memory of its own
         assert chunk.startswith("- ")
         assert any(line.startswith("  ") and "temples open early" in line for line in text.splitlines())
