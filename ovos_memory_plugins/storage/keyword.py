@@ -174,16 +174,23 @@ def bm25_scores(
     for term in counts:
         freq = df.get(term, 0)
         idf[term] = max(math.log((n - freq + 0.5) / (freq + 0.5)), 1e-6)
+    terms = list(counts)
     scores = []
     for columns in rows:
-        split = [col.split() for col in columns]
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * sum(map(len, split)) / max(avg_length, 1e-9))
-        tallies = [Counter(terms) for terms in split]
+        # stored columns are terms joined by single spaces: their length without splitting them
+        length = sum(col.count(" ") + 1 for col in columns if col)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / max(avg_length, 1e-9))
+        freqs = dict.fromkeys(terms, 0.0)
+        for col, weight in zip(columns, weights, strict=False):
+            present = [t for t in terms if t in col]  # a substring test first: cheap, and usually false
+            if present:
+                tokens = col.split()
+                for term in present:
+                    freqs[term] += weight * tokens.count(term)
         score = 0.0
-        for term, repeat in counts.items():
-            freq = sum(w * tally[term] for w, tally in zip(weights, tallies, strict=False) if term in tally)
+        for term, freq in freqs.items():
             if freq:
-                score += min(repeat, MAX_TERM_REPEAT) * idf[term] * freq * (BM25_K1 + 1) / (freq + norm)
+                score += min(counts[term], MAX_TERM_REPEAT) * idf[term] * freq * (BM25_K1 + 1) / (freq + norm)
         scores.append(score)
     return scores
 
@@ -235,6 +242,7 @@ class SqliteKeywordIndex:
         self._writes = 0
         self._pending = 0
         self._count: tuple[tuple[int, int], int] | None = None
+        self._averages_cache: tuple[tuple[int, int], tuple[int, float] | None] | None = None
         self._df: dict[str, tuple[int, int]] = {}
         self._vocab = False
         self.fts = bool(self.settings.use_fts5 and sqlite_layer.fts5_available())
@@ -476,45 +484,86 @@ class SqliteKeywordIndex:
         column_weights = (1.0, float(s.head_weight), float(s.context_weight))
         weights = ", ".join(repr(w) for w in column_weights)
         match = match_expression(kept)
-        fetch = max(int(k), RESCORE_CANDIDATES) if rescore else int(k)
+        if rescore:
+            return self._rescored(counts, match, weights, column_weights, int(k), session_id)
         columns = "d.doc_id, d.session_id, d.content, d.metadata"
-        terms = ", t.body_terms, t.head_terms, t.ctx_terms" if rescore else ""
-        join = " JOIN keyword_terms AS t ON t.id = d.id" if rescore else ""
         if session_id is None:  # rank in the index, then read the few winning rows
             rows = self.db.query(
-                f"SELECT {columns}, f.score{terms} FROM (SELECT rowid, -bm25(keyword_fts, {weights}) AS score"
+                f"SELECT {columns}, f.score FROM (SELECT rowid, -bm25(keyword_fts, {weights}) AS score"
                 " FROM keyword_fts WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?) AS f"
-                f" JOIN documents AS d ON d.id = f.rowid{join} ORDER BY f.score DESC",
-                (match, fetch),
+                " JOIN documents AS d ON d.id = f.rowid ORDER BY f.score DESC",
+                (match, int(k)),
             )
         else:
             rows = self.db.query(
-                f"SELECT {columns}, -bm25(keyword_fts, {weights}) AS score{terms}"
-                f" FROM keyword_fts JOIN documents AS d ON d.id = keyword_fts.rowid{join}"
+                f"SELECT {columns}, -bm25(keyword_fts, {weights}) AS score"
+                " FROM keyword_fts JOIN documents AS d ON d.id = keyword_fts.rowid"
+                " WHERE keyword_fts MATCH ? AND d.session_id = ? ORDER BY score DESC LIMIT ?",
+                (match, session_id, int(k)),
+            )
+        return [self._hit(r, float(r[4])) for r in rows]
+
+    def _rescored(
+        self,
+        counts: Counter[str],
+        match: str,
+        weights: str,
+        column_weights: Sequence[float],
+        k: int,
+        session_id: str | None,
+    ) -> list[MemoryHit]:
+        """The best :data:`RESCORE_CANDIDATES` matches of the kept terms, ranked on every query
+        term by :func:`bm25_scores`; only the winners' documents are read."""
+        fetch = max(k, RESCORE_CANDIDATES)
+        if session_id is None:
+            found = self.db.query(
+                "SELECT f.rowid, f.score, t.body_terms, t.head_terms, t.ctx_terms FROM ("
+                f"SELECT rowid, -bm25(keyword_fts, {weights}) AS score FROM keyword_fts"
+                " WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?) AS f"
+                " JOIN keyword_terms AS t ON t.id = f.rowid",
+                (match, fetch),
+            )
+        else:
+            found = self.db.query(
+                f"SELECT f.rowid, -bm25(keyword_fts, {weights}) AS score, t.body_terms, t.head_terms, t.ctx_terms"
+                " FROM keyword_fts AS f JOIN documents AS d ON d.id = f.rowid JOIN keyword_terms AS t ON t.id = f.rowid"
                 " WHERE keyword_fts MATCH ? AND d.session_id = ? ORDER BY score DESC LIMIT ?",
                 (match, session_id, fetch),
             )
-        scores = [float(r[4]) for r in rows]
-        averages = self._averages() if rescore and rows else None
-        if averages is not None:  # rank what the kept terms found on every query term
+        scores = [float(r[1]) for r in found]
+        averages = self._averages() if found else None
+        if averages is not None:
             n, avg_length = averages
             df = self._document_frequencies(list(counts), self.count())
-            scores = bm25_scores(counts, [(r[5], r[6], r[7]) for r in rows], df, n, avg_length, column_weights)
-        order = sorted(range(len(rows)), key=lambda i: -scores[i])[: int(k)]
-        return [self._hit(rows[i], scores[i]) for i in order]
+            scores = bm25_scores(counts, [(r[2], r[3], r[4]) for r in found], df, n, avg_length, column_weights)
+        best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][1])))[:k]
+        if not best:
+            return []
+        ids = [int(found[i][0]) for i in best]
+        marks = ",".join("?" * len(ids))
+        rows = {
+            int(r[0]): r
+            for r in self.db.query(
+                f"SELECT id, doc_id, session_id, content, metadata FROM documents WHERE id IN ({marks})", ids
+            )
+        }
+        return [self._hit(rows[i][1:], scores[j]) for i, j in zip(ids, best, strict=True) if i in rows]
 
     def _averages(self) -> tuple[int, float] | None:
         """``(documents, average terms per document)`` from FTS5's averages record (None when
         unreadable: the search then keeps the index's own scores)."""
+        key = (self.db.data_version(), self._writes)
+        if self._averages_cache is not None and self._averages_cache[0] == key:
+            return self._averages_cache[1]
         try:
             blob = self.db.scalar("SELECT block FROM keyword_fts_data WHERE id = 1")
             values = _varints(bytes(blob or b""))
         except (StorageError, sqlite3.Error, TypeError, IndexError) as exc:
             LOG.debug("keyword index: no averages record (%s)", exc)
-            return None
-        if len(values) < 2 or values[0] <= 0:
-            return None
-        return values[0], sum(values[1:]) / values[0]
+            values = []
+        found = (values[0], sum(values[1:]) / values[0]) if len(values) >= 2 and values[0] > 0 else None
+        self._averages_cache = (key, found)
+        return found
 
     def count(self) -> int:
         """How many documents the index holds (cached until this or another process writes)."""
