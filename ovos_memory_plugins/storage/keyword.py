@@ -81,7 +81,7 @@ PRUNE_MIN_DOCUMENTS = 5_000
 #: On larger memories, query terms are searched rarest first until their documents add up to this.
 PRUNE_POSTINGS = 3_000
 #: When pruning left query terms out, this many candidates are ranked again on every query term.
-RESCORE_CANDIDATES = 100
+RESCORE_CANDIDATES = 50
 #: FTS5's bm25 constants (fixed in SQLite).
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -188,9 +188,9 @@ def bm25_scores(
                 for term in present:
                     freqs[term] += weight * tokens.count(term)
         score = 0.0
-        for term, freq in freqs.items():
-            if freq:
-                score += min(counts[term], MAX_TERM_REPEAT) * idf[term] * freq * (BM25_K1 + 1) / (freq + norm)
+        for term, tf in freqs.items():
+            if tf:
+                score += min(counts[term], MAX_TERM_REPEAT) * idf[term] * tf * (BM25_K1 + 1) / (tf + norm)
         scores.append(score)
     return scores
 
