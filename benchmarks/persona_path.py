@@ -22,8 +22,14 @@ USER message. Figures, per set and setup:
 * **precision**: share of the exchanges that reached the prompt that are relevant (over all
   questions: relevant injected / injected);
 * **inj/q**, **irr/q**: exchanges, and irrelevant exchanges, per prompt;
+* **mem/q**, **irr mem/q**, **mem precision**: the same counted in *memories*, the chunks of the
+  prompt's memory block (each starts with ``context.chunk_prefix``, ``- `` by default, its
+  continuation lines indented): consecutive exchanges of one conversation that recall joined into
+  one memory count once, relevant when one of them is. The exchanges are still each counted in
+  inj/q and irr/q and their characters in ctx chars/q;
 * **ctx chars/q**: characters of the prompt's memory messages per prompt (context included);
-* **p50/p95 ms**: latency of ``build_conversation_context``.
+* **p50/p95 ms**, **CPU p50/p95**: latency of ``build_conversation_context``, wall clock and CPU
+  time of the process (on a shared machine the wall clock includes waiting for a core).
 
 Usage (from the project root)::
 
@@ -184,22 +190,31 @@ class Tally:
     hits: int = 0
     injected: int = 0
     relevant_injected: int = 0
+    memories: int = 0
+    relevant_memories: int = 0
     context_chars: int = 0
     latencies: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     per_category: dict[str, list[int]] = field(default_factory=dict)
 
     def row(self) -> dict[str, float]:
         n = max(self.questions, 1)
         lat = sorted(self.latencies) or [float("nan")]
+        cpu = sorted(self.cpu) or [float("nan")]
         return {
             "n": self.questions,
             "hit": 100.0 * self.hits / n,
             "precision": 100.0 * self.relevant_injected / self.injected if self.injected else float("nan"),
             "inj/q": self.injected / n,
             "irr/q": (self.injected - self.relevant_injected) / n,
+            "mem/q": self.memories / n,
+            "irr mem/q": (self.memories - self.relevant_memories) / n,
+            "mem prec": 100.0 * self.relevant_memories / self.memories if self.memories else float("nan"),
             "ctx chars/q": self.context_chars / n,
             "p50 ms": 1000 * statistics.median(lat),
             "p95 ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))],
+            "CPU p50": 1000 * statistics.median(cpu),
+            "CPU p95": 1000 * cpu[min(len(cpu) - 1, int(0.95 * len(cpu)))],
         }
 
 
@@ -216,13 +231,27 @@ def _feed(mem: Any, unit: Unit) -> None:
             mem.update_history(msgs, session_id)
 
 
-def _injected(prompt: list[Any], unit: Unit) -> tuple[list[Exchange], int]:
-    """The fed exchanges (one per distinct text) found in the prompt, and the memory characters."""
+def _chunks(memory_text: str, prefix: str) -> list[str]:
+    """The normalised texts of the prompt's chunks: a chunk starts at a line that starts with
+    ``prefix`` (continuation lines are indented); text before the first chunk is its own."""
+    chunks: list[list[str]] = [[]]
+    for line in memory_text.splitlines():
+        if prefix.strip() and line.startswith(prefix):
+            chunks.append([])
+        chunks[-1].append(line)
+    return [_norm("\n".join(c)) for c in chunks if c]
+
+
+def _injected(prompt: list[Any], unit: Unit, prefix: str = "- ") -> tuple[list[Exchange], list[set[str]], int]:
+    """The fed exchanges (one per distinct text) found in the prompt, the tags of each memory
+    chunk that holds one or more of them, and the memory characters."""
     memory_text = "\n".join(str(m.content or "") for m in prompt[:-1])
     if not memory_text:
-        return [], 0
+        return [], [], 0
     haystack = _norm(memory_text)
+    chunks = _chunks(memory_text, prefix)
     found: dict[tuple[str, str], Exchange] = {}
+    in_chunk: dict[int, set[str]] = {}
     for _, exchanges in unit.sessions:
         for ex in exchanges:
             user, assistant = ex.keys()
@@ -233,7 +262,11 @@ def _injected(prompt: list[Any], unit: Unit) -> tuple[list[Exchange], int]:
                 found[key].tags |= ex.tags  # identical exchanges count once, relevant if any is
             elif user in haystack and assistant in haystack:
                 found[key] = Exchange(ex.user, ex.assistant, set(ex.tags))
-    return list(found.values()), len(memory_text)
+            else:
+                continue
+            where = next((i for i, c in enumerate(chunks) if user in c and assistant in c), -1 - len(found))
+            in_chunk.setdefault(where, set()).update(ex.tags)
+    return list(found.values()), list(in_chunk.values()), len(memory_text)
 
 
 def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limit: int | None) -> Tally:
@@ -244,18 +277,23 @@ def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limi
             break
         with tempfile.TemporaryDirectory(prefix="persona-path-") as tmp:
             mem = cls({**config, "root": tmp})
+            context = getattr(getattr(mem, "settings", None), "context", None)
+            prefix = str(getattr(context, "chunk_prefix", "- "))
             try:
                 _feed(mem, unit)
                 for ask in unit.asks:
-                    start = time.perf_counter()
+                    start, cpu = time.perf_counter(), time.process_time()
                     prompt = mem.build_conversation_context(ask.question, NEW_SESSION)
                     tally.latencies.append(time.perf_counter() - start)
-                    injected, chars = _injected(prompt, unit)
+                    tally.cpu.append(time.process_time() - cpu)
+                    injected, memories, chars = _injected(prompt, unit, prefix)
                     relevant = [ex for ex in injected if ex.tags & ask.relevant]
                     tally.questions += 1
                     tally.hits += bool(relevant)
                     tally.injected += len(injected)
                     tally.relevant_injected += len(relevant)
+                    tally.memories += len(memories)
+                    tally.relevant_memories += sum(bool(tags & ask.relevant) for tags in memories)
                     tally.context_chars += chars
                     cat = tally.per_category.setdefault(ask.category, [0, 0])
                     cat[0] += 1
@@ -285,13 +323,14 @@ def refused_share(units: Iterator[Unit], limit: int | None) -> tuple[int, int]:
 
 def report(set_name: str, tallies: dict[str, Tally], seconds: dict[str, float]) -> None:
     """One table per set: a row per setup, then hit per category."""
-    cols = ["n", "hit", "precision", "inj/q", "irr/q", "ctx chars/q", "p50 ms", "p95 ms"]
+    cols = ["n", "hit", "precision", "inj/q", "irr/q", "mem/q", "irr mem/q", "mem prec", "ctx chars/q"]
+    cols += ["p50 ms", "p95 ms", "CPU p50", "CPU p95"]
     print(f"\n## {set_name}")
-    print(f"{'setup':<30}" + "".join(f"{c:>12}" for c in cols) + f"{'seconds':>10}")
+    print(f"{'setup':<30}" + "".join(f"{c:>12}" for c in cols) + f"{'seconds':>9}")
     for label, tally in tallies.items():
         row = tally.row()
         cells = "".join(f"{row[c]:>12.0f}" if c == "n" else f"{row[c]:>12.2f}" for c in cols)
-        print(f"{label[:29]:<30}{cells}{seconds[label]:>10.1f}")
+        print(f"{label[:29]:<30}{cells}{seconds[label]:>9.1f}")
     for label, tally in tallies.items():
         cats = ", ".join(f"{cat} {100.0 * h / n:.0f} % (n={n})" for cat, (n, h) in sorted(tally.per_category.items()))
         print(f"  hit per category, {label}: {cats}")

@@ -1,11 +1,12 @@
 """Recall at scale: each LoCoMo dev conversation hidden among ~100,000 other documents.
 
 The keyword backend searches every query term on small memories, but above
-``lexical.PRUNE_MIN_DOCUMENTS`` documents it leaves out terms found in more than half the
-documents and searches the rest rarest first until their postings add up to
-``lexical.PRUNE_POSTINGS``. This measures what that costs: LoCoMo R@5/R@10 (the protocol of
-``../shared/bench/README.md``) of each conversation alone against the same conversation stored
-into a memory already holding the distractors, and the search latency there.
+``keyword.PRUNE_MIN_DOCUMENTS`` documents (``ovos_memory_plugins.storage.keyword``) it leaves out
+terms found in more than half the documents and searches the rest rarest first until their
+postings add up to the posting budget (``keyword.PRUNE_POSTINGS``). This measures what that
+costs: LoCoMo R@5/R@10 (the protocol of ``../shared/bench/README.md``) of each conversation alone
+against the same conversation stored into a memory already holding the distractors, and the
+search latency there (wall clock and CPU time of the process).
 
 Distractors, all distinct texts: the turns of the other LoCoMo dev conversations, then the user
 messages of the LongMemEval_S haystacks and their assistant messages paragraph by paragraph
@@ -69,14 +70,14 @@ def longmemeval_documents(size: int) -> list[tuple[str, str]]:
     return (users + paragraphs)[:size]
 
 
-def recall_of(mem: Any, unit: Any) -> tuple[dict[int, list[float]], list[float]]:
-    """Per k the recall of each question, and each search's seconds."""
+def recall_of(mem: Any, unit: Any) -> tuple[dict[int, list[float]], list[tuple[float, float]]]:
+    """Per k the recall of each question, and each search's ``(wall, CPU)`` seconds."""
     scores: dict[int, list[float]] = {k: [] for k in KS}
-    seconds: list[float] = []
+    seconds: list[tuple[float, float]] = []
     for q in unit.questions:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         hits = mem.search(q.query, top_k=max(KS))
-        seconds.append(time.perf_counter() - start)
+        seconds.append((time.perf_counter() - start, time.process_time() - cpu))
         refs = [h.metadata.get("ref") for h in hits]
         for k in KS:
             scores[k].append(len(q.relevant & set(refs[:k])) / len(q.relevant))
@@ -91,27 +92,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--postings",
         default="",
-        help="also measure these values of lexical.PRUNE_POSTINGS (comma-separated), on the same memory",
+        help="also measure these values of keyword.PRUNE_POSTINGS (comma-separated), on the same memory",
+    )
+    parser.add_argument(
+        "--rescore",
+        default="",
+        help="also measure these values of keyword.RESCORE_CANDIDATES (comma-separated), on the same memory",
     )
     args = parser.parse_args(argv)
     if not (DATA / "locomo" / "locomo_dev.json").exists() or not (DATA / "longmemeval").is_dir():
         print(f"SKIPPED: the benchmark data ({DATA}) is absent.")
         return 0
-    from ovos_memory_plugins import lexical
     from ovos_memory_plugins.lexical import LexicalMemory
+    from ovos_memory_plugins.storage import keyword
 
-    prune_at = lexical.PRUNE_MIN_DOCUMENTS
-    postings_now = lexical.PRUNE_POSTINGS
-    # what is measured on the hidden memory: (label, PRUNE_MIN_DOCUMENTS, PRUNE_POSTINGS)
-    variants = [("as shipped", prune_at, postings_now), ("no term pruning", 10**12, postings_now)]
-    variants += [(f"PRUNE_POSTINGS {int(v):,}", prune_at, int(v)) for v in args.postings.split(",") if v.strip()]
+    prune_at = keyword.PRUNE_MIN_DOCUMENTS
+    postings_now = keyword.PRUNE_POSTINGS
+    rescore_now = getattr(keyword, "RESCORE_CANDIDATES", None)  # absent before the rescoring existed
+    # what is measured on the hidden memory: (label, PRUNE_MIN_DOCUMENTS, PRUNE_POSTINGS, RESCORE_CANDIDATES)
+    variants = [("as shipped", prune_at, postings_now, rescore_now), ("no term pruning", 10**12, postings_now, None)]
+    variants += [
+        (f"PRUNE_POSTINGS {int(v):,}", prune_at, int(v), rescore_now) for v in args.postings.split(",") if v.strip()
+    ]
+    if rescore_now is not None:
+        variants += [
+            (f"RESCORE_CANDIDATES {int(v):,}", prune_at, postings_now, int(v))
+            for v in args.rescore.split(",")
+            if v.strip()
+        ]
 
     extra = json.loads(args.config)
     units = list(locomo_units())[: args.conversations]
     alone: dict[int, list[float]] = {k: [] for k in KS}
     hidden: dict[str, dict[int, list[float]]] = {v[0]: {k: [] for k in KS} for v in variants}
-    lat_alone: list[float] = []
-    lat_hidden: dict[str, list[float]] = {v[0]: [] for v in variants}
+    lat_alone: list[tuple[float, float]] = []
+    lat_hidden: dict[str, list[tuple[float, float]]] = {v[0]: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="recall-scale-") as tmp:
         # one memory of LongMemEval documents, copied for each conversation, which then gets the
         # other conversations' turns and its own
@@ -142,12 +157,16 @@ def main(argv: list[str] | None = None) -> int:
                     mem.store(text, f"{unit.name}-{session}", {"ref": ref})
                 total = mem.stats()["documents"]
                 mem.search("warm up", top_k=1)  # index the conversation before timing
-                for label, min_docs, postings in variants:
-                    lexical.PRUNE_MIN_DOCUMENTS, lexical.PRUNE_POSTINGS = min_docs, postings
+                for label, min_docs, postings, rescore in variants:
+                    keyword.PRUNE_MIN_DOCUMENTS, keyword.PRUNE_POSTINGS = min_docs, postings
+                    if rescore is not None:
+                        keyword.RESCORE_CANDIDATES = rescore
                     try:
                         scores, seconds = recall_of(mem, unit)
                     finally:
-                        lexical.PRUNE_MIN_DOCUMENTS, lexical.PRUNE_POSTINGS = prune_at, postings_now
+                        keyword.PRUNE_MIN_DOCUMENTS, keyword.PRUNE_POSTINGS = prune_at, postings_now
+                        if rescore_now is not None:
+                            keyword.RESCORE_CANDIDATES = rescore_now
                     for k in KS:
                         hidden[label][k].extend(scores[k])
                     lat_hidden[label].extend(seconds)
@@ -156,27 +175,30 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{unit.name} among {total:,} documents: R@10 alone "
                 f"{100 * statistics.mean(alone[10][-n:]):.1f}, hidden "
-                + ", ".join(f"{label} {100 * statistics.mean(hidden[label][10][-n:]):.1f}" for label, _, _ in variants),
+                + ", ".join(f"{label} {100 * statistics.mean(hidden[label][10][-n:]):.1f}" for label, *_ in variants),
                 flush=True,
             )
 
     def pct(values: list[float]) -> str:
         return f"{100 * statistics.mean(values):.1f}"
 
-    def ms(values: list[float], q: float) -> str:
-        ordered = sorted(values)
+    def ms(values: list[tuple[float, float]], q: float, which: int) -> str:
+        ordered = sorted(v[which] for v in values)
         return f"{1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]:.2f}"
 
-    print(f"\n{'memory':<52}{'n':>6}{'R@5':>8}{'R@10':>8}{'p50 ms':>9}{'p95 ms':>9}")
+    print("(latency of search: wall clock, and CPU time of this process)")
+    head = f"{'n':>6}{'R@5':>8}{'R@10':>8}{'p50 ms':>9}{'p95 ms':>9}{'CPU p50':>9}{'CPU p95':>9}"
+    print(f"\n{'memory':<52}{head}")
     rows = [
         ("the conversation alone", alone, lat_alone),
         *[
             (f"among {others + len(pool):,} others, {label}", hidden[label], lat_hidden[label])
-            for label, _, _ in variants
+            for label, *_ in variants
         ],
     ]
     for label, scores_k, lat in rows:
-        cells = f"{len(scores_k[5]):>6}{pct(scores_k[5]):>8}{pct(scores_k[10]):>8}{ms(lat, 0.5):>9}{ms(lat, 0.95):>9}"
+        cells = f"{len(scores_k[5]):>6}{pct(scores_k[5]):>8}{pct(scores_k[10]):>8}"
+        cells += "".join(f"{ms(lat, q, w):>9}" for w in (0, 1) for q in (0.5, 0.95))
         print(f"{label:<52}{cells}")
     return 0
 

@@ -58,10 +58,17 @@ from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessa
 
 from ovos_memory_plugins import prompt
 from ovos_memory_plugins.admission import is_low_signal
-from ovos_memory_plugins.common import Closing, MemoryHit, dedup_hits, exchange_text
+from ovos_memory_plugins.common import Closing, MemoryHit, dedup_hits, exchange_parts, exchange_text
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file, resolve_root
 from ovos_memory_plugins.errors import BackendError, StorageError
-from ovos_memory_plugins.select import clip_context, needs_context, recall_query, select_hits, shown_in_window
+from ovos_memory_plugins.select import (
+    clip_context,
+    merge_adjacent,
+    needs_context,
+    recall_query,
+    select_hits,
+    shown_in_window,
+)
 from ovos_memory_plugins.storage.engine import (
     Compacted,
     Document,
@@ -746,7 +753,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         return recall_query(utterance, history, self.settings.retrieval)
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
-        """The hits a turn injects: searched per scope, minus what the history window shows."""
+        """The hits a turn injects: searched per scope, minus what the history window shows,
+        consecutive exchanges of one conversation joined into one memory (docs/recall.md)."""
         query = self.recall_query(utterance, history)
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
@@ -756,9 +764,19 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         relative = r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative
         terms = self.word_terms(query, query=True)
         own = self.hit_terms(hits) if terms is not None and hits else None
-        return select_hits(
+        chosen = select_hits(
             hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
         )
+        return merge_adjacent(chosen, self.follows)
+
+    def follows(self, earlier: MemoryHit, later: MemoryHit) -> bool:
+        """Whether ``later`` is the recorded exchange right after ``earlier`` in one session: its
+        id is the one :meth:`exchange_id` gives its text after ``earlier``'s id (no read needed)."""
+        parts = exchange_parts(later.content)
+        session = later.metadata.get("session_id")
+        if parts is None or not isinstance(session, str) or earlier.metadata.get("session_id") != session:
+            return False
+        return bool(earlier.source) and later.source == self.exchange_id(session, earlier.source, *parts)
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Extra system text a backend always contributes (notes, sticky notes); none here."""

@@ -14,6 +14,11 @@
    query that matches many turns about equally brings several;
 5. at most ``limit`` hits.
 
+Then :func:`merge_adjacent` joins hits that are consecutive exchanges of one conversation (the
+caller says which follows which) into one memory, in time order: the prompt shows a stretch of a
+past conversation once, as one chunk, instead of its exchanges as separate memories each with
+the other as context.
+
 :func:`needs_context` and :func:`clip_context` decide, when an exchange is recorded, whether its
 user turn is a short answer to a question that cannot stand alone ("yes, the blue one", "last
 Tuesday") and what of the question goes with it (``metadata["context_before"]``, at most
@@ -25,7 +30,8 @@ See ``docs/recall.md``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
@@ -35,6 +41,7 @@ __all__ = [
     "CONTEXT_CHARS",
     "CONTEXT_MAX_TERMS",
     "clip_context",
+    "merge_adjacent",
     "needs_context",
     "recall_query",
     "select_hits",
@@ -110,6 +117,57 @@ def select_hits(
         if best > 0:
             kept = [h for h in kept if h.score >= min_relative * best]
     return kept[:limit]
+
+
+def merge_adjacent(hits: Sequence[MemoryHit], follows: Callable[[MemoryHit, MemoryHit], bool]) -> list[MemoryHit]:
+    """``hits`` with each run of consecutive exchanges joined into one hit; never mutates ``hits``.
+
+    ``follows(a, b)`` says whether ``b`` is the exchange right after ``a`` in one conversation. A
+    run becomes one hit: its texts in time order joined by line breaks, the best score of the
+    run, the earliest exchange's id as ``source`` and every id in ``metadata["sources"]``, the
+    first exchange's ``context_before`` and the last one's ``context_after`` (the turns between
+    are in the text itself). Runs keep the order of their best-ranked exchange; a hit that
+    follows nothing and is followed by nothing is returned as it is.
+    """
+    n = len(hits)
+    after: dict[int, int] = {}
+    has_before: set[int] = set()
+    for i in range(n):
+        for j in range(n):
+            if i != j and j not in has_before and i not in after and follows(hits[i], hits[j]):
+                after[i] = j
+                has_before.add(j)
+                break
+    if not after:
+        return list(hits)
+    runs: list[list[int]] = []
+    placed: set[int] = set()
+    for start in range(n):
+        if start in has_before:
+            continue
+        run = [start]
+        while run[-1] in after and after[run[-1]] not in placed and after[run[-1]] not in run:
+            run.append(after[run[-1]])
+        placed.update(run)
+        runs.append(run)
+    runs.extend([i] for i in range(n) if i not in placed)  # a cycle (never from real ids): as they are
+    runs.sort(key=min)
+    return [_joined([hits[i] for i in run]) if len(run) > 1 else hits[run[0]] for run in runs]
+
+
+def _joined(run: Sequence[MemoryHit]) -> MemoryHit:
+    """One hit for consecutive exchanges, in time order (see :func:`merge_adjacent`)."""
+    first, last = run[0], run[-1]
+    metadata = {k: v for k, v in first.metadata.items() if k != "context_after"}
+    if "context_after" in last.metadata:
+        metadata["context_after"] = last.metadata["context_after"]
+    metadata["sources"] = [h.source for h in run]
+    return replace(
+        first,
+        content="\n".join(h.content.strip() for h in run),
+        score=max(h.score for h in run),
+        metadata=metadata,
+    )
 
 
 def needs_context(user_terms: int, user_text: str, previous_turn: str) -> bool:

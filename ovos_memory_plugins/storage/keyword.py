@@ -22,7 +22,10 @@ expression, so no query text is ever an FTS5 operator.
   process added are picked up the same way).
 * **Pruning.** On a memory of :data:`PRUNE_MIN_DOCUMENTS` or more, query terms found in more than
   half the documents are left out and the others are searched rarest first until their postings
-  add up to :data:`PRUNE_POSTINGS`, which bounds the time of a query on any size.
+  add up to :data:`PRUNE_POSTINGS`, which bounds the time of a query on any size. The kept terms
+  only *find* candidates: when terms were left out, the best :data:`RESCORE_CANDIDATES` of them
+  are ranked again by :func:`bm25_scores` on every query term (the score FTS5's bm25 would give
+  them without pruning), so a left-out term still orders what the rare terms found.
 * **Forgetting.** Deleted rows are removed from FTS5 with its ``delete`` command before the terms
   row goes; on SQLite 3.42+ the index runs with ``secure-delete``, else it is merged
   (``optimize``) after deletes, so deleted words do not stay in ``keyword_fts_data``.
@@ -36,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import re
 import sqlite3
 from collections import Counter
@@ -56,8 +60,10 @@ __all__ = [
     "INDEX_BATCH",
     "PRUNE_MIN_DOCUMENTS",
     "PRUNE_POSTINGS",
+    "RESCORE_CANDIDATES",
     "TOKENIZER_VERSION",
     "SqliteKeywordIndex",
+    "bm25_scores",
     "document_terms",
     "match_expression",
     "query_counts",
@@ -74,6 +80,11 @@ WAL_CHECKPOINT_PAGES = 4_000
 PRUNE_MIN_DOCUMENTS = 5_000
 #: On larger memories, query terms are searched rarest first until their documents add up to this.
 PRUNE_POSTINGS = 3_000
+#: When pruning left query terms out, this many candidates are ranked again on every query term.
+RESCORE_CANDIDATES = 50
+#: FTS5's bm25 constants (fixed in SQLite).
+BM25_K1 = 1.2
+BM25_B = 0.75
 #: Document frequencies remembered per open index.
 DF_CACHE_SIZE = 50_000
 #: A query term repeated more than this many times counts this many times.
@@ -138,6 +149,70 @@ def match_expression(counts: Counter[str]) -> str:
     return " OR ".join(phrases)
 
 
+def bm25_scores(
+    counts: Counter[str],
+    rows: Sequence[Sequence[str]],
+    df: dict[str, int],
+    n: int,
+    avg_length: float,
+    weights: Sequence[float],
+) -> list[float]:
+    """FTS5's ``bm25()`` of each row for a query, computed from the stored terms.
+
+    Args:
+        counts: the query's terms and how often each counts (at most :data:`MAX_TERM_REPEAT`).
+        rows: each document's stored term columns (space-joined), in the index's column order.
+        df: how many documents hold each term (in any column); n: how many documents there are.
+        avg_length: the average number of terms of a document (all columns).
+        weights: the column weights.
+
+    The idf is ``log((n - df + 0.5) / (df + 0.5))`` (at least 1e-6), a document's length the
+    terms of all its columns, a term's frequency the weighted sum over the columns: the formula
+    of SQLite's ``fts5_aux.c``, so the scores equal the index's own for the same query.
+    """
+    idf = {}
+    for term in counts:
+        freq = df.get(term, 0)
+        idf[term] = max(math.log((n - freq + 0.5) / (freq + 0.5)), 1e-6)
+    terms = list(counts)
+    scores = []
+    for columns in rows:
+        # stored columns are terms joined by single spaces: their length without splitting them
+        length = sum(col.count(" ") + 1 for col in columns if col)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / max(avg_length, 1e-9))
+        freqs = dict.fromkeys(terms, 0.0)
+        for col, weight in zip(columns, weights, strict=False):
+            present = [t for t in terms if t in col]  # a substring test first: cheap, and usually false
+            if present:
+                tokens = col.split()
+                for term in present:
+                    freqs[term] += weight * tokens.count(term)
+        score = 0.0
+        for term, tf in freqs.items():
+            if tf:
+                score += min(counts[term], MAX_TERM_REPEAT) * idf[term] * tf * (BM25_K1 + 1) / (tf + norm)
+        scores.append(score)
+    return scores
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's big-endian varints (as FTS5 stores its records)."""
+    out, i = [], 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
 _FTS_SQL = (
     "CREATE VIRTUAL TABLE keyword_fts USING fts5("
     "body_terms, head_terms, ctx_terms, content='keyword_terms', content_rowid='id', tokenize='ascii')"
@@ -167,6 +242,7 @@ class SqliteKeywordIndex:
         self._writes = 0
         self._pending = 0
         self._count: tuple[tuple[int, int], int] | None = None
+        self._averages_cache: tuple[tuple[int, int], tuple[int, float] | None] | None = None
         self._df: dict[str, tuple[int, int]] = {}
         self._vocab = False
         self.fts = bool(self.settings.use_fts5 and sqlite_layer.fts5_available())
@@ -402,10 +478,14 @@ class SqliteKeywordIndex:
             return self._search_fallback(counts, k, session_id)
         if self._pending or self._has_pending():
             self._index_pending()
-        counts = self._prune(counts)
+        kept = self._prune(counts)
+        rescore = len(kept) < len(counts)
         s = self.settings
-        weights = f"1.0, {float(s.head_weight)!r}, {float(s.context_weight)!r}"
-        match = match_expression(counts)
+        column_weights = (1.0, float(s.head_weight), float(s.context_weight))
+        weights = ", ".join(repr(w) for w in column_weights)
+        match = match_expression(kept)
+        if rescore:
+            return self._rescored(counts, match, weights, column_weights, int(k), session_id)
         columns = "d.doc_id, d.session_id, d.content, d.metadata"
         if session_id is None:  # rank in the index, then read the few winning rows
             rows = self.db.query(
@@ -422,6 +502,68 @@ class SqliteKeywordIndex:
                 (match, session_id, int(k)),
             )
         return [self._hit(r, float(r[4])) for r in rows]
+
+    def _rescored(
+        self,
+        counts: Counter[str],
+        match: str,
+        weights: str,
+        column_weights: Sequence[float],
+        k: int,
+        session_id: str | None,
+    ) -> list[MemoryHit]:
+        """The best :data:`RESCORE_CANDIDATES` matches of the kept terms, ranked on every query
+        term by :func:`bm25_scores`; only the winners' documents are read."""
+        fetch = max(k, RESCORE_CANDIDATES)
+        if session_id is None:
+            found = self.db.query(
+                "SELECT f.rowid, f.score, t.body_terms, t.head_terms, t.ctx_terms FROM ("
+                f"SELECT rowid, -bm25(keyword_fts, {weights}) AS score FROM keyword_fts"
+                " WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?) AS f"
+                " JOIN keyword_terms AS t ON t.id = f.rowid",
+                (match, fetch),
+            )
+        else:
+            found = self.db.query(
+                f"SELECT f.rowid, -bm25(keyword_fts, {weights}) AS score, t.body_terms, t.head_terms, t.ctx_terms"
+                " FROM keyword_fts AS f JOIN documents AS d ON d.id = f.rowid JOIN keyword_terms AS t ON t.id = f.rowid"
+                " WHERE keyword_fts MATCH ? AND d.session_id = ? ORDER BY score DESC LIMIT ?",
+                (match, session_id, fetch),
+            )
+        scores = [float(r[1]) for r in found]
+        averages = self._averages() if found else None
+        if averages is not None:
+            n, avg_length = averages
+            df = self._document_frequencies(list(counts), self.count())
+            scores = bm25_scores(counts, [(r[2], r[3], r[4]) for r in found], df, n, avg_length, column_weights)
+        best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][1])))[:k]
+        if not best:
+            return []
+        ids = [int(found[i][0]) for i in best]
+        marks = ",".join("?" * len(ids))
+        rows = {
+            int(r[0]): r
+            for r in self.db.query(
+                f"SELECT id, doc_id, session_id, content, metadata FROM documents WHERE id IN ({marks})", ids
+            )
+        }
+        return [self._hit(rows[i][1:], scores[j]) for i, j in zip(ids, best, strict=True) if i in rows]
+
+    def _averages(self) -> tuple[int, float] | None:
+        """``(documents, average terms per document)`` from FTS5's averages record (None when
+        unreadable: the search then keeps the index's own scores)."""
+        key = (self.db.data_version(), self._writes)
+        if self._averages_cache is not None and self._averages_cache[0] == key:
+            return self._averages_cache[1]
+        try:
+            blob = self.db.scalar("SELECT block FROM keyword_fts_data WHERE id = 1")
+            values = _varints(bytes(blob or b""))
+        except (StorageError, sqlite3.Error, TypeError, IndexError) as exc:
+            LOG.debug("keyword index: no averages record (%s)", exc)
+            values = []
+        found = (values[0], sum(values[1:]) / values[0]) if len(values) >= 2 and values[0] > 0 else None
+        self._averages_cache = (key, found)
+        return found
 
     def count(self) -> int:
         """How many documents the index holds (cached until this or another process writes)."""

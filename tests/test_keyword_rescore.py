@@ -1,0 +1,81 @@
+"""On a large memory the pruned terms only find candidates; every query term still ranks them."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from ovos_memory_plugins.lexical import LexicalMemory
+from ovos_memory_plugins.storage import keyword
+
+WORDS = [
+    "weather",
+    "report",
+    "cloudy",
+    "sunny",
+    "rain",
+    "wind",
+    "storm",
+    "tornado",
+    "city",
+    "river",
+    "bridge",
+    "market",
+    "garden",
+]
+
+
+def fill(m: LexicalMemory) -> None:
+    rng = random.Random(7)
+    for i in range(120):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
+        m.store(f"[day {i % 9}] Ana: {text}", f"s{i % 5}")
+
+
+def test_bm25_scores_equal_the_index_on_every_term(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with LexicalMemory({"root": str(tmp_path), "retrieval": {"min_relative_score": 0.0}}) as m:
+        fill(m)
+        query = "tornado over the river bridge, and the weather report"
+        exact = m.search(query, top_k=200)  # no pruning below PRUNE_MIN_DOCUMENTS: FTS5's own scores
+        monkeypatch.setattr(keyword, "PRUNE_MIN_DOCUMENTS", 20)
+        monkeypatch.setattr(keyword, "PRUNE_POSTINGS", 40)
+        monkeypatch.setattr(keyword, "RESCORE_CANDIDATES", 1000)
+        counts = keyword.query_counts(query, m.keyword.settings)
+        assert len(m.keyword._prune(counts)) < len(counts)  # terms are left out ...
+        rescored = m.search(query, top_k=200)
+        # ... yet every document the kept terms found has the score the unpruned index gives it
+        by_id = {h.source: h.score for h in exact}
+        assert rescored and all(h.score == pytest.approx(by_id[h.source], rel=1e-9) for h in rescored)
+        assert [h.source for h in rescored] == [h.source for h in exact if h.source in {r.source for r in rescored}]
+        # session-scoped searches rank the same way
+        scoped = m.search(query, session_id="s1", top_k=50)
+        assert scoped and all(h.score == pytest.approx(by_id[h.source], rel=1e-9) for h in scoped)
+
+
+def test_a_left_out_term_still_orders_what_the_rare_terms_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyword, "PRUNE_MIN_DOCUMENTS", 20)
+    monkeypatch.setattr(keyword, "PRUNE_POSTINGS", 10)
+    with LexicalMemory({"root": str(tmp_path)}) as m:
+        for i in range(40):
+            m.store(f"filler note {i}", "s")
+        for i in range(12):
+            m.store(f"weather report {i}: cloudy", "s")
+        m.store("a tornado was seen", "s")  # shorter: without "weather" it would rank first
+        both = m.store("weather: a tornado was seen", "s")
+        hits = m.search("weather tornado", top_k=2)
+        counts = keyword.query_counts("weather tornado", m.keyword.settings)
+        assert dict(m.keyword._prune(counts)) == {"tornado": 1}  # "weather" finds nothing ...
+        assert hits[0].source == both  # ... but ranks the two tornado documents
+        assert hits[0].score > hits[1].score
+
+
+def test_the_averages_record_is_read(tmp_path: Path) -> None:
+    with LexicalMemory({"root": str(tmp_path)}) as m:
+        m.store("one two three", "s")
+        m.store("four five", "s")
+        m.search("one", top_k=1)  # indexes what is pending
+        assert m.keyword._averages() == (2, 2.5)

@@ -1,0 +1,62 @@
+"""benchmarks/persona_path.py: how it counts what reached the prompt, on a real memory."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from ovos_memory_plugins.lexical import LexicalMemory
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "persona_path.py"
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCH.parent))  # it imports its sibling recall.py
+    spec = importlib.util.spec_from_file_location("persona_path_under_test", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "persona_path_under_test", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_joined_neighbours_count_as_one_memory_and_two_exchanges(bench: ModuleType, tmp_path: Path) -> None:
+    unit = bench.Unit("u")
+    trip = [
+        bench.Exchange("I am planning a trip to Kyoto in April.", "Kyoto in April has cherry blossoms.", {"t1"}),
+        bench.Exchange("Which Kyoto temples open early?", "Kiyomizu-dera opens at six.", {"t2"}),
+        bench.Exchange("I adopted a cat named Miso.", "Lovely.", {"t3"}),
+    ]
+    unit.sessions = [("s", trip), ("other", [bench.Exchange("Book a Kyoto ryokan.", "Done, Ryokan Yachiyo.", {"r"})])]
+    unit.asks = [bench.Ask("Kyoto temples", {"t2"}, "single")]
+    with LexicalMemory({"root": str(tmp_path / "mem")}) as mem:
+        bench._feed(mem, unit)
+        prompt = mem.build_conversation_context("Kyoto temples", "new")
+    injected, memories, chars = bench._injected(prompt, unit)
+    assert sorted(tag for ex in injected for tag in ex.tags) == ["r", "t1", "t2"]  # three exchanges ...
+    assert sorted(sorted(m) for m in memories) == [["r"], ["t1", "t2"]]  # ... in two memories
+    assert chars > 0
+
+
+def test_the_tally_reports_exchanges_and_memories(bench: ModuleType, tmp_path: Path) -> None:
+    unit = bench.Unit("u")
+    unit.sessions = [
+        (
+            "s",
+            [
+                bench.Exchange("My Kyoto trip starts in April.", "Noted.", {"a"}),
+                bench.Exchange("The Kyoto trip ends in May.", "Noted.", {"b"}),
+            ],
+        )
+    ]
+    unit.asks = [bench.Ask("When does my Kyoto trip end?", {"b"}, "single")]
+    tally = bench.evaluate(LexicalMemory, {}, iter([unit]), None)
+    row = tally.row()
+    assert row["hit"] == 100.0 and row["inj/q"] == 2 and row["precision"] == 50.0
+    assert row["mem/q"] == 1 and row["irr mem/q"] == 0 and row["mem prec"] == 100.0
+    assert row["CPU p95"] >= 0
