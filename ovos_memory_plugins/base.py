@@ -769,14 +769,16 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         )
         return merge_adjacent(chosen, self.follows)
 
-    def follows(self, earlier: MemoryHit, later: MemoryHit) -> bool:
+    @staticmethod
+    def follows(earlier: MemoryHit, later: MemoryHit) -> bool:
         """Whether ``later`` is the recorded exchange right after ``earlier`` in one session: its
-        id is the one :meth:`exchange_id` gives its text after ``earlier``'s id (no read needed)."""
+        id is the one :meth:`exchange_id` gives its text after ``earlier``'s id (no read needed;
+        the composite asks the same of its members' hits)."""
         parts = exchange_parts(later.content)
         session = later.metadata.get("session_id")
         if parts is None or not isinstance(session, str) or earlier.metadata.get("session_id") != session:
             return False
-        return bool(earlier.source) and later.source == self.exchange_id(session, earlier.source, *parts)
+        return bool(earlier.source) and later.source == BaseRetrievalMemory.exchange_id(session, earlier.source, *parts)
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Extra system text a backend always contributes (notes, sticky notes); none here."""

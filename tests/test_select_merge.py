@@ -83,3 +83,19 @@ def test_neighbours_join_after_a_restart(tmp_path: Path) -> None:
     with LexicalMemory({"root": root}) as mem:
         hits = mem.recall("Kyoto trip", "new", [])
         assert len(hits) == 1 and hits[0].content.index("starts in April") < hits[0].content.index("ends in May")
+
+
+def test_a_composite_joins_its_members_neighbouring_exchanges(tmp_path: Path) -> None:
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    cfg = {"root": str(tmp_path / "c"), "members": [{"module": "ovos-memory-plugin-lexical"}]}
+    with CompositeMemory(cfg) as mem:
+        mem.update_history(
+            exchange("I am planning a trip to Kyoto in April.", "Kyoto in April has cherry blossoms."), "s"
+        )
+        mem.update_history(exchange("Which Kyoto temples open early?", "Kiyomizu-dera opens at six."), "s")
+        mem.update_history(exchange("I also adopted a cat named Miso.", "Lovely."), "s")
+        hits = mem.recall("Kyoto trip temples", "new", [])
+        joined = [h for h in hits if "sources" in h.metadata]
+        assert len(joined) == 1 and len(joined[0].metadata["sources"]) >= 2
+        assert joined[0].content.index("planning a trip") < joined[0].content.index("temples open early")
