@@ -172,8 +172,10 @@ def _rate(n: int, fn: Callable[[], object]) -> tuple[float, float]:
 def _build(name: str, threads: int | None) -> object:
     from ovos_memory_plugins.embedders import MiniLMEmbedder, make_embedder
 
-    if name == "minilm-before":  # as configured before: 2 threads whatever the affinity, spinning
-        return MiniLMEmbedder(threads=min(2, os.cpu_count() or 1), spinning=True)
+    if name == "minilm-before":  # as configured two releases ago: 2 threads whatever the affinity, spinning
+        return MiniLMEmbedder(threads=min(2, os.cpu_count() or 1), spinning=True, workers=1)
+    if name == "minilm-previous":  # the previous release: threads from the affinity, one batch at a time
+        return MiniLMEmbedder(threads=threads, workers=1)
     return make_embedder({"type": "local", "model": name, "threads": threads})
 
 
@@ -313,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument(
         "--models",
         "--model",
-        default="minilm-before,minilm,use-multilingual,e5-small",
-        help="comma-separated local model names; minilm-before is MiniLM as configured before",
+        default="minilm-before,minilm-previous,minilm,use-multilingual,e5-small",
+        help="comma-separated local model names; minilm-before and minilm-previous are MiniLM as configured before",
     )
     e.add_argument(
         "--threads",

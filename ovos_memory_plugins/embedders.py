@@ -34,6 +34,7 @@ import unicodedata
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -777,15 +778,26 @@ class MiniLMEmbedder:
     It knows few non-Latin characters: :meth:`coverage` tells which share of a text's word
     pieces it knows, so a hybrid can trust it less where it is blind.
 
+    A call with more texts than one batch (import, ingest, re-embedding) is run as batches of
+    texts of similar length (padding to the real length), ``workers`` batches at a time, each
+    from its own thread on the one shared session: a batch's work then stays on one core
+    instead of handing every layer's pieces to another thread, so a bulk call scales with
+    the cores without spinning workers and without a second copy of the model in RAM.
+
     Args:
-        threads: onnxruntime's intra-op threads; default the usable cores, at most 2.
+        threads: onnxruntime's intra-op threads (one text at a time); default the usable
+            cores, at most 2.
         spinning: let idle worker threads spin (onnxruntime's own default; only for
             comparisons: on a shared or pinned core it is several times slower).
+        workers: batches run at once by a bulk call; default the usable cores, at most 4
+            (1: one batch after the other, as before).
     """
 
     max_tokens = 256
+    #: texts per model call in a bulk call (sorted by length first)
+    batch = 32
 
-    def __init__(self, threads: int | None = None, *, spinning: bool = False) -> None:
+    def __init__(self, threads: int | None = None, *, spinning: bool = False, workers: int | None = None) -> None:
         try:
             import onnxruntime
             import tokenizers
@@ -826,26 +838,35 @@ class MiniLMEmbedder:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
+        self.workers = max(1, int(workers)) if workers else min(4, usable_cores())
         self.dimension = 384
         self.id = "local:all-MiniLM-L6-v2-int8:384"
 
+    def _pooled(self, texts: list[str]) -> Matrix:
+        """Mean-pooled (not yet normalised) vectors of one model call."""
+        enc = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return np.asarray(pooled, dtype=np.float32)
+
     def embed(self, texts: list[str]) -> Matrix:
-        """Mean-pooled, unit-length vectors (texts batched by length, so padding stays short)."""
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = []
-        for start in range(0, len(texts), 32):
-            enc = self._tokenizer.encode_batch([texts[i] for i in order[start : start + 32]])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            out.append(pooled.astype(np.float32))
-        if not out:
+        """Mean-pooled, unit-length vectors (texts batched by length, so padding stays short;
+        several batches at once on several cores)."""
+        if not texts:
             return np.zeros((0, self.dimension), np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        chunks = [[texts[i] for i in order[start : start + self.batch]] for start in range(0, len(texts), self.batch)]
+        if len(chunks) == 1 or self.workers == 1:
+            out = [self._pooled(chunk) for chunk in chunks]
+        else:  # onnxruntime releases the GIL while it runs; the threads end with the call
+            with ThreadPoolExecutor(min(self.workers, len(chunks)), thread_name_prefix="minilm") as pool:
+                out = list(pool.map(self._pooled, chunks))
         result = np.empty((len(texts), self.dimension), dtype=np.float32)
         result[order] = np.concatenate(out)
         return normalize_rows(result)

@@ -241,6 +241,29 @@ def test_local_minilm_embeds_meaning() -> None:
 
 
 @pytest.mark.skipif(not _HAS_MINILM, reason="the [local] extra is absent")
+def test_local_minilm_bulk_runs_batches_at_once_with_the_same_vectors() -> None:
+    parallel = embedders.MiniLMEmbedder(workers=2)
+    serial = embedders.MiniLMEmbedder(threads=1, workers=1)
+    assert parallel.workers == 2 and serial.workers == 1
+    # lengths vary, so the length-sorted batches differ from the input order
+    texts = [f"{'my sister ' * (i % 7)}moved to Lisbon in May, note {i}" for i in range(150)]
+    seen: list[int] = []
+    pooled = parallel._pooled
+
+    def counting(batch: list[str]) -> Any:
+        seen.append(len(batch))
+        return pooled(batch)
+
+    parallel._pooled = counting  # type: ignore[method-assign]
+    bulk = parallel.embed(texts)
+    assert sorted(seen) == [22, 32, 32, 32, 32]  # ceil(150 / 32) model calls
+    assert bulk.shape == (150, 384)
+    np.testing.assert_allclose(bulk, serial.embed(texts), atol=1e-4)  # same rows, same order
+    for i in (0, 6, 77, 149):  # padding to a batch's longest text does not change a vector
+        assert float(serial.embed([texts[i]])[0] @ bulk[i]) > 0.9999
+
+
+@pytest.mark.skipif(not _HAS_MINILM, reason="the [local] extra is absent")
 def test_local_model_hash_mismatch_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedders, "_MINILM_ONNX_SHA256", "0" * 64)
     monkeypatch.setattr(embedders, "_verified", set())
