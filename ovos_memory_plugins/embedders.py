@@ -440,6 +440,24 @@ def _positive(value: Any, key: str, zero: bool = False) -> float:
     return number
 
 
+def _required_name(value: Any, key: str, what: str) -> str:
+    """``value`` if it is a non-empty string, else a :class:`ConfigError` naming ``embedder.<key>``."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError([f"key 'embedder.{key}': {value!r} is not accepted; expected {what}"])
+    return value
+
+
+def _service_guard(name: str, timeout: Any, backoff_s: Any, backoff_max_s: Any) -> CallGuard:
+    """The total deadline and back-off of the calls to one service, from the embedder's keys
+    (each checked: a :class:`ConfigError` names the bad one)."""
+    return CallGuard(
+        name,
+        _positive(timeout, "timeout"),
+        backoff_s=_positive(backoff_s, "backoff_s", zero=True),
+        backoff_max_s=_positive(backoff_max_s, "backoff_max_s", zero=True),
+    )
+
+
 def _env(*names: str) -> str | None:
     for name in names:
         value = os.environ.get(name)
@@ -486,29 +504,24 @@ class OpenAIEmbedder:
         backoff_s: float = DEFAULT_BACKOFF_S,
         backoff_max_s: float = DEFAULT_BACKOFF_MAX_S,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ConfigError([f"key 'embedder.model': {model!r} is not accepted; expected a model name"])
+        self.model = _required_name(model, "model", "a model name")
         if dimensions is not None and int(dimensions) < 1:
             raise ConfigError([f"key 'embedder.dimensions': {dimensions!r} is not accepted; expected an integer >= 1"])
-        self.model = model
         self.dimensions = int(dimensions) if dimensions is not None else None
         self.batch_size = max(1, int(batch_size))
-        self.timeout = _positive(timeout, "timeout")
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.base_url = base_url or _env("OVOS_MEMORY_EMBEDDING_BASE_URL", "OPENAI_BASE_URL")
+        self.guard = _service_guard(
+            f"embedding server {self.base_url or 'api.openai.com'}", timeout, backoff_s, backoff_max_s
+        )
+        self.timeout = self.guard.deadline_s
         key = api_key or _env("OVOS_MEMORY_EMBEDDING_API_KEY", "OPENAI_API_KEY") or "none"
         if client is None:
             import openai
 
             client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=0)
         self._client = client
-        self.guard = CallGuard(
-            f"embedding server {self.base_url or 'api.openai.com'}",
-            self.timeout,
-            backoff_s=_positive(backoff_s, "backoff_s", zero=True),
-            backoff_max_s=_positive(backoff_max_s, "backoff_max_s", zero=True),
-        )
         dim = str(self.dimensions) if self.dimensions is not None else "native"
         prefixes = ""
         if query_prefix or document_prefix:
@@ -572,12 +585,10 @@ class OPMEmbedder:
         backoff_s: float = DEFAULT_BACKOFF_S,
         backoff_max_s: float = DEFAULT_BACKOFF_MAX_S,
     ) -> None:
-        if not isinstance(module, str) or not module:
-            raise ConfigError([f"key 'embedder.module': {module!r} is not accepted; expected a plugin name"])
-        self.module = module
+        self.module = _required_name(module, "module", "a plugin name")
         self.config = dict(config or {})
-        self.timeout = _positive(timeout, "timeout")
-        backoff = (_positive(backoff_s, "backoff_s", zero=True), _positive(backoff_max_s, "backoff_max_s", zero=True))
+        self.guard = _service_guard(f"embeddings plugin {module}", timeout, backoff_s, backoff_max_s)
+        self.timeout = self.guard.deadline_s
         if plugin is None:
             from ovos_plugin_manager.embeddings import load_text_embeddings_plugin
 
@@ -590,9 +601,6 @@ class OPMEmbedder:
         if not callable(getattr(plugin, "get_embeddings", None)):
             raise BackendError(f"OPM plugin {module!r} ({type(plugin).__name__}) has no get_embeddings(text)")
         self.plugin = plugin
-        self.guard = CallGuard(
-            f"embeddings plugin {module}", self.timeout, backoff_s=backoff[0], backoff_max_s=backoff[1]
-        )
         self.id = f"opm:{module}:{self.config.get('model', 'default')}"
 
     def _embed(self, texts: list[str]) -> list[Any]:
