@@ -105,8 +105,9 @@ class VectorOptions:
         minimum=0,
     )
     fusion: str = option(
-        "weighted",
-        doc="How the hybrid fuses: `weighted` (min-max normalised scores, weighted, summed), "
+        "calibrated",
+        doc="How the hybrid fuses: `calibrated` (as `weighted`, each arm's weight times how far its best "
+        "hit stands out from its list for this query), `weighted` (min-max normalised scores, weighted, summed), "
         "`score` (half rank, half score relative to the list's best) or `rrf` (reciprocal rank fusion).",
         check=_check_fusion,
     )
