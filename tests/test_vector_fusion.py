@@ -50,10 +50,13 @@ class ListIndex(IndexBase):
 
 def test_confidence_is_the_best_hits_lead_over_the_third_as_a_share_of_the_range() -> None:
     clear = _hits(("a", 0.9), ("b", 0.3), ("c", 0.3), ("d", 0.1))
-    assert list_confidence(clear) == pytest.approx(((0.9 - 0.3) / (0.9 - 0.1)) ** 0.5)
+    assert list_confidence(clear) == pytest.approx(0.25 + 0.75 * ((0.9 - 0.3) / (0.9 - 0.1)) ** 0.5)
     flat = _hits(("a", 5.0), ("b", 4.98), ("c", 4.96), ("d", 1.0))
-    assert list_confidence(flat) == pytest.approx((0.04 / 4.0) ** 0.5)
-    assert list_confidence(flat, rank=2, power=1.0) == pytest.approx(0.02 / 4.0)
+    assert list_confidence(flat) == pytest.approx(0.25 + 0.75 * (0.04 / 4.0) ** 0.5)
+    assert list_confidence(flat, rank=2, power=1.0, floor=0.0) == pytest.approx(0.02 / 4.0)
+    # an arm of ties keeps a quarter of its weight; one whose third hit is its last, all of it
+    assert list_confidence(_hits(("a", 1.0), ("b", 1.0), ("c", 1.0), ("d", 0.0))) == pytest.approx(0.25)
+    assert list_confidence(_hits(("a", 1.0), ("b", 0.5), ("c", 0.0))) == 1.0
     # nothing to tell: one hit, equal scores, or an empty list
     assert list_confidence(_hits(("a", 3.0))) == 1.0
     assert list_confidence(_hits(("a", 2.0), ("b", 2.0), ("c", 2.0))) == 1.0
@@ -61,9 +64,8 @@ def test_confidence_is_the_best_hits_lead_over_the_third_as_a_share_of_the_range
     # a list shorter than the rank compares with its last hit
     assert list_confidence(_hits(("a", 1.0), ("b", 0.5))) == 1.0
     # scale-free: keyword scores and cosine similarities are calibrated alike
-    assert list_confidence(_hits(*[(t, 10 * s) for t, s in (("a", 0.9), ("b", 0.3), ("c", 0.3), ("d", 0.1))])) == (
-        pytest.approx(list_confidence(clear))
-    )
+    scaled = _hits(*[(h.content, 10 * h.score) for h in clear])
+    assert list_confidence(scaled) == pytest.approx(list_confidence(clear))
 
 
 def test_an_arm_with_a_clear_winner_outweighs_an_arm_of_near_ties() -> None:
