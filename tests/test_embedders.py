@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -255,7 +256,9 @@ def test_local_minilm_bulk_runs_batches_at_once_with_the_same_vectors() -> None:
         return pooled(batch)
 
     parallel._pooled = counting  # type: ignore[method-assign]
+    before = {t.name for t in threading.enumerate()}
     bulk = parallel.embed(texts)
+    assert {t.name for t in threading.enumerate()} == before  # the call's threads ended with it
     assert sorted(seen) == [22, 32, 32, 32, 32]  # ceil(150 / 32) model calls
     assert bulk.shape == (150, 384)
     np.testing.assert_allclose(bulk, serial.embed(texts), atol=1e-4)  # same rows, same order
