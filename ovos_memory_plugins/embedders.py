@@ -786,15 +786,16 @@ class MiniLMEmbedder:
     It knows few non-Latin characters: :meth:`coverage` tells which share of a text's word
     pieces it knows, so a hybrid can trust it less where it is blind.
 
-    A call with more texts than one batch (import, ingest, re-embedding) is run as batches of
-    texts of similar length (padding to the real length), ``workers`` batches at a time, each
-    from its own thread on the one shared session: a batch's work then stays on one core
-    instead of handing every layer's pieces to another thread, so a bulk call scales with
-    the cores without spinning workers and without a second copy of the model in RAM.
+    Every model call runs on the calling thread alone (one intra-op thread): a short text's
+    layers are too small to split across cores with profit, and handing their pieces to a
+    second thread costs more CPU than it saves (on a shared machine it also waits for that
+    thread). A call with more texts than one batch (import, ingest, re-embedding) is run as
+    batches of texts of similar length (padding to the real length), ``workers`` batches at
+    a time, each from its own thread on the one shared session: a bulk call scales with the
+    cores without spinning workers and without a second copy of the model in RAM.
 
     Args:
-        threads: onnxruntime's intra-op threads (one text at a time); default the usable
-            cores, at most 2.
+        threads: onnxruntime's intra-op threads per model call; default 1.
         spinning: let idle worker threads spin (onnxruntime's own default; only for
             comparisons: on a shared or pinned core it is several times slower).
         workers: batches run at once by a bulk call; default the usable cores, at most 4
@@ -838,7 +839,7 @@ class MiniLMEmbedder:
         self._tokenizer = tok
         self._unk = vocab["[UNK]"]
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = _threads(threads)
+        options.intra_op_num_threads = max(1, int(threads)) if threads else 1
         options.inter_op_num_threads = 1
         # idle workers sleep instead of spinning: on a shared or pinned core a spinning
         # worker steals the time the one doing the work needs (3x slower one text at a time)
