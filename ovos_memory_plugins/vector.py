@@ -75,10 +75,11 @@ class VectorOptions:
     embedder: str | dict[str, Any] = option(
         "local",
         doc="The embedding model: `local` (the default offline model, needs the `[local]` extra), "
-        "`local-minilm`, `local-e5`, `hash` (tests only), or an object: "
+        "`local-minilm`, `local-multilingual`, `local-e5`, `hash` (tests only), or an object: "
         '`{"type": "openai", "model": ..., "base_url": ..., "api_key": ..., "dimensions": ..., '
         '"batch_size": ..., "timeout": ...}`, `{"type": "opm", "module": ..., "config": {...}}`, '
-        '`{"type": "local", "model": "minilm" | "e5-small", "threads": ...}`, `{"type": "hash", "dimension": ...}`.',
+        '`{"type": "local", "model": "minilm" | "use-multilingual" | "e5-small", "threads": ...}`, '
+        '`{"type": "hash", "dimension": ...}`.',
         check=_check_embedder,
     )
     hybrid: bool = option(False, doc="Also keep a keyword index and fuse both per query (recommended).")
@@ -100,8 +101,9 @@ class VectorOptions:
         minimum=0,
     )
     fusion: str = option(
-        "weighted",
-        doc="How the hybrid fuses: `weighted` (min-max normalised scores, weighted, summed), "
+        "calibrated",
+        doc="How the hybrid fuses: `calibrated` (as `weighted`, each arm's weight times how far its best "
+        "hit stands out from its list for this query), `weighted` (min-max normalised scores, weighted, summed), "
         "`score` (half rank, half score relative to the list's best) or `rrf` (reciprocal rank fusion).",
         check=_check_fusion,
     )

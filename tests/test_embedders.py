@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -238,6 +239,31 @@ def test_local_minilm_embeds_meaning() -> None:
     coverage = emb.coverage  # type: ignore[attr-defined]  # MiniLM-specific
     assert coverage("hello there") == 1.0 and coverage("我喜欢红色自行车") < 0.6
     assert make_embedder("local") is make_embedder({"type": "local", "model": "minilm"})
+
+
+@pytest.mark.skipif(not _HAS_MINILM, reason="the [local] extra is absent")
+def test_local_minilm_bulk_runs_batches_at_once_with_the_same_vectors() -> None:
+    parallel = embedders.MiniLMEmbedder(workers=2)
+    serial = embedders.MiniLMEmbedder(threads=1, workers=1)
+    assert parallel.workers == 2 and serial.workers == 1
+    # lengths vary, so the length-sorted batches differ from the input order
+    texts = [f"{'my sister ' * (i % 7)}moved to Lisbon in May, note {i}" for i in range(150)]
+    seen: list[int] = []
+    pooled = parallel._pooled
+
+    def counting(batch: list[str]) -> Any:
+        seen.append(len(batch))
+        return pooled(batch)
+
+    parallel._pooled = counting  # type: ignore[method-assign]
+    before = {t.name for t in threading.enumerate()}
+    bulk = parallel.embed(texts)
+    assert {t.name for t in threading.enumerate()} == before  # the call's threads ended with it
+    assert sorted(seen) == [22, 32, 32, 32, 32]  # ceil(150 / 32) model calls
+    assert bulk.shape == (150, 384)
+    np.testing.assert_allclose(bulk, serial.embed(texts), atol=1e-4)  # same rows, same order
+    for i in (0, 6, 77, 149):  # padding to a batch's longest text does not change a vector
+        assert float(serial.embed([texts[i]])[0] @ bulk[i]) > 0.9999
 
 
 @pytest.mark.skipif(not _HAS_MINILM, reason="the [local] extra is absent")
