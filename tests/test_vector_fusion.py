@@ -101,3 +101,20 @@ def test_vector_memory_fuses_calibrated_by_default_and_keeps_the_other_fusions(t
             assert mem.search("where does Ingrid live", top_k=1)[0].content == facts[1]
         finally:
             mem.close()
+
+
+class _E5Ids(HashingEmbedder):
+    """A hashing embedder that carries the e5 model's id (the default fusion follows the id)."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.id = "local:multilingual-e5-small-q4:64"
+
+
+def test_e5_keeps_the_weighted_fusion_by_default(tmp_path: Path) -> None:
+    config: dict[str, Any] = {"root": str(tmp_path / "e5"), "hybrid": True, "background_reembed": False}
+    with VectorMemory(config, embedder=_E5Ids()) as mem:
+        assert isinstance(mem.index, HybridIndex) and mem.index.fusion == "weighted"
+    config = {**config, "root": str(tmp_path / "e5c"), "fusion": "calibrated"}
+    with VectorMemory(config, embedder=_E5Ids()) as mem:
+        assert isinstance(mem.index, HybridIndex) and mem.index.fusion == "calibrated"
