@@ -375,14 +375,25 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         if not docs:
             return []
         with self._lock:
-            prepared = [index.prepare(docs) for index in self.indexes]
+            prepared = self._prepare_documents(docs)
             with self.storage.atomic():
-                stored = self.storage.documents.put(docs)
-                for index, work in zip(self.indexes, prepared, strict=True):
-                    index.add(stored, work)
-                for doc in docs:
-                    self._store_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
-            return stored
+                return self._put_prepared(docs, prepared)
+
+    def _prepare_documents(self, docs: Sequence[Document]) -> list[Any]:
+        """Every index's work for ``docs`` done before the transaction (it may embed: slow, network)."""
+        return [index.prepare(docs) for index in self.indexes] if docs else []
+
+    def _put_prepared(self, docs: Sequence[Document], prepared: Sequence[Any]) -> list[StoredDocument]:
+        """Write prepared documents to the documents table, every index and the backend's hook
+        (inside the caller's transaction)."""
+        if not docs:
+            return []
+        stored = self.storage.documents.put(docs)
+        for index, work in zip(self.indexes, prepared, strict=True):
+            index.add(stored, work)
+        for doc in docs:
+            self._store_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
+        return stored
 
     def search(self, query: str, session_id: str | None = None, top_k: int | None = None) -> list[MemoryHit]:
         """The memories best matching ``query``, best first, deduplicated.
@@ -633,10 +644,6 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 last_role, last_content = role, content
             before = [(m.role, m.content) for m in recent]
             keep = max(self.settings.max_history * 2 + 4, 24)
-            with self.storage.atomic():
-                if tag_tail is not None:
-                    history.tag_exchange(session_id, tag_tail)
-                history.append(session_id, incoming, keep, previous_id if exchanges else None, tags)
             turns = [*before, *incoming]
             docs: list[Document] = []
             for doc_id, before_id, user, assistant in exchanges if self.archives_exchanges else []:
@@ -652,9 +659,28 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                     docs.extend(self._with_turn_after(session_id, before_id, turns, user, assistant))
                 docs.append(Document(doc_id, exchange_text(user, assistant), session_id, metadata))
             try:
-                self._write_documents(docs)
+                prepared = self._prepare_documents(docs)
             except Exception:
+                LOG.exception("%s: could not prepare exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
+                docs, prepared = [], []
+
+            def record_history() -> None:
+                if tag_tail is not None:
+                    history.tag_exchange(session_id, tag_tail)
+                history.append(session_id, incoming, keep, previous_id if exchanges else None, tags)
+
+            # One transaction (one durable commit) for the messages and the exchange documents;
+            # should the documents fail, the messages are recorded alone.
+            try:
+                with self.storage.atomic():
+                    record_history()
+                    self._put_prepared(docs, prepared)
+            except Exception:
+                if not docs:
+                    raise
                 LOG.exception("%s: could not store exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
+                with self.storage.atomic():
+                    record_history()
             leaving = self._leaving_window(session_id, len(exchanges)) if exchanges else []
         if leaving and self._summary is not None:  # outside the lock: a model call may take seconds
             try:

@@ -748,32 +748,27 @@ class PgHistory:
                 conn.execute(_HISTORY_INSERT, params)
                 conn.execute(_HISTORY_TRIM, {**params, "offset": max(keep, 0)})
             return
-        # Messages that complete an exchange are followed at once by the exchange document's
-        # own transaction, whose (synchronous) commit flushes the WAL up to and including these
-        # rows: their transaction need not wait for its own flush, which halves the fsyncs of a
-        # recorded turn. Lone messages (no exchange) commit synchronously as usual.
-        params["commit"] = "off" if last_exchange_id is not None or any(ids) else None
-        # one statement (one round trip): insert, move the chain, trim
-        self.db.execute(
-            "WITH ins AS (" + _HISTORY_INSERT + " RETURNING id),"
-            " chain AS (INSERT INTO memory_sessions (namespace, session_id, last_exchange_id)"
-            "  SELECT %(ns)s, %(session)s, %(last)s WHERE %(last)s::text IS NOT NULL"
-            "  ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id),"
-            " cfg AS (SELECT set_config('synchronous_commit',"
-            "  coalesce(%(commit)s::text, current_setting('synchronous_commit')), true) AS v)"
-            + _HISTORY_TRIM
-            + " AND EXISTS (SELECT 1 FROM cfg)",
-            params,
-        )
+        # one statement: insert, move the chain, trim (the base records a turn's messages and
+        # its exchange document in one transaction, so one durable commit covers both)
+        with self.db.connection() as conn:
+            conn.execute(
+                "WITH ins AS (" + _HISTORY_INSERT + " RETURNING id),"
+                " chain AS (INSERT INTO memory_sessions (namespace, session_id, last_exchange_id)"
+                "  SELECT %(ns)s, %(session)s, %(last)s WHERE %(last)s::text IS NOT NULL"
+                "  ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id)"
+                + _HISTORY_TRIM,
+                params,
+            )
 
     def tag_exchange(self, session_id: str, exchange_id: str) -> None:
         """Mark the session's last untagged user message as part of ``exchange_id``."""
-        self.db.execute(
-            "UPDATE memory_history SET exchange_id = %s WHERE id = (SELECT id FROM memory_history"
-            " WHERE namespace = %s AND session_id = %s AND role = 'user' AND exchange_id IS NULL"
-            " ORDER BY id DESC LIMIT 1)",
-            (exchange_id, self.namespace, session_id),
-        )
+        with self.db.connection() as conn:
+            conn.execute(
+                "UPDATE memory_history SET exchange_id = %s WHERE id = (SELECT id FROM memory_history"
+                " WHERE namespace = %s AND session_id = %s AND role = 'user' AND exchange_id IS NULL"
+                " ORDER BY id DESC LIMIT 1)",
+                (exchange_id, self.namespace, session_id),
+            )
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
         """The newest ``limit`` messages of a session, oldest first."""
