@@ -73,7 +73,7 @@ from ovos_memory_plugins.storage.engine import (
     open_storage,
 )
 from ovos_memory_plugins.storage.sqlite import Database
-from ovos_memory_plugins.storage.summary_store import SummaryStore
+from ovos_memory_plugins.storage.summary_store import open_summary_store
 from ovos_memory_plugins.summary import RollingSummary
 from ovos_memory_plugins.text import clean_text, clip_query, query_terms
 
@@ -224,11 +224,8 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
         cfg = self.settings.summary
         if not cfg.enabled:
             return None
-        if not isinstance(self.storage.db, Database):
-            LOG.warning("%s: the rolling summary is kept only on the SQLite engine for now", type(self).__name__)
-            return None
         try:
-            return RollingSummary(SummaryStore(self.storage.db), cfg.max_chars, cfg.llm)
+            return RollingSummary(open_summary_store(self.storage), cfg.max_chars, cfg.llm)
         except Exception:
             LOG.exception("%s: the rolling summary is unavailable", type(self).__name__)
             return None
@@ -622,8 +619,11 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             return
         history = self.storage.history
         exchanges: list[tuple[str, str, str, str]] = []
+        window = self.settings.max_history // 2
+        # enough history for the replay check and, with a summary, for what leaves the window
+        need = 2 * (window + len(incoming)) + 4 if self._summary is not None and window > 0 else 3
         with self._lock:
-            recent = history.recent(session_id, 3)
+            recent = history.recent(session_id, need)
             tail = recent[-2:]
             if len(incoming) == 2 and [(m.role, m.content) for m in tail] == incoming:
                 return  # the same exchange again: a replay
@@ -681,7 +681,7 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
                 LOG.exception("%s: could not store exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
                 with self.storage.atomic():
                     record_history()
-            leaving = self._leaving_window(session_id, len(exchanges)) if exchanges else []
+            leaving = self._leaving_window(turns, len(exchanges)) if exchanges else []
         if leaving and self._summary is not None:  # outside the lock: a model call may take seconds
             try:
                 self._summary.fold(session_id, leaving)
@@ -733,14 +733,15 @@ class BaseRetrievalMemory(AgentContextManager):  # type: ignore[misc]  # OPM shi
             metadata["context_before"] = clip_context(earlier)
         return [Document(doc_id, exchange_text(prev_user, prev_assistant), session_id, metadata)]
 
-    def _leaving_window(self, session_id: str, new_exchanges: int) -> list[tuple[str, str]]:
-        """The exchanges that the newest ``new_exchanges`` pushed out of the history window
-        (none when the summary is off or there is no window)."""
+    def _leaving_window(self, turns: Sequence[tuple[str, str]], new_exchanges: int) -> list[tuple[str, str]]:
+        """The exchanges that the newest ``new_exchanges`` pushed out of the history window, from
+        the session's ``(role, content)`` turns as just recorded (none when the summary is off
+        or there is no window)."""
         window = self.settings.max_history // 2
         if self._summary is None or window <= 0:
             return []
-        stored = self.storage.history.recent(session_id, 2 * (window + new_exchanges) + 4)
-        pairs = [(p.content, c.content) for p, c in pairwise(stored) if p.role == USER and c.role == ASSISTANT]
+        stored = turns[-(2 * (window + new_exchanges) + 4) :]
+        pairs = [(p[1], c[1]) for p, c in pairwise(stored) if p[0] == USER and c[0] == ASSISTANT]
         return pairs[: max(len(pairs) - window, 0)][-new_exchanges:]
 
     def build_conversation_context(self, utterance: str, session_id: str) -> list[AgentMessage]:

@@ -308,6 +308,11 @@ class PgDatabase:
             return
         LOG.warning("PostgreSQL at %s: connection failed; calls fail fast for %.0f s", self.path, delay)
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside :meth:`atomic`."""
+        return getattr(self._local, "conn", None) is not None
+
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """The calling thread's transaction connection, else a pooled one in autocommit mode."""
