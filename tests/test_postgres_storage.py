@@ -64,7 +64,7 @@ def test_hostile_terms_round_trip(db: pg.PgDatabase) -> None:
     with db.atomic() as conn:  # terms no tokenizer makes, written straight into the row
         conn.execute(
             "UPDATE memory_keywords SET tf = %s::jsonb, terms = array_to_tsvector(%s::text[]) WHERE id = %s",
-            (json.dumps({t: 1 for t in terms}), terms, key),
+            (json.dumps({t: 1 for t in terms}), [*terms, pg.namespace_lexeme(idx.namespace)], key),
         )
     for term in terms:
         hits = idx.search_terms(Counter([term]), 5)
@@ -297,3 +297,31 @@ def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pyt
     assert idx._df["common"][2]  # counted only up to the cap
     alone = idx.search("common", 3)  # the rarest (only) term is kept, and counted exactly then
     assert len(alone) == 3 and idx._df["common"][:2] == (40, 40) and not idx._df["common"][2]
+
+
+def test_keyword_rows_carry_their_namespace_lexeme(db: pg.PgDatabase) -> None:
+    """The GIN index keeps a query to its namespace (the namespace's lexeme ANDed with the words),
+    and the migration that brought the lexeme gives it to rows written before it."""
+    a, b = pg.PgKeywordIndex(db, namespace()), pg.PgKeywordIndex(db, namespace())
+    for i in range(3):
+        put(db, a, f"a{i}", f"the lighthouse keeper number {i}")
+        put(db, b, f"b{i}", f"the lighthouse keeper number {i}")
+
+    def gin_count(index: pg.PgKeywordIndex) -> int:
+        query = f"{pg.tsquery_literal([pg.namespace_lexeme(index.namespace)])} & {pg.tsquery_literal(['lighthous'])}"
+        return int(db.scalar("SELECT count(*) FROM memory_keywords WHERE terms @@ %s::tsquery", (query,)))
+
+    assert gin_count(a) == gin_count(b) == 3
+    with db.atomic() as conn:  # rows as the first schema wrote them, and the step not applied yet
+        conn.execute(
+            "UPDATE memory_keywords SET terms = array_to_tsvector(ARRAY(SELECT jsonb_object_keys(tf)))"
+            " WHERE namespace = %s",
+            (a.namespace,),
+        )
+        conn.execute("DELETE FROM memory_migrations WHERE store = 'memory' AND name = '0002_keyword_namespace_lexeme'")
+    assert gin_count(a) == 0 and [h.source for h in a.search("lighthouse keeper", 5)] == []
+    assert db.migrate("memory", pg.MIGRATIONS) == ["0002_keyword_namespace_lexeme"]
+    assert gin_count(a) == gin_count(b) == 3
+    fresh = pg.PgKeywordIndex(db, a.namespace)  # `a` cached the frequencies it counted meanwhile
+    assert sorted(h.source for h in fresh.search("lighthouse keeper", 5)) == ["a0", "a1", "a2"]
+    assert sorted(h.source for h in b.search("lighthouse keeper", 5)) == ["b0", "b1", "b2"]

@@ -80,6 +80,7 @@ __all__ = [
     "PgStorage",
     "PgVectorStore",
     "is_postgres_url",
+    "namespace_lexeme",
     "open_storage",
     "redact_url",
     "tsquery_literal",
@@ -134,6 +135,17 @@ def _lexeme(term: str) -> str:
 def tsquery_literal(terms: Iterable[str]) -> str:
     """A ``tsquery`` that matches a document holding any of the terms (each a literal lexeme)."""
     return " | ".join(_lexeme(t) for t in dict.fromkeys(terms) if t)
+
+
+def namespace_lexeme(namespace: str) -> str:
+    """The lexeme every keyword row of ``namespace`` carries in ``terms``: a query ANDs it with
+    its words, so the GIN index itself keeps to the namespace (no postings of other namespaces
+    are fetched and thrown away). Starts with a space, which none of our tokens holds; a hash
+    keeps it short whatever the namespace. Statements still filter on the ``namespace`` column
+    too, so a hash collision could never mix memories."""
+    import hashlib
+
+    return " ns:" + hashlib.blake2b(namespace.encode("utf-8"), digest_size=8).hexdigest()
 
 
 def _one_line(exc: BaseException) -> str:
@@ -527,8 +539,22 @@ def _v1(conn: psycopg.Connection[Any]) -> None:
         conn.execute(sql)
 
 
+def _v2(conn: psycopg.Connection[Any]) -> None:
+    """Every keyword row carries its namespace's lexeme (see :func:`namespace_lexeme`)."""
+    conn.execute("SET LOCAL statement_timeout = 0")  # one pass over the keyword rows, once
+    namespaces = [r[0] for r in conn.execute("SELECT DISTINCT namespace FROM memory_keywords").fetchall()]
+    for namespace in namespaces:
+        conn.execute(
+            "UPDATE memory_keywords SET terms = terms || array_to_tsvector(ARRAY[%s::text]) WHERE namespace = %s",
+            (namespace_lexeme(namespace), namespace),
+        )
+
+
 #: The schema. Append only; never rename or reorder an applied step.
-MIGRATIONS = [PgMigration("0001_documents_keywords_vectors_history", _v1)]
+MIGRATIONS = [
+    PgMigration("0001_documents_keywords_vectors_history", _v1),
+    PgMigration("0002_keyword_namespace_lexeme", _v2),
+]
 
 
 # -- documents -------------------------------------------------------------------------------
@@ -883,6 +909,7 @@ class PgKeywordIndex:
         self.db = db
         self.namespace = namespace
         self.settings = settings or KeywordSettings()
+        self._lexeme = namespace_lexeme(namespace)
         #: (refreshed at, document count, total tokens) of the namespace
         self._stats: tuple[float, int, int] | None = None
         #: term -> (documents holding it, namespace size then, whether counting stopped at a cap)
@@ -938,6 +965,7 @@ class PgKeywordIndex:
                     "tf": json.dumps(tf, ensure_ascii=False),
                     "length": length,
                     "turn": bool(turn and context_on),
+                    "nslex": self._lexeme,
                 }
             )
         with self.db.transaction() as conn, conn.cursor() as cur:
@@ -958,7 +986,7 @@ class PgKeywordIndex:
             n = conn.execute(
                 "DELETE FROM memory_keywords WHERE namespace = %s AND id = ANY(%s)", (self.namespace, keys)
             ).rowcount
-            conn.execute(_KEYWORD_DROP_CONTEXT, {"ns": self.namespace, "keys": keys})
+            conn.execute(_KEYWORD_DROP_CONTEXT, {"ns": self.namespace, "keys": keys, "nslex": self._lexeme})
         self._stats = None
         self._df.clear()
         return int(n)
@@ -1005,17 +1033,17 @@ class PgKeywordIndex:
             else:
                 todo.append(term)
         if todo:
-            # one count per term, each with its tsquery as a bound value, so each can use the
-            # GIN index (a tsquery taken from a column per row could not)
+            # one count per term, each with its tsquery (the term AND the namespace's lexeme) as
+            # a bound value, so the GIN index alone picks the namespace's rows holding it
             limit = f" LIMIT {int(cap)}" if cap is not None else ""
             sql = " UNION ALL ".join(
-                f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM memory_keywords WHERE namespace = %s"
-                f" AND terms @@ %s::tsquery{limit}) AS hits)"
+                f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM memory_keywords"
+                f" WHERE terms @@ %s::tsquery{limit}) AS hits)"
                 for i in range(len(todo))
             )
             params: list[str] = []
             for term in todo:
-                params += [self.namespace, _lexeme(term)]
+                params.append(f"{_lexeme(self._lexeme)} & {_lexeme(term)}")
             rows = self.db.query(sql, params)
             if len(self._df) > 50_000:
                 self._df.clear()
@@ -1061,7 +1089,7 @@ class PgKeywordIndex:
         params: dict[str, Any] = {
             "ns": self.namespace,
             "session": session_id,
-            "query": tsquery_literal(terms),
+            "query": f"{_lexeme(self._lexeme)} & ({tsquery_literal(terms)})",
             "k1": BM25_K1,
             "k1p": BM25_K1 + 1,
             "b": BM25_B,
@@ -1110,7 +1138,8 @@ class PgKeywordIndex:
 #: in as its context, in the same statement.
 _KEYWORD_ADD = (
     "INSERT INTO memory_keywords (id, namespace, session_id, tf, terms, length, ctx_id)"
-    " SELECT %(id)s, %(ns)s, %(session)s, m.tf, array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf))),"
+    " SELECT %(id)s, %(ns)s, %(session)s, m.tf,"
+    "  array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf)) || %(nslex)s::text),"
     "  %(length)s + coalesce(p.body, 0), p.id"
     " FROM (SELECT 1) AS one"
     " LEFT JOIN LATERAL (SELECT k.id, k.tf, (SELECT sum(e.value::int & 255) FROM jsonb_each(k.tf) AS e) AS body"
@@ -1127,7 +1156,8 @@ _KEYWORD_ADD = (
 
 #: Turns whose context document went: their context counts go, and terms only it held.
 _KEYWORD_DROP_CONTEXT = (
-    "UPDATE memory_keywords k SET tf = m.tf, terms = array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf))),"
+    "UPDATE memory_keywords k SET tf = m.tf,"
+    " terms = array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf)) || %(nslex)s::text),"
     " length = m.length, ctx_id = NULL"
     " FROM (SELECT h.id,"
     "  coalesce(jsonb_object_agg(e.key, e.value::int & 65535) FILTER (WHERE e.value::int & 65535 > 0),"
