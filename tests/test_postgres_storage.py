@@ -297,6 +297,15 @@ def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pyt
     assert idx._df["common"][2]  # counted only up to the cap
     alone = idx.search("common", 3)  # the rarest (only) term is kept, and counted exactly then
     assert len(alone) == 3 and idx._df["common"][:2] == (40, 40) and not idx._df["common"][2]
+    # counted by the ranking statement itself (the first search) or beforehand (now cached):
+    # the same documents with the same scores
+    again = idx.search("common", 3)
+    assert [(h.source, h.score) for h in again] == [(h.source, h.score) for h in alone]
+    fresh = pg.PgKeywordIndex(db, idx.namespace)
+    fresh.search("common zebra", 10)  # caps "common" again
+    assert fresh._df["common"][2]
+    in_session = fresh.search("common", 3, session_id="s7")  # a session's search counts first
+    assert [h.source for h in in_session] == ["c7"] and not fresh._df["common"][2]
 
 
 def test_keyword_rows_carry_their_namespace_lexeme(db: pg.PgDatabase) -> None:

@@ -380,10 +380,18 @@ class PgDatabase:
         with self.connection() as conn, conn.cursor() as cur:
             cur.executemany(sql, rows)
 
-    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
-        """Run a statement and fetch every row (tuples)."""
+    def query(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = (), *, prepare: bool | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Run a statement and fetch every row (tuples).
+
+        ``prepare=False`` for statements whose best plan depends on their values (a keyword
+        query's ``tsquery``): psycopg prepares a statement run five times, and PostgreSQL may then
+        run a generic plan that cannot see how selective the value is (a scan of the whole
+        namespace instead of the GIN lookup: three times the server time of a turn at 100,000
+        documents)."""
         with self.connection() as conn:
-            return conn.execute(sql, params).fetchall()
+            return conn.execute(sql, params, prepare=prepare).fetchall()
 
     def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """The first column of the first row, or ``None``."""
@@ -1044,7 +1052,7 @@ class PgKeywordIndex:
             params: list[str] = []
             for term in todo:
                 params.append(f"{_lexeme(self._lexeme)} & {_lexeme(term)}")
-            rows = self.db.query(sql, params)
+            rows = self.db.query(sql, params, prepare=None if n < PRUNE_MIN_DOCUMENTS else False)
             if len(self._df) > 50_000:
                 self._df.clear()
             for i, freq in rows:
@@ -1077,6 +1085,10 @@ class PgKeywordIndex:
         if large:
             terms = _prune(terms, df, n)
             capped = [t for t in terms if self._df.get(t, (0, 0, False))[2]]
+            if capped and session_id is None and len(terms) == 1:
+                # the one term kept is common (every query term is): the ranking statement
+                # reads all its documents anyway, so it counts them too, instead of a count first
+                return self._rank_common(terms[0], counts[terms[0]], k, n, avgdl)
             if capped:  # kept although common (the rarest term is always kept): its exact count
                 df.update(self._frequencies(capped, n))
         if not terms:
@@ -1113,13 +1125,56 @@ class PgKeywordIndex:
             "SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM ("
             " SELECT k.id, " + " + ".join(parts) + " AS score FROM memory_keywords k"
             " CROSS JOIN LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * k.length / %(avgdl)s) AS norm) AS n"
-            " CROSS JOIN LATERAL (SELECT " + ", ".join(counts_of) + ") AS j"
-            " CROSS JOIN LATERAL (SELECT " + ", ".join(freqs) + ") AS f"
+            # OFFSET 0: evaluated once per row, not inlined into every use (PostgreSQL would
+            # repeat each jsonb lookup six times per term: half the statement's time)
+            " CROSS JOIN LATERAL (SELECT " + ", ".join(counts_of) + " OFFSET 0) AS j"
+            " CROSS JOIN LATERAL (SELECT " + ", ".join(freqs) + " OFFSET 0) AS f"
             " WHERE k.namespace = %(ns)s" + session_filter + " AND k.terms @@ %(query)s::tsquery"
             " ORDER BY score DESC, k.id LIMIT %(k)s) AS s"
             " JOIN memory_documents d ON d.id = s.id ORDER BY s.score DESC, s.id",
             params,
+            prepare=None if not large else False,  # a large namespace: never a generic plan
         )
+        return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def _rank_common(self, term: str, repeat: int, k: int, n: int, avgdl: float) -> list[MemoryHit]:
+        """The best ``k`` documents for one term whose frequency is not counted yet: ranked by
+        its BM25 part (its weight is the same for every document), the frequency counted over
+        the same rows (``count(*) OVER ()``), and the score then computed in SQL exactly as
+        :meth:`search_terms` computes it."""
+        s = self.settings
+        params: dict[str, Any] = {
+            "ns": self.namespace,
+            "query": f"{_lexeme(self._lexeme)} & {_lexeme(term)}",
+            "t": term,
+            "n": n,
+            "repeat": min(repeat, MAX_TERM_REPEAT),
+            "k1": BM25_K1,
+            "k1p": BM25_K1 + 1,
+            "b": BM25_B,
+            "avgdl": max(avgdl, 1e-9),
+            "wb": float(s.head_weight),
+            "wc": float(s.context_weight),
+            "k": int(k),
+        }
+        rows = self.db.query(
+            "SELECT d.doc_id, d.session_id, d.content, d.metadata,"
+            " w.w * s.f * %(k1p)s / (s.f + s.norm), s.df FROM ("
+            " SELECT k.id, f.f, n.norm, count(*) OVER () AS df FROM memory_keywords k"
+            " CROSS JOIN LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * k.length / %(avgdl)s) AS norm) AS n"
+            " CROSS JOIN LATERAL (SELECT (k.tf -> %(t)s)::int AS j OFFSET 0) AS j"
+            " CROSS JOIN LATERAL (SELECT coalesce((j.j & 255) + %(wb)s * ((j.j >> 8) & 255)"
+            "  + %(wc)s * (j.j >> 16), 0) AS f OFFSET 0) AS f"
+            " WHERE k.namespace = %(ns)s AND k.terms @@ %(query)s::tsquery"
+            " ORDER BY f.f / (f.f + n.norm) DESC, k.id LIMIT %(k)s) AS s"
+            " CROSS JOIN LATERAL (SELECT ln((%(n)s - s.df + 0.5) / (s.df + 0.5)) AS idf) AS i"
+            " CROSS JOIN LATERAL (SELECT %(repeat)s * (CASE WHEN i.idf > 0 THEN i.idf ELSE 1e-6 END) AS w) AS w"
+            " JOIN memory_documents d ON d.id = s.id ORDER BY 5 DESC, s.id",
+            params,
+            prepare=False,
+        )
+        if rows:
+            self._df[term] = (int(rows[0][5]), n, False)
         return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
     def count(self) -> int:
