@@ -27,7 +27,9 @@ backends) need no hooks at all.
 
 On top the base builds ``store``/``search``, content-derived document ids, the persisted
 short-term history, the five inject modes, locking (one instance serves many threads) and the
-never-raise guarantee of the two methods ovos-persona calls every turn.
+never-raise guarantee of the two methods ovos-persona calls every turn. A recorded turn's
+messages and its exchange documents are written in one transaction (one durable commit); should
+the documents fail, the messages are committed alone.
 
 The messages of a turn come from the one pure renderer,
 :func:`ovos_memory_plugins.prompt.render_messages` (the five inject modes); a backend
