@@ -351,7 +351,8 @@ def context(engine: str, url: str, size: int, namespaces: int, queries: int, see
 
 
 def _baseline(args: argparse.Namespace, url: str, part: str) -> None:
-    """Run ``part`` for PostgreSQL with the code of ``args.baseline`` (same server, same settings)."""
+    """Run ``part`` for PostgreSQL with the code of ``args.baseline`` (same server, same settings;
+    its own database on a throwaway server, so its schema is its own code's)."""
     import os
 
     parts = {"recall", "store", "context"}
@@ -394,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
         server = start_server(durable=True, settings={"shared_buffers": "256MB"})
         url = server.create_database("memory_bench")
         print(f"throwaway PostgreSQL {server.port} (fsync on)")
+    baseline_url = url
+    if args.baseline and server is not None:
+        baseline_url = server.create_database("memory_bench_baseline")
     try:
         if "recall" not in skip:
             for setup in [s.strip() for s in args.recall.split(",") if s.strip()]:
@@ -415,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{args.label or engine:<22}" + cells)
                 sys.stdout.flush()
             if args.baseline:
-                _baseline(args, url, "store")
+                _baseline(args, baseline_url, "store")
         if "context" not in skip:
             if header:
                 print("\n## build_conversation_context over loopback (ms: wall clock, CPU of the process, server CPU)")
@@ -423,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
             for engine in engines:
                 context(engine, url, args.size, args.namespaces, args.queries, args.seed, args.label or engine)
             if args.baseline:
-                _baseline(args, url, "context")
+                _baseline(args, baseline_url, "context")
     finally:
         if server is not None:
             server.stop()

@@ -334,3 +334,9 @@ def test_keyword_rows_carry_their_namespace_lexeme(db: pg.PgDatabase) -> None:
     fresh = pg.PgKeywordIndex(db, a.namespace)  # `a` cached the frequencies it counted meanwhile
     assert sorted(h.source for h in fresh.search("lighthouse keeper", 5)) == ["a0", "a1", "a2"]
     assert sorted(h.source for h in b.search("lighthouse keeper", 5)) == ["b0", "b1", "b2"]
+
+
+def test_the_keyword_index_keeps_no_pending_list(db: pg.PgDatabase) -> None:
+    """Searches never scan an unsorted list of recent entries (migration 0003)."""
+    options = db.scalar("SELECT reloptions FROM pg_class WHERE relname = 'memory_keywords_terms'")
+    assert "fastupdate=off" in options
