@@ -17,10 +17,11 @@ the vector backend if asked):
   keyword arm);
 * ``store``: durable exchanges per second through ``update_history`` (a turn's messages and its
   exchange document, one durable commit), from 1 writer process and from 4 writer processes at
-  once on one memory, with the writers' CPU time per exchange and, when the server runs on this
-  machine and its processes are readable, the server's CPU time per exchange (load-independent
-  figures beside the wall clock); ``fsync floor``: one-row durable commits per second from one
-  connection, the ceiling any single writer meets on this disk at that moment;
+  once on one memory, with the default config (the rolling summary folds every exchange that
+  leaves the window; ``--summary off`` leaves it out); beside the rate, the writers' CPU time
+  per exchange and, when the server runs on this machine and its processes are readable, the
+  server's (load-independent figures); ``fsync floor``: one-row durable commits per second from
+  one connection, the ceiling any single writer meets on this disk at that moment;
 * ``context``: ``build_conversation_context`` p50 / p95 (wall clock and CPU time of the
   process, ms) over loopback with ``--size`` exchanges in one namespace, and the same number
   spread over ``--namespaces`` namespaces (SQLite: one file per namespace). Documents are loaded
@@ -173,11 +174,16 @@ def _used(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(v - before.get(pid, 0.0) for pid, v in after.items())
 
 
-def store_rate(engine: str, url: str, writers: int, total: int, tag: str) -> tuple[float, float, float | None]:
+def store_rate(
+    engine: str, url: str, writers: int, total: int, tag: str, summary: bool = True
+) -> tuple[float, float, float | None]:
     """``(durable exchanges per second, writer CPU ms per exchange, server CPU ms per exchange or
-    None)``, ``writers`` processes on one memory, ``total`` exchanges."""
+    None)``, ``writers`` processes on one memory, ``total`` exchanges (``summary``: the rolling
+    summary on, the default config, or off)."""
     with tempfile.TemporaryDirectory(prefix="pg-store-") as tmp:
         config = make_config(engine, url, tmp, f"store-{tag}-{writers}")
+        if not summary:
+            config["summary"] = {"enabled": False}
         go = str(Path(tmp) / "go")
         per = max(total // writers, 1)
         errors = [(Path(tmp) / f"writer-{w}.log").open("w+") for w in range(writers)]
@@ -360,6 +366,7 @@ def _baseline(args: argparse.Namespace, url: str, part: str) -> None:
     cmd += ["--label", "postgresql (baseline)", "--no-header", "--skip", ",".join(parts - {part})]
     cmd += ["--size", str(args.size), "--namespaces", str(args.namespaces), "--store", str(args.store)]
     cmd += ["--queries", str(args.queries), "--seed", str(args.seed), "--sets", args.sets, "--recall", args.recall]
+    cmd += ["--summary", args.summary]
     env = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())}
     done = subprocess.run(cmd, env=env, check=False)
     if done.returncode != 0:
@@ -380,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: recall, store, context")
     parser.add_argument("--engines", default=",".join(ENGINES), help="engines to run (default: both)")
     parser.add_argument("--baseline", help="an older checkout whose code runs the PostgreSQL rows again")
+    parser.add_argument(
+        "--summary", choices=("on", "off"), default="on", help="the writers' rolling summary (default: on, as configs)"
+    )
     parser.add_argument("--label", default="", help=argparse.SUPPRESS)
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=7)
@@ -410,8 +420,8 @@ def main(argv: list[str] | None = None) -> int:
             for engine in engines:
                 if engine == "postgresql" and header:
                     print(f"{'fsync floor':<22}{fsync_floor(url):>10.0f}   (one-row durable commits/s, 1 connection)")
-                one = store_rate(engine, url, 1, args.store, engine)
-                four = store_rate(engine, url, 4, args.store, engine)
+                one = store_rate(engine, url, 1, args.store, engine, args.summary == "on")
+                four = store_rate(engine, url, 4, args.store, engine, args.summary == "on")
                 cells = "".join(
                     f"{rate:>{w}.0f}{cpu:>8.2f}{(server if server is not None else float('nan')):>8.2f}"
                     for (rate, cpu, server), w in ((one, 10), (four, 11))
