@@ -28,6 +28,10 @@ the vector backend if asked):
   in batches through the memory's storage (the load rate is printed too), then every session has
   10 messages of history.
 
+``--settle`` runs ``VACUUM ANALYZE`` on the memory tables after each load, before turns are
+measured (what autovacuum does to a long-running memory; right after a bulk load PostgreSQL has
+no planner statistics for the new rows yet).
+
 ``--baseline DIR`` runs the PostgreSQL rows again with the code of another checkout (its
 ``ovos_memory_plugins`` first on ``PYTHONPATH``) against the same server, right after this
 code's rows: before and after, side by side in one run.
@@ -313,7 +317,19 @@ CONTEXT_HEADER = (
 )
 
 
-def context(engine: str, url: str, size: int, namespaces: int, queries: int, seed: int, label: str) -> list[str]:
+def settle(url: str) -> None:
+    """What autovacuum does to a memory some time after a bulk load: ``VACUUM ANALYZE`` of its
+    tables (planner statistics, hint bits, the visibility map), so turns are measured as a
+    long-running memory serves them rather than right after the load."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute("VACUUM ANALYZE memory_documents, memory_keywords, memory_history")
+
+
+def context(
+    engine: str, url: str, size: int, namespaces: int, queries: int, seed: int, label: str, settled: bool = False
+) -> list[str]:
     rows = []
     pg_url = url if engine == "postgresql" else None
     with tempfile.TemporaryDirectory(prefix="pg-context-") as tmp:
@@ -323,6 +339,8 @@ def context(engine: str, url: str, size: int, namespaces: int, queries: int, see
         fill(mem, maker, size)
         load = size / (time.perf_counter() - start)
         history(mem, maker, 10)
+        if settled and pg_url:
+            settle(pg_url)
         rows.append(_context_row(label, f"1 x {size}", load, measure([mem], maker, queries, pg_url)))
         print(rows[-1])
         sys.stdout.flush()
@@ -343,6 +361,8 @@ def context(engine: str, url: str, size: int, namespaces: int, queries: int, see
             else:
                 m.close()
         load = per * namespaces / (time.perf_counter() - start)
+        if settled and pg_url:
+            settle(pg_url)
         rows.append(_context_row(label, f"{namespaces} x {per}", load, measure(measured, maker, queries, pg_url)))
         print(rows[-1])
         sys.stdout.flush()
@@ -366,7 +386,7 @@ def _baseline(args: argparse.Namespace, url: str, part: str) -> None:
     cmd += ["--label", "postgresql (baseline)", "--no-header", "--skip", ",".join(parts - {part})]
     cmd += ["--size", str(args.size), "--namespaces", str(args.namespaces), "--store", str(args.store)]
     cmd += ["--queries", str(args.queries), "--seed", str(args.seed), "--sets", args.sets, "--recall", args.recall]
-    cmd += ["--summary", args.summary]
+    cmd += ["--summary", args.summary] + (["--settle"] if args.settle else [])
     env = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())}
     done = subprocess.run(cmd, env=env, check=False)
     if done.returncode != 0:
@@ -387,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: recall, store, context")
     parser.add_argument("--engines", default=",".join(ENGINES), help="engines to run (default: both)")
     parser.add_argument("--baseline", help="an older checkout whose code runs the PostgreSQL rows again")
+    parser.add_argument(
+        "--settle", action="store_true", help="VACUUM ANALYZE after loading, before measuring turns (PostgreSQL)"
+    )
     parser.add_argument(
         "--summary", choices=("on", "off"), default="on", help="the writers' rolling summary (default: on, as configs)"
     )
@@ -435,7 +458,9 @@ def main(argv: list[str] | None = None) -> int:
                 print("\n## build_conversation_context over loopback (ms: wall clock, CPU of the process, server CPU)")
                 print(CONTEXT_HEADER)
             for engine in engines:
-                context(engine, url, args.size, args.namespaces, args.queries, args.seed, args.label or engine)
+                context(
+                    engine, url, args.size, args.namespaces, args.queries, args.seed, args.label or engine, args.settle
+                )
             if args.baseline:
                 _baseline(args, baseline_url, "context")
     finally:
