@@ -344,10 +344,9 @@ def context(
         rows.append(_context_row(label, f"1 x {size}", load, measure([mem], maker, queries, pg_url)))
         print(rows[-1])
         sys.stdout.flush()
-        mem.forget_all()
-        mem.close()
-
         if namespaces <= 0:  # --namespaces 0: the one-namespace layout only
+            mem.forget_all()
+            mem.close()
             return rows
         per = max(size // namespaces, 1)
         start = time.perf_counter()
@@ -368,6 +367,13 @@ def context(
         sys.stdout.flush()
         for m in measured:
             m.close()
+        # the large namespace again, now one of many in the same tables (PostgreSQL: what a
+        # server shared by many personas plans for it)
+        rows.append(_context_row(label, f"1 x {size} + many", 0.0, measure([mem], maker, queries, pg_url)))
+        print(rows[-1])
+        sys.stdout.flush()
+        mem.forget_all()
+        mem.close()
         if engine == "postgresql":  # leave the database as found
             for n in range(namespaces):
                 m = LexicalMemory(make_config(engine, url, tmp, f"ctx-many-{n}"))

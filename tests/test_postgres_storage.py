@@ -340,3 +340,20 @@ def test_the_keyword_index_keeps_a_short_pending_list(db: pg.PgDatabase) -> None
     """Searches scan at most 128 kB of unsorted recent entries (migration 0003)."""
     options = db.scalar("SELECT reloptions FROM pg_class WHERE relname = 'memory_keywords_terms'")
     assert "gin_pending_list_limit=128" in options
+
+
+def test_a_lexeme_collision_never_mixes_namespaces(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keyword statements find candidates by the namespace's lexeme; the namespace column is
+    checked too, so two namespaces whose lexemes collided (a 64-bit hash: never in practice)
+    would still never see each other's rows."""
+    monkeypatch.setattr(pg, "namespace_lexeme", lambda namespace: " ns:collision")
+    monkeypatch.setattr(pg, "PRUNE_MIN_DOCUMENTS", 2)  # the large-namespace path as well
+    monkeypatch.setattr(pg, "PRUNE_POSTINGS", 1)
+    a, b = pg.PgKeywordIndex(db, namespace()), pg.PgKeywordIndex(db, namespace())
+    for i in range(3):
+        put(db, a, f"a{i}", f"alpha secret lighthouse {i}")
+        put(db, b, f"b{i}", f"beta secret lighthouse {i}")
+    for index, own in ((a, "a"), (b, "b")):
+        for query in ("secret lighthouse", "secret", "alpha beta"):
+            hits = index.search(query, 10)  # fewer, perhaps: the other's rows take candidate places
+            assert all(h.source.startswith(own) for h in hits), (own, query, [h.source for h in hits])

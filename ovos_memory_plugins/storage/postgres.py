@@ -380,18 +380,10 @@ class PgDatabase:
         with self.connection() as conn, conn.cursor() as cur:
             cur.executemany(sql, rows)
 
-    def query(
-        self, sql: str, params: Sequence[Any] | dict[str, Any] = (), *, prepare: bool | None = None
-    ) -> list[tuple[Any, ...]]:
-        """Run a statement and fetch every row (tuples).
-
-        ``prepare=False`` for statements whose best plan depends on their values (a keyword
-        query's ``tsquery``): psycopg prepares a statement run five times, and PostgreSQL may then
-        run a generic plan that cannot see how selective the value is (a scan of the whole
-        namespace instead of the GIN lookup: three times the server time of a turn at 100,000
-        documents)."""
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a statement and fetch every row (tuples)."""
         with self.connection() as conn:
-            return conn.execute(sql, params, prepare=prepare).fetchall()
+            return conn.execute(sql, params).fetchall()
 
     def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         """The first column of the first row, or ``None``."""
@@ -1063,7 +1055,7 @@ class PgKeywordIndex:
             params: list[str] = []
             for term in todo:
                 params.append(f"{_lexeme(self._lexeme)} & {_lexeme(term)}")
-            rows = self.db.query(sql, params, prepare=None if n < PRUNE_MIN_DOCUMENTS else False)
+            rows = self.db.query(sql, params)
             if len(self._df) > 50_000:
                 self._df.clear()
             for i, freq in rows:
@@ -1140,11 +1132,13 @@ class PgKeywordIndex:
             # repeat each jsonb lookup six times per term: half the statement's time)
             " CROSS JOIN LATERAL (SELECT " + ", ".join(counts_of) + " OFFSET 0) AS j"
             " CROSS JOIN LATERAL (SELECT " + ", ".join(freqs) + " OFFSET 0) AS f"
-            " WHERE k.namespace = %(ns)s" + session_filter + " AND k.terms @@ %(query)s::tsquery"
-            " ORDER BY score DESC, k.id LIMIT %(k)s) AS s"
-            " JOIN memory_documents d ON d.id = s.id ORDER BY s.score DESC, s.id",
+            # the namespace's lexeme in the tsquery keeps the GIN lookup to the namespace, and
+            # leaves the planner no other index to pick, even in a cached generic plan (a filter
+            # on the namespace column here once made it scan a large namespace's whole btree
+            # range); the join below checks the column, so a hash collision could never leak
+            " WHERE k.terms @@ %(query)s::tsquery" + session_filter + " ORDER BY score DESC, k.id LIMIT %(k)s) AS s"
+            " JOIN memory_documents d ON d.id = s.id AND d.namespace = %(ns)s ORDER BY s.score DESC, s.id",
             params,
-            prepare=None if not large else False,  # a large namespace: never a generic plan
         )
         return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
@@ -1176,16 +1170,16 @@ class PgKeywordIndex:
             " CROSS JOIN LATERAL (SELECT (k.tf -> %(t)s)::int AS j OFFSET 0) AS j"
             " CROSS JOIN LATERAL (SELECT coalesce((j.j & 255) + %(wb)s * ((j.j >> 8) & 255)"
             "  + %(wc)s * (j.j >> 16), 0) AS f OFFSET 0) AS f"
-            " WHERE k.namespace = %(ns)s AND k.terms @@ %(query)s::tsquery"
+            " WHERE k.terms @@ %(query)s::tsquery"
             " ORDER BY f.f / (f.f + n.norm) DESC, k.id LIMIT %(k)s) AS s"
-            " CROSS JOIN LATERAL (SELECT ln((%(n)s - s.df + 0.5) / (s.df + 0.5)) AS idf) AS i"
+            " CROSS JOIN LATERAL (SELECT least(s.df, %(n)s) AS df) AS c"
+            " CROSS JOIN LATERAL (SELECT ln((%(n)s - c.df + 0.5) / (c.df + 0.5)) AS idf) AS i"
             " CROSS JOIN LATERAL (SELECT %(repeat)s * (CASE WHEN i.idf > 0 THEN i.idf ELSE 1e-6 END) AS w) AS w"
-            " JOIN memory_documents d ON d.id = s.id ORDER BY 5 DESC, s.id",
+            " JOIN memory_documents d ON d.id = s.id AND d.namespace = %(ns)s ORDER BY 5 DESC, s.id",
             params,
-            prepare=False,
         )
         if rows:
-            self._df[term] = (int(rows[0][5]), n, False)
+            self._df[term] = (min(int(rows[0][5]), n), n, False)
         return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
     def count(self) -> int:
