@@ -1100,18 +1100,11 @@ class PgKeywordIndex:
         for t in terms:
             idf = math.log((n - df[t] + 0.5) / (df[t] + 0.5))
             weights.append(min(counts[t], MAX_TERM_REPEAT) * (idf if idf > 0 else 1e-6))
-        s = self.settings
         params: dict[str, Any] = {
             "ns": self.namespace,
             "session": session_id,
             "query": f"{_lexeme(self._lexeme)} & ({tsquery_literal(terms)})",
-            "k1": BM25_K1,
-            "k1p": BM25_K1 + 1,
-            "b": BM25_B,
-            "avgdl": max(avgdl, 1e-9),
-            "wb": float(s.head_weight),
-            "wc": float(s.context_weight),
-            "k": int(k),
+            **self._bm25_params(avgdl, k),
         }
         # one expression per query term over the candidate's counts (no join, no grouping):
         # j<i> its packed counts, f<i> its weighted frequency
@@ -1142,18 +1135,10 @@ class PgKeywordIndex:
         )
         return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
-    def _rank_common(self, term: str, repeat: int, k: int, n: int, avgdl: float) -> list[MemoryHit]:
-        """The best ``k`` documents for one term whose frequency is not counted yet: ranked by
-        its BM25 part (its weight is the same for every document), the frequency counted over
-        the same rows (``count(*) OVER ()``), and the score then computed in SQL exactly as
-        :meth:`search_terms` computes it."""
+    def _bm25_params(self, avgdl: float, k: int) -> dict[str, Any]:
+        """The ranking statements' BM25 constants and field weights, and the result count."""
         s = self.settings
-        params: dict[str, Any] = {
-            "ns": self.namespace,
-            "query": f"{_lexeme(self._lexeme)} & {_lexeme(term)}",
-            "t": term,
-            "n": n,
-            "repeat": min(repeat, MAX_TERM_REPEAT),
+        return {
             "k1": BM25_K1,
             "k1p": BM25_K1 + 1,
             "b": BM25_B,
@@ -1161,6 +1146,20 @@ class PgKeywordIndex:
             "wb": float(s.head_weight),
             "wc": float(s.context_weight),
             "k": int(k),
+        }
+
+    def _rank_common(self, term: str, repeat: int, k: int, n: int, avgdl: float) -> list[MemoryHit]:
+        """The best ``k`` documents for one term whose frequency is not counted yet: ranked by
+        its BM25 part (its weight is the same for every document), the frequency counted over
+        the same rows (``count(*) OVER ()``), and the score then computed in SQL exactly as
+        :meth:`search_terms` computes it."""
+        params: dict[str, Any] = {
+            "ns": self.namespace,
+            "query": f"{_lexeme(self._lexeme)} & {_lexeme(term)}",
+            "t": term,
+            "n": n,
+            "repeat": min(repeat, MAX_TERM_REPEAT),
+            **self._bm25_params(avgdl, k),
         }
         rows = self.db.query(
             "SELECT d.doc_id, d.session_id, d.content, d.metadata,"
