@@ -283,8 +283,8 @@ class _Member:
         self.lock = threading.Lock()
         self.late = 0  # calls still running past their turn's deadline
         self.failing = False  # the last call raised or was late (repeats are logged at DEBUG)
-        self.folder: Path | None = None  # where a member of this package keeps its files
-        self.store: tuple[str, str] | None = None  # (database, namespace) of a member on a database
+        # where a member of this package keeps its data: its folder, or (database, namespace)
+        self.place: Path | tuple[str, str] | None = None
         self.pending_writes = 0
         self.write_late = False  # a write outlived write_timeout_ms and has not finished yet
 
@@ -435,20 +435,11 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 spec, f"{label} is skipped: no memory plugin of that name is installed (entry points opm.agents.memory)"
             )
         config = self.member_config(spec, cls)
-        folder = _folder_of(cls, config)
-        store = _store_of(cls, config)
-        if store is not None:
-            other = next((m.name for m in self._members if m.store == store), None)
-            if other is not None:
-                return self._skip(
-                    spec,
-                    f"{label} is skipped: it would share the namespace {store[1]!r} of its database"
-                    f" with member {other!r}",
-                )
-        elif folder is not None:
-            other = next((m.name for m in self._members if m.folder == folder), None)
-            if other is not None:
-                return self._skip(spec, f"{label} is skipped: it would share the folder {folder} with member {other!r}")
+        place = _place_of(cls, config)
+        other = next((m.name for m in self._members if place is not None and m.place == place), None)
+        if other is not None:
+            where = f"the namespace {place[1]!r} of its database" if isinstance(place, tuple) else f"the folder {place}"
+            return self._skip(spec, f"{label} is skipped: it would share {where} with member {other!r}")
         try:
             instance = cls(config=config)
         except Exception as exc:
@@ -462,8 +453,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         semantic = _flag(spec.semantic, instance, "semantic", False)
         recall = _flag(spec.recall, instance, "composite_recall", True)
         member = _Member(spec, instance, caps, semantic, recall)
-        member.folder = folder
-        member.store = store
+        member.place = place
         return member
 
     def _skip(self, spec: MemberSpec, reason: str) -> _Member | None:
@@ -993,20 +983,15 @@ def member_namespace(namespace: str, member: str) -> str:
     return f"{namespace[:100]}.{digest}"
 
 
-def _store_of(cls: type[Any], config: dict[str, Any]) -> tuple[str, str] | None:
-    """``(database, namespace)`` of a member of this package on a database; None otherwise."""
-    if not issubclass(cls, BaseRetrievalMemory):
-        return None
-    memory = parse_config(config).memory
-    return (memory.database, memory.namespace) if memory.database else None
-
-
-def _folder_of(cls: type[Any], config: dict[str, Any]) -> Path | None:
-    """The folder a member of this package (a BaseRetrievalMemory) will use; None for others."""
+def _place_of(cls: type[Any], config: dict[str, Any]) -> Path | tuple[str, str] | None:
+    """Where a member of this package (a BaseRetrievalMemory) keeps its data: ``(database,
+    namespace)`` on a database, else its folder; None for others (or a folder that cannot be
+    resolved). Two members with one place would share rows."""
     if not issubclass(cls, BaseRetrievalMemory):
         return None
     try:
-        return resolve_root(parse_config(config).memory).resolve()
+        memory = parse_config(config).memory
+        return (memory.database, memory.namespace) if memory.database else resolve_root(memory).resolve()
     except (OSError, RuntimeError, ValueError):
         return None
 
