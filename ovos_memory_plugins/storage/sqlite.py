@@ -324,16 +324,8 @@ class Database:
         with self.lock:
             if self._closed or self._depth > 0:
                 return
-            self.conn.execute(f"PRAGMA busy_timeout = {PURGE_WAIT_MS}")
-            try:
-                busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            except self._locked_errors as exc:
-                busy, reason = (1,), str(exc)
-            else:
-                reason = "another connection is still reading the write-ahead log"
-            finally:
-                self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            if busy is not None and busy[0]:
+            reason = self._truncate_wal(PURGE_WAIT_MS)
+            if reason is not None:
                 LOG.warning("database %s: deleted, but the WAL is not truncated yet (%s)", self.path, reason)
 
     def compact(self) -> Compacted:
@@ -354,18 +346,25 @@ class Database:
                 return self._compact_skipped("the database is closed")
             if self._depth > 0:  # VACUUM cannot run inside a transaction: this thread holds one
                 return self._compact_skipped("a transaction is open on this connection")
-            try:
-                self.conn.execute(f"PRAGMA busy_timeout = {COMPACT_WAIT_MS}")
-                try:
-                    self.conn.execute("VACUUM")
-                    busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-                finally:
-                    self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            except self._locked_errors as exc:
-                return self._compact_skipped(str(exc))
-            if busy is not None and busy[0]:
-                return self._compact_skipped("another connection is still reading the write-ahead log")
+            reason = self._truncate_wal(COMPACT_WAIT_MS, vacuum=True)
+            if reason is not None:
+                return self._compact_skipped(reason)
         return Compacted([self.path])
+
+    def _truncate_wal(self, wait_ms: int, *, vacuum: bool = False) -> str | None:
+        """``VACUUM`` (when asked) and truncate the WAL, waiting at most ``wait_ms`` for other
+        connections; None when done, else why not. The caller holds :attr:`lock`, outside a
+        transaction."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+        try:
+            if vacuum:
+                self.conn.execute("VACUUM")
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except self._locked_errors as exc:
+            return str(exc)
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        return "another connection is still reading the write-ahead log" if busy is not None and busy[0] else None
 
     def _compact_skipped(self, reason: str) -> Compacted:
         LOG.warning("database %s: deleted, but not compacted yet (%s); the next compaction retries", self.path, reason)
