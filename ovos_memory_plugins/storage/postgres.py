@@ -59,6 +59,14 @@ from ovos_memory_plugins.storage.engine import (
     StoredMessage,
     dump_metadata,
 )
+from ovos_memory_plugins.storage.keyword import (
+    BM25_B,
+    BM25_K1,
+    MAX_TERM_REPEAT,
+    PRUNE_MIN_DOCUMENTS,
+    document_terms,
+    query_counts,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -86,13 +94,9 @@ __all__ = [
     "tsquery_literal",
 ]
 
-#: BM25 parameters, as SQLite FTS5's ``bm25()`` fixes them.
-BM25_K1 = 1.2
-BM25_B = 0.75
-#: A query term repeated more than this many times counts this many times (as in the SQLite index).
-MAX_TERM_REPEAT = 4
-#: Namespaces with fewer documents search every query term (as the SQLite engine does).
-PRUNE_MIN_DOCUMENTS = 5_000
+# The BM25 constants, the cap on a repeated query term and the size from which terms are pruned
+# are the SQLite keyword index's own (BM25_K1, BM25_B, MAX_TERM_REPEAT, PRUNE_MIN_DOCUMENTS,
+# imported above), so both engines rank alike.
 #: On larger namespaces, query terms are searched rarest first until their documents add up to
 #: this. The SQLite engine allows 3,000 (FTS5 reads a posting for a fraction of a microsecond);
 #: here each candidate is a heap row read and scored in SQL, so the budget is lower to keep a
@@ -935,8 +939,6 @@ class PgKeywordIndex:
 
     def prepare(self, docs: Sequence[Document]) -> dict[str, tuple[dict[str, int], int, bool]]:
         """Tokenize before the transaction: ``doc_id -> (term counts, token count, is a turn)``."""
-        from ovos_memory_plugins.storage.keyword import document_terms
-
         out = {}
         for doc in docs:
             body, head, turn = document_terms(doc.text)
@@ -1066,8 +1068,6 @@ class PgKeywordIndex:
 
     def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
         """The best ``k`` documents for ``query`` (only ``session_id``'s when given), best first."""
-        from ovos_memory_plugins.storage.keyword import query_counts
-
         return self.search_terms(query_counts(query, self.settings), k, session_id)
 
     def search_terms(self, counts: Counter[str], k: int, session_id: str | None = None) -> list[MemoryHit]:
