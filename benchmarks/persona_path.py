@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -58,11 +57,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "bench"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall import SETUPS, load_plugin  # noqa: E402  (a sibling script, not a package)
+# sibling scripts, not a package
+from dev_data import (
+    DATA,
+    locomo_category,
+    locomo_conversations,
+    locomo_evidence,
+    locomo_turn_text,
+    longmemeval_questions,
+)
+from recall import SETUPS, load_plugin
 
 KEY_CHARS = 120
 NEW_SESSION = "persona-path-question"
@@ -105,18 +111,16 @@ class Unit:
 
 def longmemeval_units() -> Iterator[Unit]:
     """One unit per question: its haystack, exchange by exchange."""
-    data = json.loads((DATA / "longmemeval" / "longmemeval_s_dev.json").read_text("utf-8"))
-    for q in data:
-        if str(q["question_id"]).endswith("_abs"):
-            continue
-        unit = Unit(str(q["question_id"]))
+    for q in longmemeval_questions(DATA):
+        unit = Unit(q.question_id)
         relevant: set[str] = set()
-        for sid, session in zip(q["haystack_session_ids"], q["haystack_sessions"], strict=True):
+        for session in q.sessions:
             exchanges: list[Exchange] = []
+            messages = session.messages
             i = 0
-            while i < len(session):
-                msg = session[i]
-                nxt = session[i + 1] if i + 1 < len(session) else None
+            while i < len(messages):
+                msg = messages[i]
+                nxt = messages[i + 1] if i + 1 < len(messages) else None
                 if msg.get("role") == "user" and nxt is not None and nxt.get("role") == "assistant":
                     ex = Exchange(str(msg["content"]), str(nxt["content"]))
                     marked = bool(msg.get("has_answer")) or bool(nxt.get("has_answer"))
@@ -130,49 +134,36 @@ def longmemeval_units() -> Iterator[Unit]:
                     marked = bool(msg.get("has_answer"))
                     i += 1
                 if marked:
-                    tag = f"{sid}:{i}"
+                    tag = f"{session.session_id}:{i}"
                     ex.tags.add(tag)
                     relevant.add(tag)
                 exchanges.append(ex)
-            unit.sessions.append((str(sid), exchanges))
+            unit.sessions.append((session.session_id, exchanges))
         if relevant:
-            unit.asks.append(Ask(str(q["question"]), relevant, str(q["question_type"])))
+            unit.asks.append(Ask(q.question, relevant, q.question_type))
             yield unit
-
-
-def _locomo_text(turn: dict[str, Any]) -> str:
-    text = f"{turn['speaker']}: {turn['text']}"
-    if turn.get("blip_caption"):
-        text += f" (shared an image: {turn['blip_caption']})"
-    return text
 
 
 def locomo_units() -> Iterator[Unit]:
     """One unit per conversation: its turns paired into exchanges."""
-    categories = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-    data = json.loads((DATA / "locomo" / "locomo_dev.json").read_text("utf-8"))
-    for conv in data:
-        c = conv["conversation"]
-        unit = Unit(str(conv.get("sample_id", "conv")))
-        keys = sorted(
-            (k for k in c if re.fullmatch(r"session_\d+", k) and isinstance(c[k], list)),
-            key=lambda k: int(k.split("_")[1]),
-        )
+    for conv in locomo_conversations(DATA):
+        unit = Unit(conv.sample_id)
         known: set[str] = set()
-        for key in keys:
-            turns = c[key]
+        for session in conv.sessions:
+            turns = session.turns
             exchanges = []
             for start in range(0, len(turns), 2):
                 pair = turns[start : start + 2]
-                ex = Exchange(_locomo_text(pair[0]), _locomo_text(pair[1]) if len(pair) == 2 else "")
+                second = locomo_turn_text(pair[1]) if len(pair) == 2 else ""
+                ex = Exchange(locomo_turn_text(pair[0]), second)
                 ex.tags = {str(t["dia_id"]) for t in pair}
                 known |= ex.tags
                 exchanges.append(ex)
-            unit.sessions.append((key, exchanges))
-        for qa in conv["qa"]:
-            refs = {r for r in re.split(r"[;,\s]+", " ".join(qa.get("evidence") or [])) if r} & known
+            unit.sessions.append((session.key, exchanges))
+        for qa in conv.qa:
+            refs = locomo_evidence(qa, known)
             if refs:
-                unit.asks.append(Ask(str(qa["question"]), refs, categories.get(int(qa["category"]), "other")))
+                unit.asks.append(Ask(str(qa["question"]), refs, locomo_category(qa)))
         yield unit
 
 

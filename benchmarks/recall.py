@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 import time
@@ -29,8 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "bench"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# sibling scripts, not a package
+from dev_data import (
+    DATA,
+    locomo_category,
+    locomo_conversations,
+    locomo_evidence,
+    locomo_turn_text,
+    longmemeval_questions,
+)
+
 KS = (5, 10)
 
 #: Named setups: name -> (entry-point name, config). Other helpers add theirs here.
@@ -68,8 +77,6 @@ SETUPS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
 }
 
-LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-
 
 @dataclass
 class Question:
@@ -94,28 +101,16 @@ class Unit:
 
 def locomo_units() -> Iterator[Unit]:
     """One unit per conversation: a document per dialogue turn."""
-    data = json.loads((DATA / "locomo" / "locomo_dev.json").read_text("utf-8"))
-    for conv in data:
-        c = conv["conversation"]
-        unit = Unit(conv.get("sample_id", "conv"))
-        sessions = sorted(
-            (k for k in c if re.fullmatch(r"session_\d+", k) and isinstance(c[k], list)),
-            key=lambda k: int(k.split("_")[1]),
-        )
-        for key in sessions:
-            when = c.get(f"{key}_date_time", "")
-            for turn in c[key]:
-                text = f"[{when}] {turn['speaker']}: {turn['text']}"
-                if turn.get("blip_caption"):
-                    text += f" (shared an image: {turn['blip_caption']})"
-                unit.documents.append((turn["dia_id"], text, key))
+    for conv in locomo_conversations(DATA):
+        unit = Unit(conv.sample_id)
+        for session in conv.sessions:
+            for turn in session.turns:
+                unit.documents.append((turn["dia_id"], f"[{session.date}] {locomo_turn_text(turn)}", session.key))
         known = {ref for ref, _, _ in unit.documents}
-        for qa in conv["qa"]:
-            refs = {r for r in re.split(r"[;,\s]+", " ".join(qa.get("evidence") or [])) if r} & known
-            if not refs:
-                continue
-            cat = LOCOMO_CATEGORIES.get(int(qa["category"]), str(qa["category"]))
-            unit.questions.append(Question(str(qa["question"]), refs, cat))
+        for qa in conv.qa:
+            refs = locomo_evidence(qa, known)
+            if refs:
+                unit.questions.append(Question(str(qa["question"]), refs, locomo_category(qa)))
         yield unit
 
 
@@ -152,26 +147,20 @@ def madial_units(lang: str) -> Iterator[Unit]:
 
 def longmemeval_units() -> Iterator[Unit]:
     """One unit per question: a document per user message of its haystack."""
-    data = json.loads((DATA / "longmemeval" / "longmemeval_s_dev.json").read_text("utf-8"))
-    for q in data:
-        if str(q["question_id"]).endswith("_abs"):
-            continue
-        unit = Unit(str(q["question_id"]))
+    for q in longmemeval_questions(DATA):
+        unit = Unit(q.question_id)
         relevant: set[str] = set()
-        for sid, date, session in zip(
-            q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"], strict=True
-        ):
-            for i, msg in enumerate(session, start=1):
+        for session in q.sessions:
+            for i, msg in enumerate(session.messages, start=1):
                 if msg.get("role") != "user":
                     continue
-                ref = f"{sid}_{i}"
-                unit.documents.append((ref, f"[{date}] {msg['content']}", str(sid)))
+                ref = f"{session.session_id}_{i}"
+                unit.documents.append((ref, f"[{session.date}] {msg['content']}", session.session_id))
                 if msg.get("has_answer"):
                     relevant.add(ref)
-        if not relevant:
-            continue
-        unit.questions.append(Question(str(q["question"]), relevant, str(q["question_type"])))
-        yield unit
+        if relevant:
+            unit.questions.append(Question(q.question, relevant, q.question_type))
+            yield unit
 
 
 SETS: dict[str, tuple[str, Callable[[], Iterator[Unit]]]] = {
