@@ -65,6 +65,8 @@ from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file,
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import (
     clip_context,
+    excerpt_hits,
+    excerpt_terms,
     merge_adjacent,
     needs_context,
     recall_query,
@@ -783,7 +785,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
         """The hits a turn injects: searched per scope, minus what the history window shows,
-        consecutive exchanges of one conversation joined into one memory (docs/recall.md)."""
+        consecutive exchanges of one conversation joined into one memory, each shortened to
+        ``context.memory_chars`` per exchange around the query's words (docs/recall.md)."""
         query = self.recall_query(utterance, history)
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
@@ -796,7 +799,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         chosen = select_hits(
             hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
         )
-        return merge_adjacent(chosen, self.follows)
+        merged = merge_adjacent(chosen, self.follows)
+        return excerpt_hits(merged, excerpt_terms(query), self.settings.context.memory_chars)
 
     @staticmethod
     def follows(earlier: MemoryHit, later: MemoryHit) -> bool:

@@ -81,7 +81,7 @@ from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, close_quietly, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
 from ovos_memory_plugins.protocols import Capabilities, Compactable, DocumentLister, NotesKeeper, capabilities
-from ovos_memory_plugins.select import merge_adjacent, recall_query, shown_in_window
+from ovos_memory_plugins.select import excerpt_hits, excerpt_terms, merge_adjacent, recall_query, shown_in_window
 from ovos_memory_plugins.storage.engine import Compacted
 from ovos_memory_plugins.text import clean_text, clip_query
 
@@ -625,10 +625,13 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         """The text recall searches with, per ``retrieval.query_mode``."""
         return recall_query(utterance, history, self.settings.retrieval)
 
-    def _finish_recall(self, utterance: str, hits: list[MemoryHit], history: Sequence[AgentMessage]) -> list[MemoryHit]:
+    def _finish_recall(
+        self, utterance: str, query: str, hits: list[MemoryHit], history: Sequence[AgentMessage]
+    ) -> list[MemoryHit]:
         shown = shown_in_window(history)
         hits = [h for h in hits if normalize_content(h.content) not in shown]
         chosen = merge_adjacent(hits[: self.settings.retrieval.max_num_results], BaseRetrievalMemory.follows)
+        chosen = excerpt_hits(chosen, excerpt_terms(query), self.settings.context.memory_chars)
         return self._summarized(utterance, chosen)
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
@@ -641,7 +644,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             return []
         query = self._expanded(query)
         depth = self._recall_depth(len(shown_in_window(history)))
-        return self._finish_recall(utterance, self._fused_search(query, self._session_for(session_id), depth), history)
+        hits = self._fused_search(query, self._session_for(session_id), depth)
+        return self._finish_recall(utterance, query, hits, history)
 
     # -- LLM assists -------------------------------------------------------------------------
 
@@ -699,16 +703,19 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         )
         deadline = self._deadline()
         search = None
+        query = ""
         r = s.retrieval
         early = r.max_num_results > 0 and (r.query_mode == "utterance" or r.query_history_turns <= 0)
         if early:
             query = clip_query(utterance)
             if query.strip():
                 depth = self._recall_depth(s.max_history // 2)  # the largest window possible
-                search = self._start_search(self._expanded(query), self._session_for(session_id), depth)
+                query = self._expanded(query)
+                search = self._start_search(query, self._session_for(session_id), depth)
         history = self.get_history(session_id)
         if early:
-            hits = self._finish_recall(utterance, self._fuse_answers(search, deadline), history) if search else []
+            fused = self._fuse_answers(search, deadline) if search else []
+            hits = self._finish_recall(utterance, query, fused, history) if search else []
         else:
             hits = self.recall(utterance, session_id, history)
         blocks: list[str] = []

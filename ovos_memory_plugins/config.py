@@ -142,6 +142,13 @@ class ContextConfig:
     chunk_prefix: str = option("- ", doc="Text placed before each recalled memory.")
     chunk_separator: str = option("\n", doc="Text placed between recalled memories.")
     include_sources: bool = option(False, doc="Append each memory's source id in brackets.")
+    memory_chars: int = option(
+        1000,
+        doc="A recalled exchange longer than this many characters is shortened in the prompt: each turn's "
+        "opening and the sentences holding the query's words are kept, `…` marks the cuts (a stretch of "
+        "consecutive exchanges gets this per exchange). 0: never shortened.",
+        minimum=0,
+    )
     tool_name: str = option("recall_memory", doc="Tool name used by the `tool` inject mode.")
 
 

@@ -30,17 +30,23 @@ See ``docs/recall.md``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
 from ovos_memory_plugins.common import MemoryHit, exchange_text, normalize_content
+from ovos_memory_plugins.text import query_terms, tokenize
 
 __all__ = [
     "CONTEXT_CHARS",
     "CONTEXT_MAX_TERMS",
+    "HEAD_CHARS",
     "clip_context",
+    "excerpt",
+    "excerpt_hits",
+    "excerpt_terms",
     "merge_adjacent",
     "needs_context",
     "recall_query",
@@ -189,3 +195,114 @@ def clip_context(text: str, budget: int = CONTEXT_CHARS) -> str:
     if len(flat) <= budget:
         return flat
     return "…" + flat[-(budget - 1) :].lstrip()
+
+
+#: Each turn of a shortened memory keeps at least its opening, this many characters.
+HEAD_CHARS = 200
+#: A turn's label in an exchange's text (``common.exchange_text``): where a turn starts.
+_TURN_LABELS = ("Q: ", "A: ")
+#: Sentence ends: Latin punctuation then space, or CJK full stops (no space after them).
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])")
+_GAP = "\u2026"
+
+
+def _split_long(piece: str, size: int) -> list[str]:
+    """``piece`` in parts of about ``size`` characters, cut at spaces where there are any."""
+    parts: list[str] = []
+    while len(piece) > size:
+        cut = piece.rfind(" ", size // 2, size + 1)
+        cut = cut if cut > 0 else size
+        parts.append(piece[:cut].rstrip())
+        piece = piece[cut:].lstrip()
+    if piece:
+        parts.append(piece)
+    return parts
+
+
+def excerpt(text: str, terms: frozenset[str] | set[str], budget: int) -> str:
+    """``text`` shortened to about ``budget`` characters around what matches ``terms``.
+
+    Unchanged when it fits (or ``budget`` <= 0). Else: every turn keeps its opening (its
+    sentences until :data:`HEAD_CHARS` characters are reached; a turn starts at a ``Q: ``/``A: ``
+    line, or the text at its first line), then the sentences holding the most distinct query
+    terms (:func:`text.tokenize` terms, best first, each with the sentence after it when that
+    fits too) as long as they fit, shown in their original order; ``…`` marks what was left
+    out. ``terms`` are the query's (:func:`excerpt_terms`).
+    """
+    if budget <= 0 or len(text) <= budget:
+        return text
+    lines = text.split("\n")
+    pieces: list[tuple[int, str]] = []  # (line number, sentence), in order
+    heads: set[int] = set()
+    for number, line in enumerate(lines):
+        sentences = [p for s in _SENTENCE_END.split(line) if s.strip() for p in _split_long(s.strip(), HEAD_CHARS)]
+        if sentences and (number == 0 or line.startswith(_TURN_LABELS)):
+            heads.add(len(pieces))
+        pieces.extend((number, sentence) for sentence in sentences)
+    chosen: set[int] = set()
+    for head in heads:  # a turn's opening: its sentences until HEAD_CHARS are reached
+        length, i = 0, head
+        while i < len(pieces) and (i == head or i not in heads) and length < HEAD_CHARS:
+            chosen.add(i)
+            length += len(pieces[i][1]) + 1
+            i += 1
+    used = sum(len(pieces[i][1]) + 1 for i in chosen)
+    scored = []
+    if terms:
+        for i, (_, sentence) in enumerate(pieces):
+            if i not in chosen:
+                found = len(set(tokenize(sentence)) & set(terms))
+                if found:
+                    scored.append((-found, i))
+    for _, i in sorted(scored):
+        for j in (i, i + 1):
+            if j < len(pieces) and j not in chosen and used + len(pieces[j][1]) + 1 <= budget:
+                chosen.add(j)
+                used += len(pieces[j][1]) + 1
+    return _joined_pieces(pieces, chosen)
+
+
+def _joined_pieces(pieces: Sequence[tuple[int, str]], chosen: set[int]) -> str:
+    """The chosen sentences in order, those of one line joined by spaces; ``…`` where sentences
+    or lines were left out (at the end of the line before the gap)."""
+    lines: list[list[str]] = []
+    line = -1
+    gap = False
+    for i, (number, sentence) in enumerate(pieces):
+        if i not in chosen:
+            gap = True
+            continue
+        if gap and lines:
+            lines[-1].append(_GAP)
+        if number != line or not lines:
+            lines.append([])
+            line = number
+        lines[-1].append(sentence)
+        gap = False
+    if gap and lines:
+        lines[-1].append(_GAP)
+    return "\n".join(" ".join(words) for words in lines)
+
+
+def excerpt_terms(query: str) -> frozenset[str]:
+    """The terms :func:`excerpt` looks for: the query's (:func:`text.query_terms`, English stop
+    words out; in other languages their stop words only count as weak matches)."""
+    return frozenset(query_terms(query))
+
+
+def excerpt_hits(hits: Sequence[MemoryHit], terms: frozenset[str] | set[str], budget: int) -> list[MemoryHit]:
+    """``hits`` with each text shortened by :func:`excerpt` to ``budget`` characters per
+    exchange (a joined stretch of consecutive exchanges gets it per exchange); a shortened hit
+    says so in ``metadata["shortened_from"]`` (its full length). Never mutates ``hits``."""
+    if budget <= 0:
+        return list(hits)
+    out = []
+    for hit in hits:
+        sources = hit.metadata.get("sources")
+        count = len(sources) if isinstance(sources, list) and sources else 1
+        short = excerpt(hit.content, terms, budget * count)
+        if short == hit.content:
+            out.append(hit)
+        else:
+            out.append(replace(hit, content=short, metadata={**hit.metadata, "shortened_from": len(hit.content)}))
+    return out
