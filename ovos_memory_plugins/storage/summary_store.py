@@ -205,6 +205,15 @@ class SummaryStore:
             _PUT_NO_FLUSH if no_flush else _PUT, (self.namespace, session_id, summary, int(folded), time.time())
         )
 
+    def items(self) -> list[tuple[str, str, int]]:
+        """``(session_id, summary, exchanges folded)`` of every session, by session id (a
+        migration between engines copies them)."""
+        rows = self.t.query(
+            "SELECT session_id, summary, folded FROM memory_summaries WHERE namespace = ? ORDER BY session_id",
+            (self.namespace,),
+        )
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
     def clear_session(self, session_id: str) -> int:
         """Forget a session's summary; return 1 when it had one."""
         return self.t.execute(
