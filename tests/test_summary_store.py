@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from ovos_plugin_manager.templates.agents import MessageRole
+from test_notes_one_database import tables
+from trust_helpers import files_holding
 
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.storage.sqlite import Database
@@ -43,21 +45,6 @@ def talk(mem: Any, session: str, n: int, start: int = 0) -> None:
 def database_file(root: Path) -> Path:
     with lexical(root) as mem:
         return Path(mem.storage.db.location)
-
-
-def tables(path: Path) -> set[str]:
-    conn = sqlite3.connect(path)
-    try:
-        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    finally:
-        conn.close()
-
-
-def files_holding(root: Path, word: str) -> list[str]:
-    forms = [word.encode(enc) for enc in ("utf-8", "utf-16-le", "utf-16-be")]
-    return sorted(
-        str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and any(f in p.read_bytes() for f in forms)
-    )
 
 
 def make_old_release_file(root: Path, *, extra_rows: Sequence[tuple[Any, ...]] = (), alter: str = "") -> Path:
