@@ -171,12 +171,13 @@ class SummaryStore:
     """
 
     def __init__(self, db: Any, namespace: str = "default") -> None:
-        from ovos_memory_plugins.storage.postgres_notes import SUMMARY_MIGRATIONS
-
         self.db = db
-        pg = getattr(db, "engine", "") == "postgresql"
-        steps = [] if pg else _sqlite_steps(db)
-        self.t = TableAccess(db, namespace, ("summary", steps), ("summary", SUMMARY_MIGRATIONS))
+        if getattr(db, "engine", "") == "postgresql":
+            from ovos_memory_plugins.storage.postgres_notes import SUMMARY_MIGRATIONS
+
+            self.t = TableAccess(db, namespace, ("summary", []), ("summary", SUMMARY_MIGRATIONS))
+        else:
+            self.t = TableAccess(db, namespace, ("summary", _sqlite_steps(db)))
         self.namespace = self.t.namespace
         self.leftover: str | None = None
         if not self.t.pg and db.table_exists(OLD_TABLE):
@@ -184,7 +185,8 @@ class SummaryStore:
                 self.leftover = old_table_problem(db.conn) or "it was not moved"
             LOG.warning(
                 "rolling summary: the table %r of an earlier release in %s was left as it is: %s;"
-                " its summaries are not used (look at it, then drop it by hand)",
+                " its summaries are not used and forgetting does not reach it (look at it, then drop it"
+                " by hand)",
                 OLD_TABLE,
                 db.location,
                 self.leftover,
