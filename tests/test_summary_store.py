@@ -272,3 +272,22 @@ def test_the_old_columns_are_the_old_statement_s() -> None:
         assert tuple(r[1] for r in conn.execute("PRAGMA table_info(summaries)")) == OLD_COLUMNS
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("verb", ["forget_session", "forget_all"])
+def test_a_forgotten_summary_leaves_no_byte_in_the_folder(tmp_path: Path, verb: str) -> None:
+    root = tmp_path / "mem"
+    with lexical(root) as mem:
+        mem.update_history(exchange(f"My first pet was a {MARKER} named Rex.", "What a pet!"), "s")
+        talk(mem, "s", 2)  # the pet's exchange leaves the window: into the summary
+        talk(mem, "t", 3)
+        assert MARKER in mem.session_summary("s")
+        assert files_holding(root, MARKER)
+        report = mem.forget_session("s") if verb == "forget_session" else mem.forget_all()
+        assert report.tiers["summaries"] == (1 if verb == "forget_session" else 2)
+        assert files_holding(root, MARKER) == []  # the forget's own purge: secure_delete, WAL truncated
+        mem.compact()
+        assert files_holding(root, MARKER) == []
+        assert ("1001" in mem.session_summary("t")) == (verb == "forget_session")
+    with lexical(root) as mem:
+        assert mem.session_summary("s") == ""
