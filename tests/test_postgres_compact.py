@@ -4,6 +4,7 @@ says when it could not (against a real throwaway server, tests/pg_server.py)."""
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from typing import Any
 
@@ -96,3 +97,21 @@ def test_a_forget_vacuums_the_summaries_too(postgres_url: str) -> None:
         while time.monotonic() < deadline and not vacuumed_since(postgres_url, since).get("memory_summaries"):
             time.sleep(0.05)  # the forget's VACUUM runs in the background
         assert vacuumed_since(postgres_url, since)["memory_summaries"]
+
+
+def test_the_forget_vacuum_works_in_a_database_without_summaries(
+    postgres_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = postgres_server.create_database(f"no_summaries_{next(_ns)}")
+    config = {"database": url, "namespace": "n", "max_history": 2, "summary": {"enabled": False}}
+    with caplog.at_level(logging.WARNING, logger="ovos_memory_plugins"), LexicalMemory(config) as mem:
+        talk(mem, "s", 3)
+        since = server_now(url)
+        mem.forget_session("s")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not vacuumed_since(url, since).get("memory_documents"):
+            time.sleep(0.05)
+        assert vacuumed_since(url, since)["memory_documents"]
+        assert "memory_summaries" not in vacuumed_since(url, since)  # never created
+        assert mem.compact() == [redact_url(url)]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text

@@ -177,6 +177,10 @@ _MEMORY_TABLES = (
     " WHERE c.relkind = 'r' AND c.relname LIKE 'memory\\_%' AND n.nspname = current_schema() ORDER BY 1"
 )
 
+#: The tables a forget deletes from (the background VACUUM after it; those that exist: the
+#: summaries' table is created by the first memory with the rolling summary on).
+_FORGET_TABLES = ("memory_documents", "memory_keywords", "memory_vectors", "memory_history", "memory_summaries")
+
 
 class PgDatabase:
     """A pool of connections to one PostgreSQL database, every statement under a deadline.
@@ -497,10 +501,8 @@ class PgDatabase:
             with self._pooled() as conn:
                 conn.execute("SET statement_timeout = '300s'")
                 try:
-                    conn.execute(
-                        "VACUUM (SKIP_LOCKED) memory_documents, memory_keywords, memory_vectors, memory_history,"
-                        " memory_summaries"
-                    )
+                    tables = [r[0] for r in conn.execute(_MEMORY_TABLES).fetchall() if r[0] in _FORGET_TABLES]
+                    conn.execute(f"VACUUM (SKIP_LOCKED) {', '.join(tables)}")
                 finally:
                     conn.execute("RESET statement_timeout")
         except Exception as exc:  # autovacuum does it later anyway
