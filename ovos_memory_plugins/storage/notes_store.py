@@ -646,9 +646,9 @@ def truncate_wal(db: Database) -> bool:
 
 
 class TableAccess:
-    """A memory's notes tables on either engine. The tables and statements are the same on
-    SQLite and PostgreSQL (``namespace`` included); what differs is the placeholder, the schema
-    steps, the terms column and how deleted rows are purged, all here.
+    """A memory's notes, sticky-note or summary tables on either engine. The tables and
+    statements are the same on SQLite and PostgreSQL (``namespace`` included); what differs is
+    the placeholder, the schema steps, the terms column and how deleted rows are purged, all here.
 
     ``sqlite_schema`` and ``pg_schema`` are ``(store, migrations)`` applied on open; without
     ``pg_schema``, the notes' PostgreSQL schema (the notes and sticky-note tables)."""
