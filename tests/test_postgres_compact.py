@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 import time
 from typing import Any
 
@@ -115,3 +116,27 @@ def test_the_forget_vacuum_works_in_a_database_without_summaries(
         assert "memory_summaries" not in vacuumed_since(url, since)  # never created
         assert mem.compact() == [redact_url(url)]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_turns_go_on_while_a_compact_waits(postgres_url: str) -> None:
+    ns = f"compact-{next(_ns)}"
+    with LexicalMemory({"database": postgres_url, "namespace": ns, "max_history": 2}) as mem:
+        talk(mem, "s", 3)
+        holder = psycopg.connect(postgres_url)
+        try:
+            holder.execute("LOCK TABLE memory_summaries IN SHARE UPDATE EXCLUSIVE MODE")
+            result: list[Compacted] = []
+            worker = threading.Thread(target=lambda: result.append(mem.compact()))
+            worker.start()
+            time.sleep(0.3)  # the compact's VACUUM now waits for the lock
+            start = time.monotonic()
+            messages = mem.build_conversation_context("what is my locker code?", "s")
+            mem.update_history(exchange("My bike is red.", "Noted."), "s")
+            assert time.monotonic() - start < 1.0 and messages[-1].content == "what is my locker code?"
+            assert worker.is_alive()  # still waiting
+            holder.rollback()
+            worker.join(10)
+            assert result and result[0] == [redact_url(postgres_url)]
+        finally:
+            holder.close()
+        mem.forget_all()
