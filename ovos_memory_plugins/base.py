@@ -549,9 +549,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         :class:`~ovos_memory_plugins.protocols.Compactable` protocol; the editor calls it after
         every delete): SQLite ``VACUUM`` and a WAL truncation, PostgreSQL ``VACUUM`` of the
         memory's tables. Returns the locations done; a busy file is logged, left out and named in
-        ``skipped`` (every forget already purges; this also rewrites the file without free pages)."""
-        with self._lock:
-            return compact_database(self.storage.db)
+        ``skipped`` (every forget already purges; this also rewrites the file without free pages).
+
+        Not under the memory's lock: the database serialises what it must (SQLite holds its
+        connection's lock), and turns go on while a PostgreSQL VACUUM runs or waits."""
+        return compact_database(self.storage.db)
 
     def sessions(self) -> list[str]:
         """Every session with recorded history, sorted (operators, the editor)."""

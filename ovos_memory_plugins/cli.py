@@ -905,11 +905,7 @@ def cmd_migrate(args: argparse.Namespace, output: Output) -> int:
         for bar in bars.values():
             bar.close()
     where = redact_url(args.to)
-    text = (
-        f"copied {report.documents} document(s), {sum(report.vectors.values())} vector(s) and"
-        f" {report.history_messages} history message(s) of {report.sessions} session(s) to {where};"
-        ' point the memory\'s config at it ("database" or "root") to use it'
-    )
+    text = f'copied {report.describe()} to {where}; point the memory\'s config at it ("database" or "root") to use it'
     output.emit({**report.as_dict(), "to": where}, text)
     return 0
 

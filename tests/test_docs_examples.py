@@ -17,7 +17,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "writing-a-backend.md"
 
 def _blocks() -> list[str]:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 4  # the backend, its use, the session-keeping backend, the kit
+    assert len(blocks) == 5  # the backend, its use, the session-keeping backend, the kit, compact()
     return blocks
 
 
@@ -71,3 +71,30 @@ def test_doc_example_options_are_validated() -> None:
     cls = _doc_namespace()["WordOverlapMemory"]
     with pytest.raises(ConfigError, match="min_overlap"):
         validate_config({"min_overlap": 0}, plugin=cls)
+
+
+def test_the_compact_example_leaves_no_deleted_text_in_its_own_file(tmp_path: Path) -> None:
+    from ovos_memory_plugins.testing import exchange
+
+    ns = _doc_namespace()
+    exec(compile(_blocks()[4], str(DOC), "exec"), ns)
+    cls = ns["FileWordOverlapMemory"]
+    with cls({"root": str(tmp_path)}) as memory:
+        memory._db.execute("PRAGMA secure_delete = OFF")  # SQLite's default (this build turns it on)
+        memory.update_history(exchange("my locker code is zanzibar-4471", "Noted."), "s")
+        memory.update_history(exchange("my sister lives in Porto", "Porto is lovely"), "s")
+        memory.forget_session("s")
+        assert b"zanzibar" in memory.file.read_bytes()  # deleted, yet readable in a free page
+        done = memory.compact()
+        assert str(memory.file) in done and not done.skipped
+        assert not any(b"zanzibar" in p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+        memory.update_history(exchange("my cat is called Miso", "Nice."), "s")
+    with cls({"root": str(tmp_path)}) as memory:  # its documents came back from its file
+        assert "Miso" in memory.search("cat")[0].content
+
+
+class TestDocFileExampleContract(MemoryContract):
+    def make_memory(self, config: dict[str, Any]) -> Any:
+        ns = _doc_namespace()
+        exec(compile(_blocks()[4], str(DOC), "exec"), ns)
+        return ns["FileWordOverlapMemory"](config)

@@ -13,7 +13,7 @@ pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.storage.summary_store import PgSummaryStore
+from ovos_memory_plugins.storage.summary_store import SummaryStore
 
 _ns = itertools.count()
 
@@ -94,7 +94,7 @@ def test_a_fold_commits_without_weakening_the_turn(postgres_url: str) -> None:
     ns = f"summary-{next(_ns)}"
     with memory(postgres_url, ns) as mem:
         db = mem.storage.db
-        store = PgSummaryStore(db, ns)
+        store = SummaryStore(db, ns)
         with db.atomic() as conn:
             conn.execute("SET LOCAL synchronous_commit = 'local'")  # the caller's own setting
             store.put("s", "a summary", 1)

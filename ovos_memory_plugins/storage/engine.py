@@ -244,7 +244,8 @@ class Compacted(list[str]):
 
 @runtime_checkable
 class CompactingDatabase(Protocol):
-    """A :class:`Database` that can compact itself now (SQLite: ``VACUUM`` and a WAL truncation)."""
+    """A :class:`Database` that can compact itself now (SQLite: ``VACUUM`` and a WAL truncation;
+    PostgreSQL: ``VACUUM`` of the memory tables, waited for)."""
 
     def compact(self) -> Compacted:
         """Make deleted rows unrecoverable in this database; say whether it was done."""
@@ -255,9 +256,9 @@ def compact_database(db: Database) -> Compacted:
     """Make deleted rows unrecoverable in ``db`` as far as its engine can, now.
 
     A database that declares :class:`CompactingDatabase` compacts itself (SQLite: ``VACUUM``
-    then ``wal_checkpoint(TRUNCATE)``, a busy file skipped and reported); any other engine gets
-    :meth:`Database.purge` (PostgreSQL: ``VACUUM`` of the memory's tables, started in the
-    background). An in-RAM database has nothing to compact.
+    then ``wal_checkpoint(TRUNCATE)``, a busy file skipped and reported; PostgreSQL: ``VACUUM``
+    of every memory table, waited for within a deadline, a lock held past it reported); any
+    other engine gets :meth:`Database.purge`. An in-RAM database has nothing to compact.
     """
     if db.in_ram:
         return Compacted()

@@ -5,9 +5,10 @@
 creation times, oldest first, so keys keep their order and dialogue turns keep their context),
 the keyword index (rebuilt on the target from the same tokens), the vectors of every embedder
 space (copied, never re-embedded), the history of every session with its exchange-id chain,
-the curated notes (active and retired, with their dates and sessions, in order) and the sticky
-notes (with their dates, sessions, languages, metadata, retirement and last-ask records). It
-refuses a target that already holds documents, and checks the counts at the end.
+the curated notes (active and retired, with their dates and sessions, in order), the sticky
+notes (with their dates, sessions, languages, metadata, retirement and last-ask records) and
+the rolling summary of every session. It refuses a target that already holds documents, and
+checks the counts at the end.
 
 :func:`migrate_memory` does it for a loaded memory plugin (``memory.storage`` is the source):
 ``to`` is a ``postgresql://`` URL (the memory's ``namespace`` keys it there) or a folder (the
@@ -36,6 +37,8 @@ from ovos_memory_plugins.protocols import Note
 from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument, open_storage
 from ovos_memory_plugins.storage.notes_store import Rewrites, move_notes, notes_store_for, rewrites_for
 from ovos_memory_plugins.storage.sticky_store import copy_sticky, sticky_store_for
+from ovos_memory_plugins.storage.summary_store import OLD_TABLE as OLD_SUMMARIES
+from ovos_memory_plugins.storage.summary_store import SummaryStore
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,7 +46,16 @@ if TYPE_CHECKING:
 
     Vector = npt.NDArray[np.float32]
 
-__all__ = ["MigrationReport", "NotesInFiles", "Progress", "copy_notes", "copy_storage", "main", "migrate_memory"]
+__all__ = [
+    "MigrationReport",
+    "NotesInFiles",
+    "Progress",
+    "copy_notes",
+    "copy_storage",
+    "copy_summaries",
+    "main",
+    "migrate_memory",
+]
 
 #: ``progress(stage, done, total)``: stage is ``"documents"``, ``"vectors:<space>"`` or ``"history"``.
 Progress = Callable[[str, int, int], None]
@@ -62,6 +74,7 @@ class MigrationReport:
     history_messages: int = 0
     notes: int = 0
     sticky_notes: int = 0
+    summaries: int = 0
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -73,8 +86,18 @@ class MigrationReport:
             "history_messages": self.history_messages,
             "notes": self.notes,
             "sticky_notes": self.sticky_notes,
+            "summaries": self.summaries,
             "seconds": round(self.seconds, 3),
         }
+
+    def describe(self) -> str:
+        """What moved, in words (the commands' text output): every count of :meth:`as_dict`."""
+        return (
+            f"{self.documents} document(s), {sum(self.vectors.values())} vector(s),"
+            f" {self.history_messages} history message(s) of {self.sessions} session(s),"
+            f" {self.notes} note(s), {self.sticky_notes} sticky note(s)"
+            f" and {self.summaries} rolling summar{'y' if self.summaries == 1 else 'ies'}"
+        )
 
 
 def _batches(items: Iterator[StoredDocument], size: int) -> Iterator[list[StoredDocument]]:
@@ -185,6 +208,7 @@ def copy_storage(
     report.notes, report.sticky_notes = copy_notes(source, target)
     if report.notes or report.sticky_notes:
         report_progress("notes", report.notes + report.sticky_notes, report.notes + report.sticky_notes)
+    report.summaries = copy_summaries(source, target)
 
     copied = target.documents.count()
     if copied != total:
@@ -233,6 +257,27 @@ def copy_notes(source: Storage, target: Storage) -> tuple[int, int]:
             if any(r.id not in have for r in src_sticky.notes(include_retired=True)):
                 raise StorageError(f"sticky notes did not all reach {target.db.location}")
     return notes, sticky
+
+
+def copy_summaries(source: Storage, target: Storage) -> int:
+    """Copy the rolling summaries of ``source``'s sessions into ``target`` (one transaction, a
+    target's summary of the same session replaced); return how many.
+
+    Raises:
+        StorageError: the target holds other summaries than were read from the source.
+    """
+    if not (_holds(source, "memory_summaries") or _holds(source, OLD_SUMMARIES)):
+        return 0
+    rows = SummaryStore(source.db, _namespace(source)).items()
+    if not rows:
+        return 0
+    dst = SummaryStore(target.db, _namespace(target))
+    with target.atomic():  # committed like any write (a fold's own commit skips the flush)
+        for session_id, summary, folded in rows:
+            dst.put(session_id, summary, folded)
+    if any(dst.get(session_id) != (summary, folded) for session_id, summary, folded in rows):
+        raise StorageError(f"rolling summaries did not all reach {target.db.location}")
+    return len(rows)
 
 
 @runtime_checkable
@@ -348,11 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         source.close()
-    print(
-        f"copied {report.documents} document(s), {sum(report.vectors.values())} vector(s),"
-        f" {report.history_messages} history message(s) of {report.sessions} session(s),"
-        f" {report.notes} note(s) and {report.sticky_notes} sticky note(s) in {report.seconds:.1f} s"
-    )
+    print(f"copied {report.describe()} in {report.seconds:.1f} s")
     return 0
 
 

@@ -646,11 +646,20 @@ def truncate_wal(db: Database) -> bool:
 
 
 class TableAccess:
-    """A memory's notes tables on either engine. The tables and statements are the same on
-    SQLite and PostgreSQL (``namespace`` included); what differs is the placeholder, the schema
-    steps, the terms column and how deleted rows are purged, all here."""
+    """A memory's notes, sticky-note or summary tables on either engine. The tables and
+    statements are the same on SQLite and PostgreSQL (``namespace`` included); what differs is
+    the placeholder, the schema steps, the terms column and how deleted rows are purged, all here.
 
-    def __init__(self, db: Any, namespace: str, sqlite_schema: tuple[str, Sequence[Migration]]) -> None:
+    ``sqlite_schema`` and ``pg_schema`` are ``(store, migrations)`` applied on open; without
+    ``pg_schema``, the notes' PostgreSQL schema (the notes and sticky-note tables)."""
+
+    def __init__(
+        self,
+        db: Any,
+        namespace: str,
+        sqlite_schema: tuple[str, Sequence[Migration]],
+        pg_schema: tuple[str, Sequence[Any]] | None = None,
+    ) -> None:
         self.db = db
         self.pg = getattr(db, "engine", "") == "postgresql"
         #: the rows' namespace: the memory's on PostgreSQL, where memories share the tables;
@@ -661,7 +670,7 @@ class TableAccess:
         if self.pg:
             from ovos_memory_plugins.storage.postgres_notes import NOTES_MIGRATIONS as PG_MIGRATIONS
 
-            db.migrate("notes", PG_MIGRATIONS)
+            db.migrate(*(pg_schema or ("notes", PG_MIGRATIONS)))
         else:
             db.migrate(*sqlite_schema)
             with contextlib.suppress(sqlite3.Error, StorageError):  # deleted rows leave zeroes, not words

@@ -52,6 +52,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ovos_memory_plugins.common import MemoryHit, exchange_parts
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.engine import (
+    Compacted,
     Document,
     KeywordSettings,
     Storage,
@@ -165,6 +166,20 @@ class PgMigration:
 
     name: str
     apply: Callable[[psycopg.Connection[Any]], None]
+
+
+#: Seconds :meth:`PgDatabase.compact` waits for its ``VACUUM`` at most.
+COMPACT_DEADLINE_S = 60.0
+#: The memory tables of the connection's schema (every store's: documents, indexes, history,
+#: summaries, notes, sticky notes), for :meth:`PgDatabase.compact`.
+_MEMORY_TABLES = (
+    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE c.relkind = 'r' AND c.relname LIKE 'memory\\_%' AND n.nspname = current_schema() ORDER BY 1"
+)
+
+#: The tables a forget deletes from (the background VACUUM after it; those that exist: the
+#: summaries' table is created by the first memory with the rolling summary on).
+_FORGET_TABLES = ("memory_documents", "memory_keywords", "memory_vectors", "memory_history", "memory_summaries")
 
 
 class PgDatabase:
@@ -438,9 +453,43 @@ class PgDatabase:
             or 0
         )
 
+    def compact(self) -> Compacted:
+        """``VACUUM`` every memory table of the schema now (every namespace's: they share the
+        tables), and wait for it, at most :data:`COMPACT_DEADLINE_S` (a lock another session
+        holds is waited for as long as any statement's lock: ``statement_timeout``).
+
+        Returns the location when the VACUUM finished: every row deleted before it began that
+        no transaction still open could see is gone from the tables and their indexes, its
+        space free for reuse. A row an older open transaction can still see stays until the
+        next VACUUM; freed bytes are not zeroed (docs/postgres.md says what that means). A
+        VACUUM that failed or ran past the deadline: the location is in ``skipped`` with why.
+        """
+        import psycopg
+        from psycopg import sql
+
+        problem = ""
+        try:
+            with self._pooled() as conn:
+                conn.execute(f"SET statement_timeout = {max(int(COMPACT_DEADLINE_S * 1000), 1)}")
+                try:
+                    tables = [r[0] for r in conn.execute(_MEMORY_TABLES).fetchall()]
+                    if tables:
+                        conn.execute(sql.SQL("VACUUM {}").format(sql.SQL(", ").join(map(sql.Identifier, tables))))
+                except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as exc:
+                    problem = _one_line(exc)  # a busy table, not a lost server: no back-off
+                finally:
+                    conn.execute("RESET statement_timeout")
+        except StorageError as exc:
+            problem = str(exc)
+        if problem:
+            LOG.warning("PostgreSQL: could not compact %s (%s); the next compact tries again", self.path, problem)
+            return Compacted(skipped={self.location: problem})
+        return Compacted([self.location])
+
     def purge(self) -> None:
         """After deletions: ``VACUUM`` the memory tables in the background, so the dead rows'
-        space is reclaimed (see docs/postgres.md for what that does and does not erase)."""
+        space is reclaimed (see docs/postgres.md for what that does and does not erase);
+        :meth:`compact` does it now and waits."""
         with self._lock:
             if self._vacuuming or self._closed:
                 return
@@ -452,9 +501,8 @@ class PgDatabase:
             with self._pooled() as conn:
                 conn.execute("SET statement_timeout = '300s'")
                 try:
-                    conn.execute(
-                        "VACUUM (SKIP_LOCKED) memory_documents, memory_keywords, memory_vectors, memory_history"
-                    )
+                    tables = [r[0] for r in conn.execute(_MEMORY_TABLES).fetchall() if r[0] in _FORGET_TABLES]
+                    conn.execute(f"VACUUM (SKIP_LOCKED) {', '.join(tables)}")
                 finally:
                     conn.execute("RESET statement_timeout")
         except Exception as exc:  # autovacuum does it later anyway

@@ -1,4 +1,5 @@
-"""Curated notes and sticky notes in PostgreSQL: the schema, the full-text search, the undo history.
+"""Curated notes, sticky notes and rolling summaries in PostgreSQL: the schema, the full-text
+search, the undo history.
 
 With ``"database": "postgresql://..."`` every note lives in the database the memory's documents
 and history live in (:mod:`ovos_memory_plugins.storage.postgres`), so every persona server that
@@ -17,6 +18,11 @@ statement filters on the namespace::
     memory_sticky_notes(namespace, id, session_id, text, norm, lang, created, updated,
                         metadata, retired_on)
     memory_sticky_asks(namespace, session_id, utterance_key, at, reply)
+    memory_summaries(namespace, session_id, summary, folded, updated)  -- the rolling summaries
+
+The rolling summaries' store serves both engines too
+(:class:`~ovos_memory_plugins.storage.summary_store.SummaryStore`); their schema is
+:data:`SUMMARY_MIGRATIONS`.
 
 ``terms`` is a ``tsvector`` built from OUR tokens (:func:`ovos_memory_plugins.text.tokenize`,
 so CJK bigrams, folding and stemming carry over, as in the keyword index), GIN-indexed;
@@ -44,7 +50,7 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["NOTES_MIGRATIONS", "PgRewrites", "search_sql"]
+__all__ = ["NOTES_MIGRATIONS", "SUMMARY_MIGRATIONS", "PgRewrites", "search_sql"]
 
 
 def _v1(conn: psycopg.Connection[Any]) -> None:
@@ -83,6 +89,21 @@ def _v2(conn: psycopg.Connection[Any]) -> None:
 
 #: The notes' schema (store ``notes`` in ``memory_migrations``). Append only.
 NOTES_MIGRATIONS = [PgMigration("0001_notes_and_sticky_notes", _v1), PgMigration("0002_rewrites", _v2)]
+
+
+def _summaries_v1(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_summaries ("
+        " namespace text NOT NULL, session_id text NOT NULL, summary text NOT NULL,"
+        " folded integer NOT NULL, updated double precision NOT NULL,"
+        " PRIMARY KEY (namespace, session_id))"
+    )
+
+
+#: The rolling summaries' schema (store ``summary`` in ``memory_migrations``; the table and
+#: statements are :class:`~ovos_memory_plugins.storage.summary_store.SummaryStore`'s, the same on
+#: both engines). Append only.
+SUMMARY_MIGRATIONS = [PgMigration("0001_memory_summaries", _summaries_v1)]
 
 
 def search_sql(terms: Sequence[str], where: str) -> tuple[str, tuple[Any, ...]]:
