@@ -249,11 +249,19 @@ def excerpt(text: str, terms: frozenset[str] | set[str], budget: int) -> str:
     used = sum(len(pieces[i][1]) + 1 for i in chosen)
     scored = []
     if terms:
+        wanted = set(terms)
+        # A term is a folded (and maybe stemmed) word: its first three characters occur in any
+        # ASCII sentence holding it, so most sentences are ruled out without being tokenised.
+        prefixes = {t[:3] for t in wanted}
         for i, (_, sentence) in enumerate(pieces):
-            if i not in chosen:
-                found = len(set(tokenize(sentence)) & set(terms))
-                if found:
-                    scored.append((-found, i))
+            if i in chosen:
+                continue
+            low = sentence.casefold()
+            if low.isascii() and not any(p in low for p in prefixes):
+                continue
+            found = len(set(tokenize(sentence)) & wanted)
+            if found:
+                scored.append((-found, i))
     for _, i in sorted(scored):
         for j in (i, i + 1):
             if j < len(pieces) and j not in chosen and used + len(pieces[j][1]) + 1 <= budget:
