@@ -39,6 +39,7 @@ class LongMemEvalQuestion:
     question: str
     question_type: str
     sessions: list[LongMemEvalSession]
+    answer: str = ""
 
 
 def longmemeval_questions(data: Path = DATA) -> Iterator[LongMemEvalQuestion]:
@@ -53,7 +54,9 @@ def longmemeval_questions(data: Path = DATA) -> Iterator[LongMemEvalQuestion]:
                 q["haystack_session_ids"], q["haystack_dates"], q["haystack_sessions"], strict=True
             )
         ]
-        yield LongMemEvalQuestion(str(q["question_id"]), str(q["question"]), str(q["question_type"]), sessions)
+        yield LongMemEvalQuestion(
+            str(q["question_id"]), str(q["question"]), str(q["question_type"]), sessions, str(q.get("answer", ""))
+        )
 
 
 @dataclass

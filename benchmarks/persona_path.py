@@ -28,6 +28,10 @@ USER message. Figures, per set and setup:
   one memory count once, relevant when one of them is. The exchanges are still each counted in
   inj/q and irr/q and their characters in ctx chars/q;
 * **ctx chars/q**: characters of the prompt's memory messages per prompt (context included);
+* **ans kept** (LongMemEval): of the questions whose reference answer occurs (normalised) in a
+  relevant exchange that reached the prompt, the share whose answer is still in the prompt's
+  text: what shortening a long memory (``context.memory_chars``) cost. Answers that are
+  derived rather than quoted ("3.5 weeks") never count; a short one ("25") may occur by chance;
 * **p50/p95 ms**, **CPU p50/p95**: latency of ``build_conversation_context``, wall clock and CPU
   time of the process (on a shared machine the wall clock includes waiting for a core).
 
@@ -93,11 +97,13 @@ class Exchange:
 
 @dataclass
 class Ask:
-    """A question, the tags of the exchanges that answer it, and its category."""
+    """A question, the tags of the exchanges that answer it, its category and (LongMemEval) its
+    reference answer."""
 
     question: str
     relevant: set[str]
     category: str
+    answer: str = ""
 
 
 @dataclass
@@ -140,7 +146,7 @@ def longmemeval_units() -> Iterator[Unit]:
                 exchanges.append(ex)
             unit.sessions.append((session.session_id, exchanges))
         if relevant:
-            unit.asks.append(Ask(q.question, relevant, q.question_type))
+            unit.asks.append(Ask(q.question, relevant, q.question_type, q.answer))
             yield unit
 
 
@@ -184,6 +190,8 @@ class Tally:
     memories: int = 0
     relevant_memories: int = 0
     context_chars: int = 0
+    answers_shown: int = 0
+    answers_kept: int = 0
     latencies: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     per_category: dict[str, list[int]] = field(default_factory=dict)
@@ -202,6 +210,7 @@ class Tally:
             "irr mem/q": (self.memories - self.relevant_memories) / n,
             "mem prec": 100.0 * self.relevant_memories / self.memories if self.memories else float("nan"),
             "ctx chars/q": self.context_chars / n,
+            "ans kept": 100.0 * self.answers_kept / self.answers_shown if self.answers_shown else float("nan"),
             "p50 ms": 1000 * statistics.median(lat),
             "p95 ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))],
             "CPU p50": 1000 * statistics.median(cpu),
@@ -233,12 +242,12 @@ def _chunks(memory_text: str, prefix: str) -> list[str]:
     return [_norm("\n".join(c)) for c in chunks if c]
 
 
-def _injected(prompt: list[Any], unit: Unit, prefix: str = "- ") -> tuple[list[Exchange], list[set[str]], int]:
+def _injected(prompt: list[Any], unit: Unit, prefix: str = "- ") -> tuple[list[Exchange], list[set[str]], str]:
     """The fed exchanges (one per distinct text) found in the prompt, the tags of each memory
-    chunk that holds one or more of them, and the memory characters."""
+    chunk that holds one or more of them, and the memory text."""
     memory_text = "\n".join(str(m.content or "") for m in prompt[:-1])
     if not memory_text:
-        return [], [], 0
+        return [], [], ""
     haystack = _norm(memory_text)
     chunks = _chunks(memory_text, prefix)
     found: dict[tuple[str, str], Exchange] = {}
@@ -257,7 +266,7 @@ def _injected(prompt: list[Any], unit: Unit, prefix: str = "- ") -> tuple[list[E
                 continue
             where = next((i for i, c in enumerate(chunks) if user in c and assistant in c), -1 - len(found))
             in_chunk.setdefault(where, set()).update(ex.tags)
-    return list(found.values()), list(in_chunk.values()), len(memory_text)
+    return list(found.values()), list(in_chunk.values()), memory_text
 
 
 def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limit: int | None) -> Tally:
@@ -277,15 +286,19 @@ def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limi
                     prompt = mem.build_conversation_context(ask.question, NEW_SESSION)
                     tally.latencies.append(time.perf_counter() - start)
                     tally.cpu.append(time.process_time() - cpu)
-                    injected, memories, chars = _injected(prompt, unit, prefix)
+                    injected, memories, memory_text = _injected(prompt, unit, prefix)
                     relevant = [ex for ex in injected if ex.tags & ask.relevant]
+                    answer = _norm(ask.answer)
+                    if len(answer) >= 2 and any(answer in _norm(ex.user + ex.assistant) for ex in relevant):
+                        tally.answers_shown += 1  # the answer's words are in a relevant exchange shown
+                        tally.answers_kept += answer in _norm(memory_text)  # and survived any shortening
                     tally.questions += 1
                     tally.hits += bool(relevant)
                     tally.injected += len(injected)
                     tally.relevant_injected += len(relevant)
                     tally.memories += len(memories)
                     tally.relevant_memories += sum(bool(tags & ask.relevant) for tags in memories)
-                    tally.context_chars += chars
+                    tally.context_chars += len(memory_text)
                     cat = tally.per_category.setdefault(ask.category, [0, 0])
                     cat[0] += 1
                     cat[1] += bool(relevant)
@@ -314,7 +327,7 @@ def refused_share(units: Iterator[Unit], limit: int | None) -> tuple[int, int]:
 
 def report(set_name: str, tallies: dict[str, Tally], seconds: dict[str, float]) -> None:
     """One table per set: a row per setup, then hit per category."""
-    cols = ["n", "hit", "precision", "inj/q", "irr/q", "mem/q", "irr mem/q", "mem prec", "ctx chars/q"]
+    cols = ["n", "hit", "precision", "inj/q", "irr/q", "mem/q", "irr mem/q", "mem prec", "ctx chars/q", "ans kept"]
     cols += ["p50 ms", "p95 ms", "CPU p50", "CPU p95"]
     print(f"\n## {set_name}")
     print(f"{'setup':<30}" + "".join(f"{c:>12}" for c in cols) + f"{'seconds':>9}")

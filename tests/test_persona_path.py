@@ -37,10 +37,10 @@ def test_joined_neighbours_count_as_one_memory_and_two_exchanges(bench: ModuleTy
     with LexicalMemory({"root": str(tmp_path / "mem")}) as mem:
         bench._feed(mem, unit)
         prompt = mem.build_conversation_context("Kyoto temples", "new")
-    injected, memories, chars = bench._injected(prompt, unit)
+    injected, memories, text = bench._injected(prompt, unit)
     assert sorted(tag for ex in injected for tag in ex.tags) == ["r", "t1", "t2"]  # three exchanges ...
     assert sorted(sorted(m) for m in memories) == [["r"], ["t1", "t2"]]  # ... in two memories
-    assert chars > 0
+    assert "Kiyomizu-dera opens at six" in text  # the memory text it read
 
 
 def test_the_tally_reports_exchanges_and_memories(bench: ModuleType, tmp_path: Path) -> None:
@@ -60,3 +60,20 @@ def test_the_tally_reports_exchanges_and_memories(bench: ModuleType, tmp_path: P
     assert row["hit"] == 100.0 and row["inj/q"] == 2 and row["precision"] == 50.0
     assert row["mem/q"] == 1 and row["irr mem/q"] == 0 and row["mem prec"] == 100.0
     assert row["CPU p95"] >= 0
+
+
+def test_answer_kept_counts_what_shortening_a_long_memory_left(bench: ModuleType) -> None:
+    filler = " ".join(f"Beach number {i} has soft sand and calm water." for i in range(60))
+    reply = f"Great choice! {filler} The Waikiki hotel books out early. The ferry leaves at nine."
+    unit = bench.Unit("u")
+    unit.sessions = [("s", [bench.Exchange("I will stay on Oahu for my Hawaii trip.", reply, {"a"})])]
+    unit.asks = [
+        bench.Ask("Where do I stay in Hawaii?", {"a"}, "single", answer="Oahu"),  # in the kept opening
+        bench.Ask("Which hotel books out early in Hawaii?", {"a"}, "single", answer="Waikiki"),  # a matching sentence
+        bench.Ask("When does the boat go for my Hawaii trip?", {"a"}, "single", answer="at nine"),  # cut away
+    ]
+    row = bench.evaluate(LexicalMemory, {}, iter([unit]), None).row()
+    assert row["hit"] == 100.0
+    assert row["ans kept"] == pytest.approx(200 / 3)
+    whole = bench.evaluate(LexicalMemory, {"context": {"memory_chars": 0}}, iter([unit]), None).row()
+    assert whole["ans kept"] == 100.0 and whole["ctx chars/q"] > row["ctx chars/q"] + 1000
