@@ -37,7 +37,7 @@ from itertools import pairwise
 from typing import Any
 
 from ovos_memory_plugins.common import MemoryHit, exchange_text, normalize_content
-from ovos_memory_plugins.text import query_terms, tokenize
+from ovos_memory_plugins.text import cut_long, query_terms, tokenize
 
 __all__ = [
     "CONTEXT_CHARS",
@@ -206,19 +206,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])")
 _GAP = "\u2026"
 
 
-def _split_long(piece: str, size: int) -> list[str]:
-    """``piece`` in parts of about ``size`` characters, cut at spaces where there are any."""
-    parts: list[str] = []
-    while len(piece) > size:
-        cut = piece.rfind(" ", size // 2, size + 1)
-        cut = cut if cut > 0 else size
-        parts.append(piece[:cut].rstrip())
-        piece = piece[cut:].lstrip()
-    if piece:
-        parts.append(piece)
-    return parts
-
-
 def excerpt(text: str, terms: frozenset[str] | set[str], budget: int) -> str:
     """``text`` shortened to about ``budget`` characters around what matches ``terms``.
 
@@ -235,7 +222,9 @@ def excerpt(text: str, terms: frozenset[str] | set[str], budget: int) -> str:
     pieces: list[tuple[int, str]] = []  # (line number, sentence), in order
     heads: set[int] = set()
     for number, line in enumerate(lines):
-        sentences = [p for s in _SENTENCE_END.split(line) if s.strip() for p in _split_long(s.strip(), HEAD_CHARS)]
+        sentences = [
+            p for s in _SENTENCE_END.split(line) if s.strip() for p in cut_long(s, HEAD_CHARS, lowest=HEAD_CHARS // 2)
+        ]
         if sentences and (number == 0 or line.startswith(_TURN_LABELS)):
             heads.add(len(pieces))
         pieces.extend((number, sentence) for sentence in sentences)

@@ -34,6 +34,7 @@ __all__ = [
     "STOPWORD_LANGUAGES",
     "clean_text",
     "clip_query",
+    "cut_long",
     "fold_word",
     "query_terms",
     "stop_words",
@@ -55,6 +56,21 @@ def clean_text(text: str) -> str:
     surrogates replaced by U+FFFD, so it can be encoded as UTF-8 and stored anywhere."""
     text = _CONTROL.sub(" ", text)
     return _SURROGATE.sub("\ufffd", text)
+
+
+def cut_long(text: str, size: int, at: str = " ", lowest: int = 0) -> list[str]:
+    """``text`` in stripped parts of at most ``size`` characters, each cut at the last ``at``
+    between ``lowest`` and ``size`` when there is one, else at ``size``; empty parts dropped."""
+    parts: list[str] = []
+    text = text.strip()
+    while len(text) > size:
+        cut = text.rfind(at, lowest, size + 1)
+        cut = cut if cut > 0 else size
+        parts.append(text[:cut].strip())
+        text = text[cut:].strip()
+    if text:
+        parts.append(text)
+    return parts
 
 
 def clip_query(text: str, limit: int = MAX_QUERY_CHARS) -> str:

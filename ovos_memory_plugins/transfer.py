@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from ovos_memory_plugins.errors import BackendError, OvosMemoryPluginError
 from ovos_memory_plugins.protocols import DocumentLister, NotesKeeper
+from ovos_memory_plugins.text import cut_long
 
 __all__ = [
     "ExportedDocument",
@@ -311,17 +312,7 @@ def read_transcript(text: str, name: str = "<input>") -> list[TranscriptMessage]
 
 def split_paragraphs(text: str, max_chars: int = 2000) -> list[str]:
     """Blank-line separated paragraphs; a paragraph longer than ``max_chars`` is cut on lines."""
-    chunks: list[str] = []
-    for para in re.split(r"\n\s*\n", text):
-        para = para.strip()
-        while len(para) > max_chars:
-            cut = para.rfind("\n", 0, max_chars)
-            cut = cut if cut > 0 else max_chars
-            chunks.append(para[:cut].strip())
-            para = para[cut:].strip()
-        if para:
-            chunks.append(para)
-    return chunks
+    return [part for para in re.split(r"\n\s*\n", text) for part in cut_long(para, max_chars, at="\n")]
 
 
 def collect_files(paths: Iterable[Path]) -> list[Path]:

@@ -95,3 +95,14 @@ def test_hostile_text_never_raises(text: str) -> None:
 def test_huge_words_are_cut() -> None:
     assert tokenize("q" * 1_000_000) == ["q" * 64]
     assert query_terms("zebra" * 100) == ["zebra" * 12 + "zebr"]
+
+
+def test_cut_long_cuts_at_the_last_separator_that_fits() -> None:
+    from ovos_memory_plugins.text import cut_long
+
+    assert cut_long("  short  ", 10) == ["short"]
+    assert cut_long("aaaa bbbb cccc", 9) == ["aaaa bbbb", "cccc"]
+    assert cut_long("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]  # no separator: cut at the size
+    assert cut_long("a bbbbbbbbbbbb", 10, lowest=5) == ["a bbbbbbbb", "bbbb"]  # a space too early is not used
+    assert cut_long("one\ntwo three\nfour", 12, at="\n") == ["one", "two three", "four"]
+    assert cut_long("", 5) == []
