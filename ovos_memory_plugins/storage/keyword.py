@@ -23,9 +23,12 @@ expression, so no query text is ever an FTS5 operator.
 * **Pruning.** On a memory of :data:`PRUNE_MIN_DOCUMENTS` or more, query terms found in more than
   half the documents are left out and the others are searched rarest first until their postings
   add up to :data:`PRUNE_POSTINGS`, which bounds the time of a query on any size. The kept terms
-  only *find* candidates: when terms were left out, the best :data:`RESCORE_CANDIDATES` of them
-  are ranked again by :func:`bm25_scores` on every query term (the score FTS5's bm25 would give
-  them without pruning), so a left-out term still orders what the rare terms found.
+  only *find* candidates: the best :data:`RESCORE_CANDIDATES` of them are ranked again by
+  :func:`bm25_scores` on every query term, so a left-out term still orders what the rare terms
+  found. That second ranking is bm25 with ``k1`` = :data:`RESCORE_K1` (FTS5's is 1.2): among
+  many documents, long texts that repeat one query word (lists, assistant paragraphs) otherwise
+  outrank the one holding more of the query's words. It runs on every search of a large memory,
+  pruned or not, so the ranking there does not depend on whether a term was common.
 * **Forgetting.** Deleted rows are removed from FTS5 with its ``delete`` command before the terms
   row goes; on SQLite 3.42+ the index runs with ``secure-delete``, else it is merged
   (``optimize``) after deletes, so deleted words do not stay in ``keyword_fts_data``.
