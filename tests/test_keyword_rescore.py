@@ -139,3 +139,43 @@ def test_large_memories_rank_with_the_rescoring_saturation(tmp_path: Path, monke
         fts_saturation = [h.content for h in m.search(query, top_k=2)]
     assert small == fts_saturation == [repeat, both]
     assert large == [both, repeat]
+
+
+def test_large_memories_score_as_bm25_with_the_rescoring_saturation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FTS5 with scaled column weights ranks a large memory as bm25 with RESCORE_K1: with no term
+    pruned, its scores (times the constant) equal bm25_scores' from the stored terms; with terms
+    pruned, the second ranking gives the same scores."""
+    query = "tornado over the river bridge, and the weather report"
+    rng = random.Random(11)
+    vocabulary = WORDS + [f"word{i}" for i in range(30)]
+    with LexicalMemory({"root": str(tmp_path), "retrieval": {"min_relative_score": 0.0}}) as m:
+        for i in range(120):
+            text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 14)))
+            m.store(f"[day {i % 9}] Ana: {text}", f"s{i % 5}")
+        m.search("warm up", top_k=1)  # index what is pending
+        monkeypatch.setattr(keyword, "PRUNE_MIN_DOCUMENTS", 20)
+        index = m.keyword
+        counts = keyword.query_counts(query, index.settings)
+        rows = index.db.query(
+            "SELECT d.doc_id, t.body_terms, t.head_terms, t.ctx_terms FROM keyword_terms t"
+            " JOIN documents d ON d.id = t.id ORDER BY t.id"
+        )
+        averages = index._averages()
+        assert averages is not None
+        n, avg = averages
+        df = {t: sum(t in f"{r[1]} {r[2]} {r[3]}".split() for r in rows) for t in counts}
+        weights = (1.0, float(index.settings.head_weight), float(index.settings.context_weight))
+        expected = keyword.bm25_scores(counts, [r[1:] for r in rows], df, n, avg, weights, k1=keyword.RESCORE_K1)
+        by_id = {r[0]: score for r, score in zip(rows, expected, strict=True) if score > 0}
+        assert index._prune(counts) == counts  # nothing pruned: FTS5 ranks alone, with scaled weights
+        whole = m.search(query, top_k=200)
+        assert len(whole) == len(by_id)
+        assert all(h.score == pytest.approx(by_id[h.source], rel=1e-9) for h in whole)
+        assert [h.score for h in whole] == sorted((h.score for h in whole), reverse=True)
+        monkeypatch.setattr(keyword, "PRUNE_POSTINGS", 40)
+        monkeypatch.setattr(keyword, "RESCORE_CANDIDATES", 1000)
+        assert len(index._prune(counts)) < len(counts)
+        rescored = m.search(query, top_k=200)
+        assert rescored and all(h.score == pytest.approx(by_id[h.source], rel=1e-9) for h in rescored)

@@ -25,10 +25,12 @@ expression, so no query text is ever an FTS5 operator.
   add up to :data:`PRUNE_POSTINGS`, which bounds the time of a query on any size. The kept terms
   only *find* candidates: the best :data:`RESCORE_CANDIDATES` of them are ranked again by
   :func:`bm25_scores` on every query term, so a left-out term still orders what the rare terms
-  found. That second ranking is bm25 with ``k1`` = :data:`RESCORE_K1` (FTS5's is 1.2): among
+  found. A large memory ranks with bm25's ``k1`` = :data:`RESCORE_K1` (FTS5's is 1.2): among
   many documents, long texts that repeat one query word (lists, assistant paragraphs) otherwise
-  outrank the one holding more of the query's words. It runs on every search of a large memory,
-  pruned or not, so the ranking there does not depend on whether a term was common.
+  outrank the one holding more of the query's words. FTS5's k1 is fixed, but its bm25 with every
+  column weight times ``BM25_K1 / RESCORE_K1`` ranks exactly as bm25 with ``RESCORE_K1`` (its
+  score is that bm25 times ``(BM25_K1 + 1) / (RESCORE_K1 + 1)``), so the candidates are found,
+  and a search without pruned terms is ranked, with the same saturation as the second ranking.
 * **Forgetting.** Deleted rows are removed from FTS5 with its ``delete`` command before the terms
   row goes; on SQLite 3.42+ the index runs with ``secure-delete``, else it is merged
   (``optimize``) after deletes, so deleted words do not stay in ``keyword_fts_data``.
@@ -497,13 +499,18 @@ class SqliteKeywordIndex:
         if self._pending or self._has_pending():
             self._index_pending()
         kept = self._prune(counts)
-        rescore = self.count() >= PRUNE_MIN_DOCUMENTS  # large: ranked again (module docstring)
         s = self.settings
         column_weights = (1.0, float(s.head_weight), float(s.context_weight))
-        weights = ", ".join(repr(w) for w in column_weights)
+        # A large memory ranks with k1 = RESCORE_K1. FTS5's k1 is fixed, but its bm25 with every
+        # column weight times c ranks as bm25 with k1 / c (tf (k1 + 1) / (c tf + k1 N) c = tf (k1 + 1)
+        # / (tf + k1 / c N)), and its score times (RESCORE_K1 + 1) / (BM25_K1 + 1) is that bm25.
+        large = self.count() >= PRUNE_MIN_DOCUMENTS
+        saturation = BM25_K1 / RESCORE_K1 if large else 1.0
+        weights = ", ".join(repr(w * saturation) for w in column_weights)
         match = match_expression(kept)
-        if rescore:
+        if len(kept) < len(counts):  # terms were left out: every term ranks the candidates again
             return self._rescored(counts, match, weights, column_weights, int(k), session_id)
+        factor = (RESCORE_K1 + 1) / (BM25_K1 + 1) if large else 1.0
         columns = "d.doc_id, d.session_id, d.content, d.metadata"
         if session_id is None:  # rank in the index, then read the few winning rows
             rows = self.db.query(
@@ -519,7 +526,7 @@ class SqliteKeywordIndex:
                 " WHERE keyword_fts MATCH ? AND d.session_id = ? ORDER BY score DESC LIMIT ?",
                 (match, session_id, int(k)),
             )
-        return [self._hit(r, float(r[4])) for r in rows]
+        return [self._hit(r, float(r[4]) * factor) for r in rows]
 
     def _rescored(
         self,
@@ -530,9 +537,9 @@ class SqliteKeywordIndex:
         k: int,
         session_id: str | None,
     ) -> list[MemoryHit]:
-        """The best :data:`RESCORE_CANDIDATES` matches of the kept terms, ranked on every query
-        term by :func:`bm25_scores` with ``k1`` = :data:`RESCORE_K1`; only the winners'
-        documents are read."""
+        """The best :data:`RESCORE_CANDIDATES` matches of the kept terms (``weights``: FTS5's
+        column weights, scaled to rank as bm25 with ``k1`` = :data:`RESCORE_K1`), ranked on every
+        query term by :func:`bm25_scores` with that ``k1``; only the winners' documents are read."""
         fetch = max(k, RESCORE_CANDIDATES)
         if session_id is None:
             found = self.db.query(
