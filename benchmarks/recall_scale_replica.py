@@ -5,9 +5,9 @@ questions, each conversation alone and hidden among ~93,000 other documents. Thi
 the same documents with the package's own tokenizer (``keyword.document_terms``, each dialogue
 turn with its session's previous turn as context), keeps their terms in an inverted index in
 RAM and ranks with the formula of FTS5's ``bm25()`` (``keyword.bm25_scores``' formula, the
-index's column weights), the pruning of large memories (``keyword.PRUNE_POSTINGS``) and their
-second ranking (``keyword.RESCORE_CANDIDATES``, ``keyword.RESCORE_K1``) and the backend's 30 %
-relative cut-off. Every question takes milliseconds, so a ranking rule can be tried in seconds;
+index's column weights), the pruning of large memories (``keyword.PRUNE_POSTINGS``), their
+saturation (``keyword.RESCORE_K1``) and second ranking (``keyword.RESCORE_CANDIDATES``) and the
+backend's 30 % relative cut-off. Every question takes milliseconds, so a ranking rule can be tried in seconds;
 the figures it prints match the benchmark's (R@10 alone, unpruned and as shipped).
 
 It prints R@10 along the way from the conversation alone to the shipped search at scale, for
@@ -122,11 +122,15 @@ def best(scores: np.ndarray, k: int, cut: float = RELATIVE) -> list[int]:
 
 
 def shipped(c: Corpus, counts: Counter[str], weights: tuple[float, float, float], k1: float) -> list[int]:
-    """The search as shipped: FTS5 alone on small memories; on large ones the kept terms find
-    ``RESCORE_CANDIDATES`` candidates (FTS5's bm25) that are ranked again with ``k1``."""
+    """The search as shipped: FTS5 alone on small memories; on large ones bm25 with ``k1`` (FTS5
+    with scaled column weights), and when terms were pruned the kept terms find
+    ``RESCORE_CANDIDATES`` candidates that every term ranks again."""
     if c.n < keyword.PRUNE_MIN_DOCUMENTS:
         return best(c.scores(counts, weights, keyword.BM25_K1), K)
-    first = c.scores(c.pruned(counts), weights, keyword.BM25_K1)
+    kept = c.pruned(counts)
+    first = c.scores(kept, weights, k1)
+    if len(kept) == len(counts):
+        return best(first, K)
     candidates = best(first, max(K, keyword.RESCORE_CANDIDATES), cut=0.0)
     again = c.scores(counts, weights, k1)
     order = sorted(candidates, key=lambda i: (-again[i], -first[i]))[:K]
