@@ -86,13 +86,14 @@ WAL_CHECKPOINT_PAGES = 4_000
 PRUNE_MIN_DOCUMENTS = 5_000
 #: On larger memories, query terms are searched rarest first until their documents add up to this.
 PRUNE_POSTINGS = 3_000
-#: On larger memories, this many candidates the kept terms found are ranked again on every query term.
+#: When terms were left out, this many candidates the kept terms found are ranked again on every term.
 RESCORE_CANDIDATES = 50
 #: FTS5's bm25 constants (fixed in SQLite).
 BM25_K1 = 1.2
 BM25_B = 0.75
-#: The term-frequency saturation of that second ranking: a term said again adds less than with
-#: FTS5's 1.2, so a long text repeating one query word ranks below a text holding more of them.
+#: bm25's k1 on larger memories (FTS5 with column weights scaled by BM25_K1 / RESCORE_K1, and the
+#: second ranking): a term said again adds less than with FTS5's 1.2, so a long text repeating
+#: one query word ranks below a text holding more of the query's words.
 RESCORE_K1 = 0.5
 #: Document frequencies remembered per open index.
 DF_CACHE_SIZE = 50_000
