@@ -1,8 +1,11 @@
-"""On a large memory the pruned terms only find candidates; every query term still ranks them."""
+"""On a large memory the pruned terms only find candidates; every query term still ranks them, with a
+sooner-saturating term frequency (``RESCORE_K1``)."""
 
 from __future__ import annotations
 
+import math
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -42,6 +45,7 @@ def test_bm25_scores_equal_the_index_on_every_term(tmp_path: Path, monkeypatch: 
         monkeypatch.setattr(keyword, "PRUNE_MIN_DOCUMENTS", 20)
         monkeypatch.setattr(keyword, "PRUNE_POSTINGS", 40)
         monkeypatch.setattr(keyword, "RESCORE_CANDIDATES", 1000)
+        monkeypatch.setattr(keyword, "RESCORE_K1", keyword.BM25_K1)  # FTS5's own saturation: its own scores
         counts = keyword.query_counts(query, m.keyword.settings)
         assert len(m.keyword._prune(counts)) < len(counts)  # terms are left out ...
         rescored = m.search(query, top_k=200)
@@ -79,3 +83,99 @@ def test_the_averages_record_is_read(tmp_path: Path) -> None:
         m.store("four five", "s")
         m.search("one", top_k=1)  # indexes what is pending
         assert m.keyword._averages() == (2, 2.5)
+
+
+def test_bm25_scores_match_an_independent_computation() -> None:
+    """The fast path (a substring test, then an exact count between spaces) against a plain
+    split-and-count BM25, on terms that are substrings of other terms and repeated neighbours."""
+    rows = [
+        ("art party art art", "ana", "smart"),
+        ("party", "", ""),
+        ("", "art", "art art"),
+        ("cart", "ana art", ""),
+        ("\x00 \x00 art \x00", "", ""),  # stand-ins for other tokens (PostgreSQL's columns)
+    ]
+    counts = Counter({"art": 2, "ana": 1, "missing": 1})
+    df = {"art": 3, "ana": 2}
+    weights = (1.0, 2.0, 0.4)
+    n, avg = 40, 3.5
+    for k1 in (keyword.BM25_K1, keyword.RESCORE_K1):
+        expected = []
+        for cols in rows:
+            length = sum(len(c.split()) for c in cols)
+            norm = k1 * (1 - keyword.BM25_B + keyword.BM25_B * length / avg)
+            score = 0.0
+            for term, times in counts.items():
+                tf = sum(w * c.split().count(term) for c, w in zip(cols, weights, strict=True))
+                if tf:
+                    idf = max(math.log((n - df.get(term, 0) + 0.5) / (df.get(term, 0) + 0.5)), 1e-6)
+                    score += min(times, keyword.MAX_TERM_REPEAT) * idf * tf * (k1 + 1) / (tf + norm)
+            expected.append(score)
+        got = keyword.bm25_scores(counts, rows, df, n, avg, weights, k1=k1)
+        assert got == pytest.approx(expected, rel=1e-12)
+    assert keyword.bm25_scores(counts, rows, df, n, avg, weights)[1] == 0.0  # "party" holds no "art"
+
+
+def test_large_memories_rank_with_the_rescoring_saturation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above PRUNE_MIN_DOCUMENTS every search is ranked again with RESCORE_K1, pruned or not: a
+    text holding both query words outranks one that repeats one of them (FTS5's k1 = 1.2 puts the
+    repeating one first); below it, FTS5 ranks alone."""
+    query = "ferry timetable"
+    repeat = "ferry ferry ferry ferry ferry ferry tickets"
+    both = "ferry timetable for the islands, tickets"
+    with LexicalMemory({"root": str(tmp_path), "retrieval": {"min_relative_score": 0.0}}) as m:
+        for i in range(30):
+            m.store(f"filler note number {i} about gardens", "s")
+        for i in range(4):
+            m.store(f"the timetable {i} of the museum", "s")
+        m.store(repeat, "s")
+        m.store(both, "s")
+        small = [h.content for h in m.search(query, top_k=2)]
+        monkeypatch.setattr(keyword, "PRUNE_MIN_DOCUMENTS", 20)
+        counts = keyword.query_counts(query, m.keyword.settings)
+        assert m.keyword._prune(counts) == counts  # nothing pruned: still ranked again
+        large = [h.content for h in m.search(query, top_k=2)]
+        monkeypatch.setattr(keyword, "RESCORE_K1", keyword.BM25_K1)
+        fts_saturation = [h.content for h in m.search(query, top_k=2)]
+    assert small == fts_saturation == [repeat, both]
+    assert large == [both, repeat]
+
+
+def test_large_memories_score_as_bm25_with_the_rescoring_saturation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FTS5 with scaled column weights ranks a large memory as bm25 with RESCORE_K1: with no term
+    pruned, its scores (times the constant) equal bm25_scores' from the stored terms; with terms
+    pruned, the second ranking gives the same scores."""
+    query = "tornado over the river bridge, and the weather report"
+    rng = random.Random(11)
+    vocabulary = WORDS + [f"word{i}" for i in range(30)]
+    with LexicalMemory({"root": str(tmp_path), "retrieval": {"min_relative_score": 0.0}}) as m:
+        for i in range(120):
+            text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 14)))
+            m.store(f"[day {i % 9}] Ana: {text}", f"s{i % 5}")
+        m.search("warm up", top_k=1)  # index what is pending
+        monkeypatch.setattr(keyword, "PRUNE_MIN_DOCUMENTS", 20)
+        index = m.keyword
+        counts = keyword.query_counts(query, index.settings)
+        rows = index.db.query(
+            "SELECT d.doc_id, t.body_terms, t.head_terms, t.ctx_terms FROM keyword_terms t"
+            " JOIN documents d ON d.id = t.id ORDER BY t.id"
+        )
+        averages = index._averages()
+        assert averages is not None
+        n, avg = averages
+        df = {t: sum(t in f"{r[1]} {r[2]} {r[3]}".split() for r in rows) for t in counts}
+        weights = (1.0, float(index.settings.head_weight), float(index.settings.context_weight))
+        expected = keyword.bm25_scores(counts, [r[1:] for r in rows], df, n, avg, weights, k1=keyword.RESCORE_K1)
+        by_id = {r[0]: score for r, score in zip(rows, expected, strict=True) if score > 0}
+        assert index._prune(counts) == counts  # nothing pruned: FTS5 ranks alone, with scaled weights
+        whole = m.search(query, top_k=200)
+        assert len(whole) == len(by_id)
+        assert all(h.score == pytest.approx(by_id[h.source], rel=1e-9) for h in whole)
+        assert [h.score for h in whole] == sorted((h.score for h in whole), reverse=True)
+        monkeypatch.setattr(keyword, "PRUNE_POSTINGS", 40)
+        monkeypatch.setattr(keyword, "RESCORE_CANDIDATES", 1000)
+        assert len(index._prune(counts)) < len(counts)
+        rescored = m.search(query, top_k=200)
+        assert rescored and all(h.score == pytest.approx(by_id[h.source], rel=1e-9) for h in rescored)

@@ -23,9 +23,14 @@ expression, so no query text is ever an FTS5 operator.
 * **Pruning.** On a memory of :data:`PRUNE_MIN_DOCUMENTS` or more, query terms found in more than
   half the documents are left out and the others are searched rarest first until their postings
   add up to :data:`PRUNE_POSTINGS`, which bounds the time of a query on any size. The kept terms
-  only *find* candidates: when terms were left out, the best :data:`RESCORE_CANDIDATES` of them
-  are ranked again by :func:`bm25_scores` on every query term (the score FTS5's bm25 would give
-  them without pruning), so a left-out term still orders what the rare terms found.
+  only *find* candidates: the best :data:`RESCORE_CANDIDATES` of them are ranked again by
+  :func:`bm25_scores` on every query term, so a left-out term still orders what the rare terms
+  found. A large memory ranks with bm25's ``k1`` = :data:`RESCORE_K1` (FTS5's is 1.2): among
+  many documents, long texts that repeat one query word (lists, assistant paragraphs) otherwise
+  outrank the one holding more of the query's words. FTS5's k1 is fixed, but its bm25 with every
+  column weight times ``BM25_K1 / RESCORE_K1`` ranks exactly as bm25 with ``RESCORE_K1`` (its
+  score is that bm25 times ``(BM25_K1 + 1) / (RESCORE_K1 + 1)``), so the candidates are found,
+  and a search without pruned terms is ranked, with the same saturation as the second ranking.
 * **Forgetting.** Deleted rows are removed from FTS5 with its ``delete`` command before the terms
   row goes; on SQLite 3.42+ the index runs with ``secure-delete``, else it is merged
   (``optimize``) after deletes, so deleted words do not stay in ``keyword_fts_data``.
@@ -61,6 +66,7 @@ __all__ = [
     "PRUNE_MIN_DOCUMENTS",
     "PRUNE_POSTINGS",
     "RESCORE_CANDIDATES",
+    "RESCORE_K1",
     "TOKENIZER_VERSION",
     "SqliteKeywordIndex",
     "bm25_scores",
@@ -80,11 +86,15 @@ WAL_CHECKPOINT_PAGES = 4_000
 PRUNE_MIN_DOCUMENTS = 5_000
 #: On larger memories, query terms are searched rarest first until their documents add up to this.
 PRUNE_POSTINGS = 3_000
-#: When pruning left query terms out, this many candidates are ranked again on every query term.
+#: When terms were left out, this many candidates the kept terms found are ranked again on every term.
 RESCORE_CANDIDATES = 50
 #: FTS5's bm25 constants (fixed in SQLite).
 BM25_K1 = 1.2
 BM25_B = 0.75
+#: bm25's k1 on larger memories (FTS5 with column weights scaled by BM25_K1 / RESCORE_K1, and the
+#: second ranking): a term said again adds less than with FTS5's 1.2, so a long text repeating
+#: one query word ranks below a text holding more of the query's words.
+RESCORE_K1 = 0.5
 #: Document frequencies remembered per open index.
 DF_CACHE_SIZE = 50_000
 #: A query term repeated more than this many times counts this many times.
@@ -156,6 +166,7 @@ def bm25_scores(
     n: int,
     avg_length: float,
     weights: Sequence[float],
+    k1: float = BM25_K1,
 ) -> list[float]:
     """FTS5's ``bm25()`` of each row for a query, computed from the stored terms.
 
@@ -165,32 +176,42 @@ def bm25_scores(
         df: how many documents hold each term (in any column); n: how many documents there are.
         avg_length: the average number of terms of a document (all columns).
         weights: the column weights.
+        k1: the term-frequency saturation; FTS5's own (:data:`BM25_K1`) by default, the large
+            memories' rescoring passes :data:`RESCORE_K1`.
 
     The idf is ``log((n - df + 0.5) / (df + 0.5))`` (at least 1e-6), a document's length the
     terms of all its columns, a term's frequency the weighted sum over the columns: the formula
-    of SQLite's ``fts5_aux.c``, so the scores equal the index's own for the same query.
+    of SQLite's ``fts5_aux.c``, so with the default ``k1`` the scores equal the index's own for
+    the same query.
     """
-    idf = {}
-    for term in counts:
+    # (term, " term ", the term's query weight x idf x (k1 + 1)): one pass per row and term
+    terms = []
+    for term, times in counts.items():
         freq = df.get(term, 0)
-        idf[term] = max(math.log((n - freq + 0.5) / (freq + 0.5)), 1e-6)
-    terms = list(counts)
+        idf = max(math.log((n - freq + 0.5) / (freq + 0.5)), 1e-6)
+        terms.append((term, f" {term} ", min(times, MAX_TERM_REPEAT) * idf * (k1 + 1)))
+    base = k1 * (1 - BM25_B)
+    per_term = k1 * BM25_B / max(avg_length, 1e-9)
+    columns_weighted = [(i, float(w)) for i, w in enumerate(weights) if w]
     scores = []
     for columns in rows:
         # stored columns are terms joined by single spaces: their length without splitting them
-        length = sum(col.count(" ") + 1 for col in columns if col)
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / max(avg_length, 1e-9))
-        freqs = dict.fromkeys(terms, 0.0)
-        for col, weight in zip(columns, weights, strict=False):
-            present = [t for t in terms if t in col]  # a substring test first: cheap, and usually false
-            if present:
-                tokens = col.split()
-                for term in present:
-                    freqs[term] += weight * tokens.count(term)
+        length = 0
+        for col in columns:
+            if col:
+                length += col.count(" ") + 1
+        norm = base + per_term * length
+        padded: dict[int, str] = {}
         score = 0.0
-        for term, tf in freqs.items():
+        for term, spaced, factor in terms:
+            tf = 0.0
+            for i, weight in columns_weighted:
+                if i < len(columns) and term in columns[i]:  # a substring test first: cheap, usually false
+                    if i not in padded:  # every term between two spaces of its own: count() is exact
+                        padded[i] = " " + columns[i].replace(" ", "  ") + " "
+                    tf += weight * padded[i].count(spaced)
             if tf:
-                score += min(counts[term], MAX_TERM_REPEAT) * idf[term] * tf * (BM25_K1 + 1) / (tf + norm)
+                score += factor * tf / (tf + norm)
         scores.append(score)
     return scores
 
@@ -479,13 +500,18 @@ class SqliteKeywordIndex:
         if self._pending or self._has_pending():
             self._index_pending()
         kept = self._prune(counts)
-        rescore = len(kept) < len(counts)
         s = self.settings
         column_weights = (1.0, float(s.head_weight), float(s.context_weight))
-        weights = ", ".join(repr(w) for w in column_weights)
+        # A large memory ranks with k1 = RESCORE_K1. FTS5's k1 is fixed, but its bm25 with every
+        # column weight times c ranks as bm25 with k1 / c (tf (k1 + 1) / (c tf + k1 N) c = tf (k1 + 1)
+        # / (tf + k1 / c N)), and its score times (RESCORE_K1 + 1) / (BM25_K1 + 1) is that bm25.
+        large = self.count() >= PRUNE_MIN_DOCUMENTS
+        saturation = BM25_K1 / RESCORE_K1 if large else 1.0
+        weights = ", ".join(repr(w * saturation) for w in column_weights)
         match = match_expression(kept)
-        if rescore:
+        if len(kept) < len(counts):  # terms were left out: every term ranks the candidates again
             return self._rescored(counts, match, weights, column_weights, int(k), session_id)
+        factor = (RESCORE_K1 + 1) / (BM25_K1 + 1) if large else 1.0
         columns = "d.doc_id, d.session_id, d.content, d.metadata"
         if session_id is None:  # rank in the index, then read the few winning rows
             rows = self.db.query(
@@ -501,7 +527,7 @@ class SqliteKeywordIndex:
                 " WHERE keyword_fts MATCH ? AND d.session_id = ? ORDER BY score DESC LIMIT ?",
                 (match, session_id, int(k)),
             )
-        return [self._hit(r, float(r[4])) for r in rows]
+        return [self._hit(r, float(r[4]) * factor) for r in rows]
 
     def _rescored(
         self,
@@ -512,8 +538,9 @@ class SqliteKeywordIndex:
         k: int,
         session_id: str | None,
     ) -> list[MemoryHit]:
-        """The best :data:`RESCORE_CANDIDATES` matches of the kept terms, ranked on every query
-        term by :func:`bm25_scores`; only the winners' documents are read."""
+        """The best :data:`RESCORE_CANDIDATES` matches of the kept terms (``weights``: FTS5's
+        column weights, scaled to rank as bm25 with ``k1`` = :data:`RESCORE_K1`), ranked on every
+        query term by :func:`bm25_scores` with that ``k1``; only the winners' documents are read."""
         fetch = max(k, RESCORE_CANDIDATES)
         if session_id is None:
             found = self.db.query(
@@ -535,7 +562,8 @@ class SqliteKeywordIndex:
         if averages is not None:
             n, avg_length = averages
             df = self._document_frequencies(list(counts), self.count())
-            scores = bm25_scores(counts, [(r[2], r[3], r[4]) for r in found], df, n, avg_length, column_weights)
+            columns = [(r[2], r[3], r[4]) for r in found]
+            scores = bm25_scores(counts, columns, df, n, avg_length, column_weights, k1=RESCORE_K1)
         best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][1])))[:k]
         if not best:
             return []
