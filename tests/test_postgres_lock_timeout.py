@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 import time
 
 import pytest
@@ -89,6 +90,33 @@ def test_an_error_the_server_answers_with_fails_that_call_only(
     finally:
         db.close()
     assert not [r.getMessage() for r in caplog.records if BACKOFF_WARNING in r.getMessage()]
+
+
+def test_every_connection_busy_fails_that_call_only(postgres_url: str) -> None:
+    db = PgDatabase(postgres_url, vector=False, max_connections=1, pool_timeout=0.5)
+    lent, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # a long call of another thread, holding the pool's one connection
+        with db.atomic() as conn:
+            conn.execute("SELECT 1")
+            lent.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert lent.wait(10)
+        started = time.monotonic()
+        with pytest.raises(StorageError, match=r"stayed busy with other calls for 0\.5 s"):
+            db.scalar("SELECT 1")
+        assert time.monotonic() - started < 3
+        release.set()
+        holder.join(10)
+        assert db.scalar("SELECT 1") == 1  # at once: no back-off
+    finally:
+        release.set()
+        holder.join(10)
+        db.close()
 
 
 @pytest.mark.parametrize("state", ["08006", "57P01", "57P03"])

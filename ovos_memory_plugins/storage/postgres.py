@@ -267,12 +267,14 @@ class PgDatabase:
         self.path = redact_url(url)
         self.statement_timeout = statement_timeout
         self.pool_timeout = pool_timeout
+        self.max_connections = max(max_connections, 1)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._closed = False
         self._vacuuming = False
         self._down_until = 0.0
         self._failures = 0
+        self._in_use = 0  # pooled connections lent to calls now
         ms = max(int(statement_timeout * 1000), 1)
         try:  # options the URL brings (?options=-c%20synchronous_commit%3Doff) come after ours: they win
             own_options = str(conninfo_to_dict(url).get("options") or "")
@@ -306,7 +308,7 @@ class PgDatabase:
             url,
             kwargs={**self._kwargs, "autocommit": True},
             min_size=1,
-            max_size=max(max_connections, 1),
+            max_size=self.max_connections,
             timeout=pool_timeout,
             open=False,
             configure=_register_vector if vector else None,
@@ -350,10 +352,11 @@ class PgDatabase:
     def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
         """A connection from the pool; psycopg and pool failures become :class:`StorageError`.
 
-        Only a lost connection (see :func:`_connection_lost`) or an exhausted wait for one starts
-        the back-off; any other error (a lock not granted within ``lock_timeout``, a deadlock, a
-        serialization failure, a statement past its deadline, a bad statement) fails this call
-        only: the server answered, so the next call tries it again at once.
+        Only a lost connection (see :func:`_connection_lost`), or no connection within
+        ``pool_timeout`` while not every one of the pool's was lent to a call, starts the back-off;
+        any other error (a lock not granted within ``lock_timeout``, a deadlock, a serialization
+        failure, a statement past its deadline, a bad statement, every connection busy with other
+        calls) fails this call only: the server is up, so the next call tries it again at once.
         """
         import psycopg
         from psycopg_pool import PoolTimeout
@@ -366,8 +369,19 @@ class PgDatabase:
         conn: psycopg.Connection[Any] | None = None
         try:
             with self.pool.connection(timeout=self.pool_timeout) as conn:
-                yield conn
+                with self._lock:
+                    self._in_use += 1
+                try:
+                    yield conn
+                finally:
+                    with self._lock:
+                        self._in_use -= 1
         except PoolTimeout as exc:
+            if self._in_use >= self.max_connections:  # busy serving this process's other calls: up
+                raise StorageError(
+                    f"every one of the {self.max_connections} pooled connections to {self.path}"
+                    f" stayed busy with other calls for {self.pool_timeout:g} s"
+                ) from exc
             self._backoff()
             raise StorageError(f"no connection to {self.path} within {self.pool_timeout:g} s") from exc
         except psycopg.Error as exc:
