@@ -157,6 +157,49 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+#: SQLSTATEs of a server that ended every session (class 08, connection exceptions, is matched by
+#: its prefix): an administrator's or a crash's shutdown, a server still starting or stopping.
+_SERVER_GONE = frozenset({"57P01", "57P02", "57P03"})
+
+
+def _connection_lost(exc: BaseException, conn: psycopg.Connection[Any] | None) -> bool:
+    """Whether ``exc`` means the connection or the server is at fault (so calls back off).
+
+    By the server's SQLSTATE when it sent one: class 08 (connection exception) and 57P01-57P03
+    (admin or crash shutdown, cannot connect now). Without a SQLSTATE: a client-side
+    ``OperationalError`` (a connect that failed, a connection the server closed) or an error
+    on a connection that is now broken or closed. Everything else, ``OperationalError``
+    subclasses included (``LockNotAvailable`` 55P03, deadlocks and serialization failures 40xxx,
+    ``QueryCanceled`` 57014, out of disk 53xxx), is an answer from a working server.
+    """
+    import psycopg
+
+    state = getattr(exc, "sqlstate", None)
+    if state:
+        return str(state).startswith("08") or state in _SERVER_GONE
+    if isinstance(exc, psycopg.OperationalError):
+        return True
+    return conn is not None and (conn.broken or conn.closed)
+
+
+def _answered_error(path: str, exc: BaseException) -> str:
+    """The message of a :class:`StorageError` for an error a working server answered with."""
+    from psycopg import errors
+
+    detail = _one_line(exc)
+    state = str(getattr(exc, "sqlstate", None) or "")
+    if isinstance(exc, errors.LockNotAvailable):
+        return f"a statement on {path} waited past lock_timeout for a lock another session holds: {detail}"
+    if isinstance(exc, errors.DeadlockDetected):
+        return f"a transaction on {path} was rolled back to break a deadlock: {detail}"
+    if state.startswith("40"):  # class 40, transaction rollback: a serialization failure and its kin
+        why = "serialization failure" if isinstance(exc, errors.SerializationFailure) else type(exc).__name__
+        return f"a transaction on {path} was rolled back ({why}, {state}): {detail}"
+    if isinstance(exc, errors.QueryCanceled):
+        return f"a statement on {path} ran past its deadline: {detail}"
+    return f"PostgreSQL at {path}: {detail}"
+
+
 # -- the database ----------------------------------------------------------------------------
 
 
@@ -224,12 +267,14 @@ class PgDatabase:
         self.path = redact_url(url)
         self.statement_timeout = statement_timeout
         self.pool_timeout = pool_timeout
+        self.max_connections = max(max_connections, 1)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._closed = False
         self._vacuuming = False
         self._down_until = 0.0
         self._failures = 0
+        self._in_use = 0  # pooled connections lent to calls now
         ms = max(int(statement_timeout * 1000), 1)
         try:  # options the URL brings (?options=-c%20synchronous_commit%3Doff) come after ours: they win
             own_options = str(conninfo_to_dict(url).get("options") or "")
@@ -263,7 +308,7 @@ class PgDatabase:
             url,
             kwargs={**self._kwargs, "autocommit": True},
             min_size=1,
-            max_size=max(max_connections, 1),
+            max_size=self.max_connections,
             timeout=pool_timeout,
             open=False,
             configure=_register_vector if vector else None,
@@ -305,7 +350,14 @@ class PgDatabase:
 
     @contextlib.contextmanager
     def _pooled(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection from the pool; psycopg and pool failures become :class:`StorageError`."""
+        """A connection from the pool; psycopg and pool failures become :class:`StorageError`.
+
+        Only a lost connection (see :func:`_connection_lost`), or no connection within
+        ``pool_timeout`` while not every one of the pool's was lent to a call, starts the back-off;
+        any other error (a lock not granted within ``lock_timeout``, a deadlock, a serialization
+        failure, a statement past its deadline, a bad statement, every connection busy with other
+        calls) fails this call only: the server is up, so the next call tries it again at once.
+        """
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -314,24 +366,35 @@ class PgDatabase:
         wait = self._down_until - time.monotonic()
         if wait > 0:  # back-off: fail at once instead of waiting for the pool on every call
             raise StorageError(f"PostgreSQL at {self.path} is unreachable; trying again in {wait:.0f} s")
+        conn: psycopg.Connection[Any] | None = None
         try:
             with self.pool.connection(timeout=self.pool_timeout) as conn:
-                yield conn
+                with self._lock:
+                    self._in_use += 1
+                try:
+                    yield conn
+                finally:
+                    with self._lock:
+                        self._in_use -= 1
         except PoolTimeout as exc:
+            if self._in_use >= self.max_connections:  # busy serving this process's other calls: up
+                raise StorageError(
+                    f"every one of the {self.max_connections} pooled connections to {self.path}"
+                    f" stayed busy with other calls for {self.pool_timeout:g} s"
+                ) from exc
             self._backoff()
             raise StorageError(f"no connection to {self.path} within {self.pool_timeout:g} s") from exc
-        except psycopg.errors.QueryCanceled as exc:
-            raise StorageError(f"a statement on {self.path} ran past its deadline: {_one_line(exc)}") from exc
-        except psycopg.OperationalError as exc:
-            self._backoff()
-            raise StorageError(f"PostgreSQL at {self.path} failed: {_one_line(exc)}") from exc
         except psycopg.Error as exc:
-            raise StorageError(f"PostgreSQL at {self.path}: {_one_line(exc)}") from exc
+            if _connection_lost(exc, conn):
+                self._backoff()
+                raise StorageError(f"lost the connection to PostgreSQL at {self.path}: {_one_line(exc)}") from exc
+            self._failures = 0  # the server answered: it is up
+            raise StorageError(_answered_error(self.path, exc)) from exc
         else:
             self._failures = 0
 
     def _backoff(self) -> None:
-        """After a connection failure: refuse calls for 1, 2, 4, ... up to 30 seconds."""
+        """After a lost connection (or no free one in time): refuse calls for 1, 2, 4, ... up to 30 seconds."""
         self._failures += 1
         delay = min(2.0 ** (self._failures - 1), 30.0)
         self._down_until = time.monotonic() + delay
