@@ -64,6 +64,8 @@ from ovos_memory_plugins.storage.keyword import (
     BM25_K1,
     MAX_TERM_REPEAT,
     PRUNE_MIN_DOCUMENTS,
+    RESCORE_CANDIDATES,
+    bm25_scores,
     document_terms,
     query_counts,
 )
@@ -1085,17 +1087,43 @@ class PgKeywordIndex:
             n, avgdl = self._namespace_stats(refresh=True)
             df = {t: min(self._df.get(t, (f, n, False))[0], n) for t, f in df.items()}
         terms = [t for t in counts if df.get(t, 0) > 0]
-        if large:
-            terms = _prune(terms, df, n)
-            capped = [t for t in terms if self._df.get(t, (0, 0, False))[2]]
-            if capped and session_id is None and len(terms) == 1:
-                # the one term kept is common (every query term is): the ranking statement
-                # reads all its documents anyway, so it counts them too, instead of a count first
-                return self._rank_common(terms[0], counts[terms[0]], k, n, avgdl)
-            if capped:  # kept although common (the rarest term is always kept): its exact count
-                df.update(self._frequencies(capped, n))
         if not terms:
             return []
+        if not large:
+            return self._ranked(self._rank(counts, terms, df, n, avgdl, k, session_id))
+        kept = _prune(terms, df, n)
+        capped = [t for t in terms if self._df.get(t, (0, 0, False))[2]]
+        if len(kept) < len(terms):
+            # terms were left out: the kept ones find the candidates, every term ranks them, and
+            # a left-out term's weight needs its exact frequency (the rarest of several common
+            # terms too: which one is kept follows from the exact counts, as on SQLite)
+            if capped:
+                df.update(self._frequencies(capped, n))
+                kept = _prune(terms, df, n)
+            return self._rescored(counts, kept, terms, df, n, avgdl, k, session_id)
+        if capped and session_id is None and len(kept) == 1:
+            # the one term kept is common (every query term is): the ranking statement reads
+            # all its documents anyway, so it counts them too, instead of a count first
+            return self._rank_common(kept[0], counts[kept[0]], k, n, avgdl)
+        if capped:  # kept although common (the rarest term is always kept): its exact count
+            df.update(self._frequencies(capped, n))
+        return self._ranked(self._rank(counts, kept, df, n, avgdl, k, session_id))
+
+    def _rank(
+        self,
+        counts: Counter[str],
+        terms: list[str],
+        df: dict[str, int],
+        n: int,
+        avgdl: float,
+        k: int,
+        session_id: str | None,
+        read_counts: Sequence[str] = (),
+    ) -> list[tuple[Any, ...]]:
+        """The best ``k`` documents by BM25 over ``terms``, best first, as rows ``(doc_id,
+        session_id, content, metadata, score)``; with ``read_counts``, each row goes on with the
+        document's token count and the packed counts (``tf``) of those terms, read in the same
+        statement (what :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` needs)."""
         weights = []
         for t in terms:
             idf = math.log((n - df[t] + 0.5) / (df[t] + 0.5))
@@ -1116,10 +1144,16 @@ class PgKeywordIndex:
                 f"coalesce((j.j{i} & 255) + %(wb)s * ((j.j{i} >> 8) & 255) + %(wc)s * (j.j{i} >> 16), 0) AS f{i}"
             )
             parts.append(f"%(w{i})s * f.f{i} * %(k1p)s / (f.f{i} + n.norm)")
+        carried, read = "", ""
+        if read_counts:  # the few winners' counts of every term, looked up after the LIMIT
+            carried = ", k.length, k.tf"
+            for i, term in enumerate(read_counts):
+                params[f"r{i}"] = term
+            read = ", s.length, " + ", ".join(f"(s.tf -> %(r{i})s)::int" for i in range(len(read_counts)))
         session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
-        rows = self.db.query(
-            "SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM ("
-            " SELECT k.id, " + " + ".join(parts) + " AS score FROM memory_keywords k"
+        return self.db.query(
+            "SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score" + read + " FROM ("
+            " SELECT k.id, " + " + ".join(parts) + " AS score" + carried + " FROM memory_keywords k"
             " CROSS JOIN LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * k.length / %(avgdl)s) AS norm) AS n"
             # OFFSET 0: evaluated once per row, not inlined into every use (PostgreSQL would
             # repeat each jsonb lookup six times per term: half the statement's time)
@@ -1133,7 +1167,36 @@ class PgKeywordIndex:
             " JOIN memory_documents d ON d.id = s.id AND d.namespace = %(ns)s ORDER BY s.score DESC, s.id",
             params,
         )
+
+    @staticmethod
+    def _ranked(rows: list[tuple[Any, ...]]) -> list[MemoryHit]:
         return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def _rescored(
+        self,
+        counts: Counter[str],
+        kept: list[str],
+        terms: list[str],
+        df: dict[str, int],
+        n: int,
+        avgdl: float,
+        k: int,
+        session_id: str | None,
+    ) -> list[MemoryHit]:
+        """The best :data:`~ovos_memory_plugins.storage.keyword.RESCORE_CANDIDATES` matches of
+        the kept terms, ranked again on every query term (``terms``) by
+        :func:`~ovos_memory_plugins.storage.keyword.bm25_scores`, as the SQLite index ranks
+        them; found, with their counts and documents, in one statement."""
+        found = self._rank(counts, kept, df, n, avgdl, max(k, RESCORE_CANDIDATES), session_id, read_counts=terms)
+        if not found:
+            return []
+        every = Counter({t: counts[t] for t in terms})
+        columns = [_columns(terms, r[6:], int(r[5])) for r in found]
+        s = self.settings
+        weights = (1.0, float(s.head_weight), float(s.context_weight))
+        scores = bm25_scores(every, columns, df, n, avgdl, weights)
+        best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][4])))[:k]
+        return [_hit(found[i][0], found[i][1], found[i][2], found[i][3], scores[i]) for i in best]
 
     def _bm25_params(self, avgdl: float, k: int) -> dict[str, Any]:
         """The ranking statements' BM25 constants and field weights, and the result count."""
@@ -1231,6 +1294,30 @@ _KEYWORD_DROP_CONTEXT = (
 def _pack(body: int, head: int, context: int) -> int:
     """A term's counts in one number (what ``tf`` stores): 8 bits each, body lowest."""
     return min(body, 255) | min(head, 255) << 8 | min(context, 255) << 16
+
+
+#: Stands for a document's tokens that are no query term in the columns handed to ``bm25_scores``
+#: (they count toward its length only); no token is a control character.
+_OTHER = "\x00"
+
+
+def _columns(terms: Sequence[str], packed: Sequence[int | None], length: int) -> tuple[str, str, str]:
+    """A document's body, head and context columns as ``bm25_scores`` reads them (terms joined
+    by spaces), from the packed counts of the query's terms and its token count: each query
+    term as often as it occurs, and a stand-in for each other token (BM25 reads nothing else
+    of them than how many there are)."""
+    cols: tuple[list[str], list[str], list[str]] = ([], [], [])
+    tokens = 0
+    for term, value in zip(terms, packed, strict=True):
+        if not value:
+            continue
+        for column, shift in enumerate((0, 8, 16)):
+            times = (value >> shift) & 255
+            if times:
+                cols[column].extend([term] * times)
+                tokens += times
+    cols[0].extend([_OTHER] * max(length - tokens, 0))
+    return " ".join(cols[0]), " ".join(cols[1]), " ".join(cols[2])
 
 
 def _hit(doc_id: str, session_id: str, content: str, metadata: Any, score: float) -> MemoryHit:
