@@ -110,7 +110,7 @@ def pruned(index: keyword.SqliteKeywordIndex, query: str) -> bool:
 
 
 def test_a_left_out_common_term_orders_what_the_rare_term_found(engines: Engines) -> None:
-    """"weather" is in a quarter of the documents (left out: over the budget), "tornado" in
+    """The word "weather" is in a quarter of the documents (left out: over the budget), "tornado" in
     three: "tornado" alone ranks the double mention first; with "weather" weighed again the
     one that also names the weather comes first, on both engines, with the scores an unpruned
     search gives."""
