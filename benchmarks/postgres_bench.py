@@ -26,7 +26,9 @@ the vector backend if asked):
   process, ms) over loopback with ``--size`` exchanges in one namespace, and the same number
   spread over ``--namespaces`` namespaces (SQLite: one file per namespace). Documents are loaded
   in batches through the memory's storage (the load rate is printed too), then every session has
-  10 messages of history;
+  10 messages of history; with ``--postings``, the one-namespace layout is measured again with
+  the shipped posting budget and each of those (the engine's own ``PRUNE_POSTINGS``), the same
+  turns each time;
 * ``scale``: recall at scale, ``benchmarks/recall_scale.py``'s measurement on both engines in
   one run: the six LoCoMo dev conversations hidden among ``--scale-size`` documents in all (the
   LongMemEval_S haystacks' distinct user messages and assistant paragraphs, as that script picks
@@ -338,7 +340,15 @@ def settle(url: str) -> None:
 
 
 def context(
-    engine: str, url: str, size: int, namespaces: int, queries: int, seed: int, label: str, settled: bool = False
+    engine: str,
+    url: str,
+    size: int,
+    namespaces: int,
+    queries: int,
+    seed: int,
+    label: str,
+    settled: bool = False,
+    postings: list[int] | None = None,
 ) -> list[str]:
     rows = []
     pg_url = url if engine == "postgresql" else None
@@ -354,6 +364,17 @@ def context(
         rows.append(_context_row(label, f"1 x {size}", load, measure([mem], maker, queries, pg_url)))
         print(rows[-1])
         sys.stdout.flush()
+        if postings:  # the same turns with each posting budget (the engine's own PRUNE_POSTINGS)
+            module, shipped = _pruning_constants(engine)
+            for budget in dict.fromkeys([shipped["PRUNE_POSTINGS"], *postings]):
+                module.PRUNE_POSTINGS = budget
+                try:
+                    m = measure([mem], TextMaker(seed + 1), queries, pg_url)
+                finally:
+                    module.PRUNE_POSTINGS = shipped["PRUNE_POSTINGS"]
+                rows.append(_context_row(label, f"budget {budget:,}", 0.0, m))
+                print(rows[-1])
+                sys.stdout.flush()
         if namespaces <= 0:  # --namespaces 0: the one-namespace layout only
             mem.forget_all()
             mem.close()
@@ -564,7 +585,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(CONTEXT_HEADER)
             for engine in engines:
                 context(
-                    engine, url, args.size, args.namespaces, args.queries, args.seed, args.label or engine, args.settle
+                    engine,
+                    url,
+                    args.size,
+                    args.namespaces,
+                    args.queries,
+                    args.seed,
+                    args.label or engine,
+                    args.settle,
+                    [int(v) for v in args.postings.split(",") if v.strip()],
                 )
             if args.baseline:
                 _baseline(args, baseline_url, "context")

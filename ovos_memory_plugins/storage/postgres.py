@@ -22,7 +22,9 @@ seam as the SQLite engine), for one memory = one ``namespace``:
   queries through :func:`~ovos_memory_plugins.storage.keyword.query_counts`, so stop words are the
   same), written as a literal so PostgreSQL never re-parses them, GIN-indexed, and ranked with
   the formula of SQLite FTS5's ``bm25()`` (column weights included: body A, head B, context C)
-  over the namespace's own document count and frequencies.
+  over the namespace's own document count and frequencies. On large namespaces it prunes query
+  terms and ranks the best candidates again on every term exactly as the SQLite index does
+  (:meth:`PgKeywordIndex.search_terms`).
 * :class:`PgVectorStore`: pgvector, exact for small namespaces, HNSW (an expression index per
   dimension, built concurrently in the background) once a namespace is large.
 * :class:`PgHistory`: recent messages, exchange-id chains, and which messages an exchange
@@ -920,6 +922,15 @@ class PgKeywordIndex:
     Ranking is FTS5's ``bm25(fts, 1.0, head_weight, context_weight)`` written out in SQL: a
     term's frequency in a document is ``body + head_weight * head + context_weight * context``,
     the length is all its tokens, IDF uses the namespace's document count and frequencies.
+
+    From :data:`~ovos_memory_plugins.storage.keyword.PRUNE_MIN_DOCUMENTS` documents on, as in the
+    SQLite index: query terms in more than half the documents are left out and the rest are
+    searched rarest first until their documents add up to :data:`PRUNE_POSTINGS`; when a term
+    was left out, the best :data:`~ovos_memory_plugins.storage.keyword.RESCORE_CANDIDATES` that
+    the kept terms find are ranked again on every query term by
+    :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` (one statement finds them and reads
+    their counts of every query term, their lengths and their documents), so both engines
+    return the same documents in the same order with the same scores.
     """
 
     def __init__(self, db: PgDatabase, namespace: str, settings: KeywordSettings | None = None) -> None:
@@ -1073,7 +1084,15 @@ class PgKeywordIndex:
         return self.search_terms(query_counts(query, self.settings), k, session_id)
 
     def search_terms(self, counts: Counter[str], k: int, session_id: str | None = None) -> list[MemoryHit]:
-        """Rank by weighted query terms (BM25 as FTS5 computes it)."""
+        """Rank by weighted query terms (BM25 as FTS5 computes it; on a large namespace, pruned
+        and then rescored as the class docstring says).
+
+        Frequencies are counted only up to the posting budget at first (all pruning needs); a
+        term counted that far is counted exactly when its weight is needed: when it is kept, or
+        left out of a search that rescores (then the exact counts also say which of several
+        common terms is the rarest, as on SQLite). Counts stay cached while the namespace's
+        size moves less than 10%.
+        """
         if not counts or k <= 0:
             return []
         n, avgdl = self._namespace_stats()
