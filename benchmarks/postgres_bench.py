@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -368,8 +369,10 @@ def context(
             module, shipped = _pruning_constants(engine)
             for budget in dict.fromkeys([shipped["PRUNE_POSTINGS"], *postings]):
                 module.PRUNE_POSTINGS = budget
+                same = TextMaker(seed)  # the memory's vocabulary, the same turns for every budget
+                same.rng = random.Random(seed + 1)
                 try:
-                    m = measure([mem], TextMaker(seed + 1), queries, pg_url)
+                    m = measure([mem], same, queries, pg_url)
                 finally:
                     module.PRUNE_POSTINGS = shipped["PRUNE_POSTINGS"]
                 rows.append(_context_row(label, f"budget {budget:,}", 0.0, m))
