@@ -169,3 +169,11 @@ def test_rescoring_counts_left_out_terms_exactly_once(engines: Engines) -> None:
         assert not capped and freq == engines.sqlite._document_frequencies([term], 400)[term]
     again = engines.postgres.search(query, 10)  # from the cache: the same
     assert ranking(again) == ranking(postgres)
+
+
+def test_both_engines_prune_with_the_same_constants() -> None:
+    """One definition: the PostgreSQL index prunes and rescores with the SQLite index's constants
+    (with the same ones, both return the same documents in the same order: the tests above)."""
+    for name in ("PRUNE_MIN_DOCUMENTS", "PRUNE_POSTINGS", "RESCORE_CANDIDATES", "BM25_K1", "BM25_B"):
+        assert getattr(pg, name) == getattr(keyword, name), name
+    assert pg.bm25_scores is keyword.bm25_scores

@@ -66,6 +66,7 @@ from ovos_memory_plugins.storage.keyword import (
     BM25_K1,
     MAX_TERM_REPEAT,
     PRUNE_MIN_DOCUMENTS,
+    PRUNE_POSTINGS,
     RESCORE_CANDIDATES,
     bm25_scores,
     document_terms,
@@ -98,14 +99,13 @@ __all__ = [
     "tsquery_literal",
 ]
 
-# The BM25 constants, the cap on a repeated query term and the size from which terms are pruned
-# are the SQLite keyword index's own (BM25_K1, BM25_B, MAX_TERM_REPEAT, PRUNE_MIN_DOCUMENTS,
-# imported above), so both engines rank alike.
-#: On larger namespaces, query terms are searched rarest first until their documents add up to
-#: this. The SQLite engine allows 3,000 (FTS5 reads a posting for a fraction of a microsecond);
-#: here each candidate is a heap row read and scored in SQL, so the budget is lower to keep a
-#: turn within its latency target at 100,000 documents (benchmarks/postgres_bench.py).
-PRUNE_POSTINGS = 1_000
+# The BM25 constants, the cap on a repeated query term, the size from which terms are pruned,
+# the posting budget and the number of candidates ranked again are the SQLite keyword index's
+# own (BM25_K1, BM25_B, MAX_TERM_REPEAT, PRUNE_MIN_DOCUMENTS, PRUNE_POSTINGS, RESCORE_CANDIDATES,
+# imported above), so both engines return the same documents in the same order at every size.
+# The budget was 1,000 here: measured among 93,681 documents (benchmarks/postgres_bench.py,
+# docs/benchmarks.md), LoCoMo R@10 41.3 against SQLite's 57.4, and identical to it with 3,000,
+# for about 2 ms more server CPU per search per 1,000 postings.
 #: A namespace's vectors are searched through the HNSW index from this many on (exact below).
 HNSW_MIN_VECTORS = 20_000
 #: How long cached figures (document count, average length) stay fresh (seconds).
@@ -925,7 +925,8 @@ class PgKeywordIndex:
 
     From :data:`~ovos_memory_plugins.storage.keyword.PRUNE_MIN_DOCUMENTS` documents on, as in the
     SQLite index: query terms in more than half the documents are left out and the rest are
-    searched rarest first until their documents add up to :data:`PRUNE_POSTINGS`; when a term
+    searched rarest first until their documents add up to
+    :data:`~ovos_memory_plugins.storage.keyword.PRUNE_POSTINGS`; when a term
     was left out, the best :data:`~ovos_memory_plugins.storage.keyword.RESCORE_CANDIDATES` that
     the kept terms find are ranked again on every query term by
     :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` (one statement finds them and reads
