@@ -1088,11 +1088,11 @@ class PgKeywordIndex:
         """Rank by weighted query terms (BM25 as FTS5 computes it; on a large namespace, pruned
         and then rescored as the class docstring says).
 
-        Frequencies are counted only up to the posting budget at first (all pruning needs); a
-        term counted that far is counted exactly when its weight is needed: when it is kept, or
-        left out of a search that rescores (then the exact counts also say which of several
-        common terms is the rarest, as on SQLite). Counts stay cached while the namespace's
-        size moves less than 10%.
+        A lone query term is counted only up to the posting budget at first (all pruning needs;
+        a common one is then counted by the statement that ranks its documents); the terms of a
+        longer query are counted exactly, since a left-out term's weight needs its count (and the
+        exact counts say which of several common terms is the rarest, as on SQLite). Counts stay
+        cached while the namespace's size moves less than 10%.
         """
         if not counts or k <= 0:
             return []
@@ -1102,7 +1102,12 @@ class PgKeywordIndex:
             if n == 0:
                 return []
         large = n >= PRUNE_MIN_DOCUMENTS
-        df = self._frequencies(list(counts), n, PRUNE_POSTINGS + 1 if large else None)
+        # A lone term is only counted up to the budget: if it is common, the ranking statement
+        # counts it while reading its documents (_rank_common). Several terms are counted
+        # exactly at once: a common one among them is either kept or left out and weighed by the
+        # second ranking, and both need its exact count.
+        cap = PRUNE_POSTINGS + 1 if large and len(counts) == 1 else None
+        df = self._frequencies(list(counts), n, cap)
         if any(self._df.get(t, (0, n, False))[0] > n for t in counts):  # grown by other processes' writes
             n, avgdl = self._namespace_stats(refresh=True)
             df = {t: min(self._df.get(t, (f, n, False))[0], n) for t, f in df.items()}
@@ -1113,13 +1118,7 @@ class PgKeywordIndex:
             return self._ranked(self._rank(counts, terms, df, n, avgdl, k, session_id))
         kept = _prune(terms, df, n)
         capped = [t for t in terms if self._df.get(t, (0, 0, False))[2]]
-        if len(kept) < len(terms):
-            # terms were left out: the kept ones find the candidates, every term ranks them, and
-            # a left-out term's weight needs its exact frequency (the rarest of several common
-            # terms too: which one is kept follows from the exact counts, as on SQLite)
-            if capped:
-                df.update(self._frequencies(capped, n))
-                kept = _prune(terms, df, n)
+        if len(kept) < len(terms):  # terms were left out (counted exactly): every term ranks again
             return self._rescored(counts, kept, terms, df, n, avgdl, k, session_id)
         if capped and session_id is None and len(kept) == 1:
             # the one term kept is common (every query term is): the ranking statement reads
