@@ -129,8 +129,8 @@ def test_a_left_out_common_term_orders_what_the_rare_term_found(engines: Engines
     sqlite, postgres = engines.search("weather tornado", 3)
     assert [h.source for h in postgres] == ["weather", "twice", "once"]
     assert ranking(postgres) == ranking(sqlite)
-    with pytest.MonkeyPatch.context() as m:  # every term searched: the same scores
-        m.setattr(pg, "PRUNE_MIN_DOCUMENTS", 10**9)
+    with pytest.MonkeyPatch.context() as m:  # no budget, every term searched: the same scores
+        m.setattr(pg, "PRUNE_POSTINGS", 10**9)
         full = pg.PgKeywordIndex(engines.postgres.db, engines.postgres.namespace).search("weather tornado", 3)
     assert ranking(full) == ranking(postgres)
     # within a session as well
