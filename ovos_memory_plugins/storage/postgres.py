@@ -69,6 +69,7 @@ from ovos_memory_plugins.storage.keyword import (
     PRUNE_MIN_DOCUMENTS,
     PRUNE_POSTINGS,
     RESCORE_CANDIDATES,
+    RESCORE_K1,
     bm25_scores,
     document_terms,
     query_counts,
@@ -1262,7 +1263,7 @@ class PgKeywordIndex:
             "ns": self.namespace,
             "session": session_id,
             "query": f"{_lexeme(self._lexeme)} & ({tsquery_literal(terms)})",
-            **self._bm25_params(avgdl, k),
+            **self._bm25_params(avgdl, k, n),
         }
         # one expression per query term over the candidate's counts (no join, no grouping):
         # j<i> its packed counts, f<i> its weighted frequency
@@ -1324,16 +1325,19 @@ class PgKeywordIndex:
         columns = [_columns(terms, r[6:], int(r[5])) for r in found]
         s = self.settings
         weights = (1.0, float(s.head_weight), float(s.context_weight))
-        scores = bm25_scores(every, columns, df, n, avgdl, weights)
+        scores = bm25_scores(every, columns, df, n, avgdl, weights, k1=RESCORE_K1)
         best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][4])))[:k]
         return [_hit(found[i][0], found[i][1], found[i][2], found[i][3], scores[i]) for i in best]
 
-    def _bm25_params(self, avgdl: float, k: int) -> dict[str, Any]:
-        """The ranking statements' BM25 constants and field weights, and the result count."""
+    def _bm25_params(self, avgdl: float, k: int, n: int) -> dict[str, Any]:
+        """The ranking statements' BM25 constants and field weights, and the result count; a
+        namespace of ``n`` >= PRUNE_MIN_DOCUMENTS documents ranks with ``k1`` = RESCORE_K1, as
+        the SQLite index does (docs/lexical.md)."""
         s = self.settings
+        k1 = RESCORE_K1 if n >= PRUNE_MIN_DOCUMENTS else BM25_K1
         return {
-            "k1": BM25_K1,
-            "k1p": BM25_K1 + 1,
+            "k1": k1,
+            "k1p": k1 + 1,
             "b": BM25_B,
             "avgdl": max(avgdl, 1e-9),
             "wb": float(s.head_weight),
@@ -1352,7 +1356,7 @@ class PgKeywordIndex:
             "t": term,
             "n": n,
             "repeat": min(repeat, MAX_TERM_REPEAT),
-            **self._bm25_params(avgdl, k),
+            **self._bm25_params(avgdl, k, n),
         }
         rows = self.db.query(
             "SELECT d.doc_id, d.session_id, d.content, d.metadata,"
