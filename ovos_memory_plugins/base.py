@@ -66,7 +66,6 @@ from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import (
     clip_context,
     excerpt_hits,
-    excerpt_terms,
     merge_adjacent,
     needs_context,
     recall_query,
@@ -802,7 +801,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
         )
         merged = merge_adjacent(chosen, self.follows)
-        return excerpt_hits(merged, excerpt_terms(query), self.settings.context.memory_chars)
+        return excerpt_hits(merged, query, self.settings.context.memory_chars)
 
     @staticmethod
     def follows(earlier: MemoryHit, later: MemoryHit) -> bool:

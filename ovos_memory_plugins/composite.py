@@ -81,7 +81,7 @@ from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, close_quietly, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
 from ovos_memory_plugins.protocols import Capabilities, Compactable, DocumentLister, NotesKeeper, capabilities
-from ovos_memory_plugins.select import excerpt_hits, excerpt_terms, merge_adjacent, recall_query, shown_in_window
+from ovos_memory_plugins.select import excerpt_hits, merge_adjacent, recall_query, shown_in_window
 from ovos_memory_plugins.storage.engine import Compacted
 from ovos_memory_plugins.text import clean_text, clip_query
 
@@ -631,7 +631,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         shown = shown_in_window(history)
         hits = [h for h in hits if normalize_content(h.content) not in shown]
         chosen = merge_adjacent(hits[: self.settings.retrieval.max_num_results], BaseRetrievalMemory.follows)
-        chosen = excerpt_hits(chosen, excerpt_terms(query), self.settings.context.memory_chars)
+        chosen = excerpt_hits(chosen, query, self.settings.context.memory_chars)
         return self._summarized(utterance, chosen)
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:

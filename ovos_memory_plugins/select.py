@@ -287,19 +287,23 @@ def excerpt_terms(query: str) -> frozenset[str]:
     return frozenset(query_terms(query))
 
 
-def excerpt_hits(hits: Sequence[MemoryHit], terms: frozenset[str] | set[str], budget: int) -> list[MemoryHit]:
+def excerpt_hits(hits: Sequence[MemoryHit], query: str, budget: int) -> list[MemoryHit]:
     """``hits`` with each text shortened by :func:`excerpt` to ``budget`` characters per
-    exchange (a joined stretch of consecutive exchanges gets it per exchange); a shortened hit
-    says so in ``metadata["shortened_from"]`` (its full length). Never mutates ``hits``."""
+    exchange (a joined stretch of consecutive exchanges gets it per exchange), around the words
+    of ``query`` (read only when a hit is too long); a shortened hit says so in
+    ``metadata["shortened_from"]`` (its full length). Never mutates ``hits``."""
     if budget <= 0:
         return list(hits)
     out = []
+    terms: frozenset[str] | None = None
     for hit in hits:
         sources = hit.metadata.get("sources")
-        count = len(sources) if isinstance(sources, list) and sources else 1
-        short = excerpt(hit.content, terms, budget * count)
-        if short == hit.content:
+        limit = budget * (len(sources) if isinstance(sources, list) and sources else 1)
+        if len(hit.content) <= limit:
             out.append(hit)
-        else:
-            out.append(replace(hit, content=short, metadata={**hit.metadata, "shortened_from": len(hit.content)}))
+            continue
+        if terms is None:
+            terms = excerpt_terms(query)
+        short = excerpt(hit.content, terms, limit)
+        out.append(replace(hit, content=short, metadata={**hit.metadata, "shortened_from": len(hit.content)}))
     return out

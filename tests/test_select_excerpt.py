@@ -67,20 +67,20 @@ def test_sentences_in_chinese_are_split_at_their_full_stops() -> None:
 def test_excerpt_hits_marks_what_it_shortened_and_never_mutates() -> None:
     long = MemoryHit(exchange_text_of(USER, ASSISTANT), "a", 2.0, {"session_id": "s"})
     short = MemoryHit("Q: hi\nA: hello", "b", 1.0)
-    out = excerpt_hits([long, short], excerpt_terms("Ana birthday"), 600)
+    out = excerpt_hits([long, short], "Ana birthday", 600)
     assert out[1] is short
     assert out[0].metadata["shortened_from"] == len(long.content) and out[0].metadata["session_id"] == "s"
     assert "shortened_from" not in long.metadata and long.content.endswith("from me.")  # untouched
-    assert excerpt_hits([long], excerpt_terms("Ana"), 0) == [long]
+    assert excerpt_hits([long], "Ana", 0) == [long]
 
 
 def test_a_joined_stretch_gets_the_budget_once_per_exchange() -> None:
     text = "\n".join([exchange_text_of(USER, ASSISTANT)] * 3)
     stretch = MemoryHit(text, "a", 1.0, {"sources": ["a", "b", "c"]})
     alone = MemoryHit(text, "a", 1.0)
-    terms = excerpt_terms("steady rhythm")  # matches every tip: the budget decides how many stay
-    long = excerpt_hits([stretch], terms, 600)[0].content
-    short = excerpt_hits([alone], terms, 600)[0].content
+    query = "steady rhythm"  # matches every tip: the budget decides how many stay
+    long = excerpt_hits([stretch], query, 600)[0].content
+    short = excerpt_hits([alone], query, 600)[0].content
     assert len(short) + 400 < len(long) <= 3 * 600 + 20
     assert long.count("Q: ") == 3 and short.count("Q: ") == 3  # every turn keeps its opening
 
