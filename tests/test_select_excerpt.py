@@ -115,3 +115,12 @@ def test_a_composite_shortens_what_it_recalls_too(tmp_path: Path) -> None:
         block = _memory_block(mem.build_conversation_context("When is Ana's birthday?", "later"))
         assert "wish Ana a happy birthday on the 12th of May" in block
         assert "Tip number 30" not in block and "\u2026" in block
+
+
+def test_a_word_whose_stem_is_spelt_otherwise_is_still_found() -> None:
+    # the English stemmer turns "dying" into "die" and "skies" into "sky": the quick test that
+    # rules sentences out must not lose them
+    text = exchange_text_of("Garden talk.", f"Sure. {FILLER} My fern is dying under grey skies. {FILLER}")
+    short = excerpt(text, excerpt_terms("Which plant is dying?"), 500)
+    assert "My fern is dying under grey skies." in short
+    assert "My fern is dying" in excerpt(text, excerpt_terms("clear skies"), 500)
