@@ -179,6 +179,12 @@ class KeywordSettings:
     max_query_terms: int = 256
     use_fts5: bool = True
 
+    @property
+    def column_weights(self) -> tuple[float, float, float]:
+        """BM25 weights of the index's three columns, in its column order: body, head, context
+        (every engine ranks with these)."""
+        return (1.0, float(self.head_weight), float(self.context_weight))
+
 
 class ForgetReport(int):
     """How many documents a forget verb removed (an ``int``, as before), with ``tiers``: what

@@ -500,8 +500,7 @@ class SqliteKeywordIndex:
         if self._pending or self._has_pending():
             self._index_pending()
         kept = self._prune(counts)
-        s = self.settings
-        column_weights = (1.0, float(s.head_weight), float(s.context_weight))
+        column_weights = self.settings.column_weights
         # A large memory ranks with k1 = RESCORE_K1. FTS5's k1 is fixed, but its bm25 with every
         # column weight times c ranks as bm25 with k1 / c (tf (k1 + 1) / (c tf + k1 N) c = tf (k1 + 1)
         # / (tf + k1 / c N)), and its score times (RESCORE_K1 + 1) / (BM25_K1 + 1) is that bm25.

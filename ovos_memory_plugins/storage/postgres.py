@@ -1323,9 +1323,7 @@ class PgKeywordIndex:
             return []
         every = Counter({t: counts[t] for t in terms})
         columns = [_columns(terms, r[6:], int(r[5])) for r in found]
-        s = self.settings
-        weights = (1.0, float(s.head_weight), float(s.context_weight))
-        scores = bm25_scores(every, columns, df, n, avgdl, weights, k1=RESCORE_K1)
+        scores = bm25_scores(every, columns, df, n, avgdl, self.settings.column_weights, k1=RESCORE_K1)
         best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][4])))[:k]
         return [_hit(found[i][0], found[i][1], found[i][2], found[i][3], scores[i]) for i in best]
 
