@@ -65,9 +65,8 @@ from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file,
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import (
     clip_context,
-    excerpt_hits,
-    merge_adjacent,
     needs_context,
+    prompt_memories,
     recall_query,
     select_hits,
     shown_in_window,
@@ -800,8 +799,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         chosen = select_hits(
             hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
         )
-        merged = merge_adjacent(chosen, self.follows)
-        return excerpt_hits(merged, query, self.settings.context.memory_chars)
+        return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars)
 
     @staticmethod
     def follows(earlier: MemoryHit, later: MemoryHit) -> bool:

@@ -81,7 +81,7 @@ from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, close_quietly, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
 from ovos_memory_plugins.protocols import Capabilities, Compactable, DocumentLister, NotesKeeper, capabilities
-from ovos_memory_plugins.select import excerpt_hits, merge_adjacent, recall_query, shown_in_window
+from ovos_memory_plugins.select import prompt_memories, recall_query, shown_in_window
 from ovos_memory_plugins.storage.engine import Compacted
 from ovos_memory_plugins.text import clean_text, clip_query
 
@@ -630,9 +630,9 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
     ) -> list[MemoryHit]:
         shown = shown_in_window(history)
         hits = [h for h in hits if normalize_content(h.content) not in shown]
-        chosen = merge_adjacent(hits[: self.settings.retrieval.max_num_results], BaseRetrievalMemory.follows)
-        chosen = excerpt_hits(chosen, query, self.settings.context.memory_chars)
-        return self._summarized(utterance, chosen)
+        chosen = hits[: self.settings.retrieval.max_num_results]
+        memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, self.settings.context.memory_chars)
+        return self._summarized(utterance, memories)
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
         """The turn's fused hits: each member searched with its own ``scope``, the query
@@ -714,8 +714,9 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 search = self._start_search(query, self._session_for(session_id), depth)
         history = self.get_history(session_id)
         if early:
-            fused = self._fuse_answers(search, deadline) if search else []
-            hits = self._finish_recall(utterance, query, fused, history) if search else []
+            hits = []
+            if search:
+                hits = self._finish_recall(utterance, query, self._fuse_answers(search, deadline), history)
         else:
             hits = self.recall(utterance, session_id, history)
         blocks: list[str] = []

@@ -14,10 +14,12 @@
    query that matches many turns about equally brings several;
 5. at most ``limit`` hits.
 
-Then :func:`merge_adjacent` joins hits that are consecutive exchanges of one conversation (the
-caller says which follows which) into one memory, in time order: the prompt shows a stretch of a
-past conversation once, as one chunk, instead of its exchanges as separate memories each with
-the other as context.
+Then :func:`prompt_memories` (the base's recall and the composite's both end there):
+:func:`merge_adjacent` joins hits that are consecutive exchanges of one conversation (the caller
+says which follows which) into one memory, in time order: the prompt shows a stretch of a past
+conversation once, as one chunk, instead of its exchanges as separate memories each with the
+other as context; and :func:`excerpt_hits` shortens a memory longer than the budget around the
+query's words (:func:`excerpt`).
 
 :func:`needs_context` and :func:`clip_context` decide, when an exchange is recorded, whether its
 user turn is a short answer to a question that cannot stand alone ("yes, the blue one", "last
@@ -49,6 +51,7 @@ __all__ = [
     "excerpt_terms",
     "merge_adjacent",
     "needs_context",
+    "prompt_memories",
     "recall_query",
     "select_hits",
     "shown_in_window",
@@ -303,3 +306,12 @@ def excerpt_hits(hits: Sequence[MemoryHit], query: str, budget: int) -> list[Mem
         short = excerpt(hit.content, terms, limit)
         out.append(replace(hit, content=short, metadata={**hit.metadata, "shortened_from": len(hit.content)}))
     return out
+
+
+def prompt_memories(
+    chosen: Sequence[MemoryHit], follows: Callable[[MemoryHit, MemoryHit], bool], query: str, budget: int
+) -> list[MemoryHit]:
+    """The memories a turn shows, from its chosen hits: consecutive exchanges joined
+    (:func:`merge_adjacent`), then each shortened around ``query`` to ``budget`` characters per
+    exchange (:func:`excerpt_hits`). The base's recall and the composite's both end here."""
+    return excerpt_hits(merge_adjacent(chosen, follows), query, budget)
