@@ -65,6 +65,7 @@ from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file,
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import (
     clip_context,
+    excerpt_terms,
     needs_context,
     prompt_memories,
     recall_query,
@@ -76,6 +77,7 @@ from ovos_memory_plugins.storage.engine import (
     Document,
     ForgetReport,
     Index,
+    KeywordSettings,
     Storage,
     StoredDocument,
     check_id,
@@ -157,6 +159,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     #: True when every copy of a document lives in the memory's storage (documents table and
     #: indexes), so the base deletes without a ``_delete_documents`` hook.
     stores_in_storage: ClassVar[bool] = False
+    #: The settings of the memory's keyword index, where it has one (the keyword backend, a
+    #: hybrid vector memory, the notes archive): its ``lang`` and ``extra_stopwords`` are the
+    #: stop words a query is searched without, and :meth:`excerpt_terms` uses them too. None:
+    #: no keyword index (English stop words).
+    keyword_settings: KeywordSettings | None = None
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -304,6 +311,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         the query (:mod:`ovos_memory_plugins.select`).
         """
         return None
+
+    def excerpt_terms(self, query: str) -> frozenset[str]:
+        """The query's words a memory too long for the prompt is shortened around
+        (:func:`~ovos_memory_plugins.select.excerpt`): its terms without the stop words of
+        :attr:`keyword_settings` (the index's ``lang`` and ``extra_stopwords``), English ones
+        where the memory has no keyword index."""
+        s = self.keyword_settings
+        return excerpt_terms(query) if s is None else excerpt_terms(query, s.lang, s.extra_stopwords)
 
     def session_summary(self, session_id: str) -> str:
         """The running summary of a session's turns that left the history window, rendered as
@@ -786,7 +801,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
         """The hits a turn injects: searched per scope, minus what the history window shows,
         consecutive exchanges of one conversation joined into one memory, each shortened to
-        ``context.memory_chars`` per exchange around the query's words (docs/recall.md)."""
+        ``context.memory_chars`` per exchange around the query's words (:meth:`excerpt_terms`;
+        docs/recall.md)."""
         query = self.recall_query(utterance, history)
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
@@ -799,7 +815,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         chosen = select_hits(
             hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
         )
-        return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars)
+        return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars, self.excerpt_terms)
 
     @staticmethod
     def follows(earlier: MemoryHit, later: MemoryHit) -> bool:

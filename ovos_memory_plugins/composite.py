@@ -80,8 +80,14 @@ from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse
 from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, close_quietly, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
-from ovos_memory_plugins.protocols import Capabilities, Compactable, DocumentLister, NotesKeeper, capabilities
-from ovos_memory_plugins.select import prompt_memories, recall_query, shown_in_window
+from ovos_memory_plugins.protocols import (
+    Capabilities,
+    Compactable,
+    DocumentLister,
+    NotesKeeper,
+    capabilities,
+)
+from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window
 from ovos_memory_plugins.storage.engine import Compacted
 from ovos_memory_plugins.text import clean_text, clip_query
 
@@ -631,8 +637,19 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         shown = shown_in_window(history)
         hits = [h for h in hits if normalize_content(h.content) not in shown]
         chosen = hits[: self.settings.retrieval.max_num_results]
-        memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, self.settings.context.memory_chars)
+        budget = self.settings.context.memory_chars
+        memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, budget, self._excerpt_terms)
         return self._summarized(utterance, memories)
+
+    def _excerpt_terms(self, query: str) -> frozenset[str]:
+        """The query's words a too-long memory is shortened around: those of the first recalling
+        member with a keyword index (its ``lang`` and ``extra_stopwords``: a persona speaks one
+        language), else English stop words left out (``BaseRetrievalMemory.excerpt_terms``)."""
+        for m in self._members:
+            inst = m.instance
+            if m.recalls and isinstance(inst, BaseRetrievalMemory) and inst.keyword_settings is not None:
+                return inst.excerpt_terms(query)
+        return excerpt_terms(query)
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
         """The turn's fused hits: each member searched with its own ``scope``, the query

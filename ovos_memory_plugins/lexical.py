@@ -124,6 +124,7 @@ class LexicalMemory(IndexedMemory):
     use_fts5: ClassVar[bool] = True
 
     options: LexicalOptions
+    keyword_settings: KeywordSettings
 
     def _database_path(self) -> tuple[Path, Path | None] | None:
         path, shared = resolve_file(self.settings, self.options.db_path, self.database_file)
