@@ -568,6 +568,21 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         connection's lock), and turns go on while a PostgreSQL VACUUM runs or waits."""
         return compact_database(self.storage.db)
 
+    @property
+    def compaction_locations(self) -> frozenset[str] | None:
+        """Where :meth:`compact` works (:class:`~ovos_memory_plugins.protocols.LocatedCompactable`):
+        the location of the memory's one database (none in RAM), so a composite compacts a
+        database its members share once. A subclass that overrides :meth:`compact` (data of
+        its own elsewhere) names its locations here too; one that does not gets None (not
+        known: a composite always calls its :meth:`compact`)."""
+        cls = type(self)
+        if cls.compact is not BaseRetrievalMemory.compact and (
+            cls.compaction_locations is BaseRetrievalMemory.compaction_locations
+        ):
+            return None
+        db = self.storage.db
+        return frozenset() if db.in_ram else frozenset({db.location})
+
     def sessions(self) -> list[str]:
         """Every session with recorded history, sorted (operators, the editor)."""
         with self._lock:

@@ -84,6 +84,7 @@ from ovos_memory_plugins.protocols import (
     Capabilities,
     Compactable,
     DocumentLister,
+    LocatedCompactable,
     NotesKeeper,
     capabilities,
 )
@@ -936,18 +937,45 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
 
     def compact(self) -> Compacted:
         """Every member that can (:class:`~ovos_memory_plugins.protocols.Compactable`) makes its
-        deleted rows unrecoverable; the locations done, each once (members sharing a PostgreSQL
-        database name it once). A member that fails is logged and named in ``skipped``."""
+        deleted rows unrecoverable; the locations done, each once. Each location is compacted
+        once too: a member whose declared ``compaction_locations``
+        (:class:`~ovos_memory_plugins.protocols.LocatedCompactable`) were all done (or tried)
+        by a member before it is not asked again (members on one PostgreSQL database, or on one
+        SQLite file, each ran a VACUUM of it before). A member that fails is logged and named in
+        ``skipped``; a member that declares no locations is always asked."""
         done = Compacted()
+        tried: set[str] = set()
         for m in self._members:
             if not isinstance(m.instance, Compactable):
                 continue
+            places = m.instance.compaction_locations if isinstance(m.instance, LocatedCompactable) else None
+            if places is not None and places <= tried:
+                continue
             try:
-                done.merge(m.instance.compact())
+                result = m.instance.compact()
             except Exception as exc:
                 LOG.warning("CompositeMemory: member %r could not compact: %s", m.name, exc)
                 done.skipped[f"member {m.name}"] = str(exc)
+                continue
+            done.merge(result)
+            tried.update(result)
+            tried.update(getattr(result, "skipped", {}))
+            tried.update(places or ())
         return done
+
+    @property
+    def compaction_locations(self) -> frozenset[str] | None:
+        """Every member's compaction locations (None when a member that compacts does not
+        declare them): a composite inside a composite is compacted once per location too."""
+        out: set[str] = set()
+        for m in self._members:
+            if not isinstance(m.instance, Compactable):
+                continue
+            places = m.instance.compaction_locations if isinstance(m.instance, LocatedCompactable) else None
+            if places is None:
+                return None
+            out.update(places)
+        return frozenset(out)
 
     def stats(self) -> dict[str, Any]:
         """The composite's settings and each member's own ``stats()``."""
