@@ -600,7 +600,9 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def stats(self) -> dict[str, Any]:
         """Figures about this memory: documents, history, the storage (``storage.in_ram`` and
-        ``storage.problem`` say when it fell back to RAM) and the backend's own figures."""
+        ``storage.problem`` say when it fell back to RAM), the rolling summary when it is on
+        (``summary.sessions``; ``summary.leftover``: why an earlier release's summaries table was
+        left in the file, None when nothing was) and the backend's own figures."""
         with self._lock:
             db = self.storage.db
             out: dict[str, Any] = {
@@ -617,6 +619,9 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                     "bytes": db.size_bytes(),
                 },
             }
+            if self._summary is not None:  # an earlier release's table left in the file: say so
+                store = self._summary.store
+                out["summary"] = {"sessions": store.count(), "leftover": store.leftover}
             for index in self.indexes:
                 out.update(index.stats())
             out.update(self._backend_stats())
