@@ -68,7 +68,8 @@ class LexicalOptions:
     lang: str | None = option(
         None,
         doc="Language of the stop-word list queries use (en, pt, es, fr, de, it, nl; a region such as "
-        "`pt-BR` is fine). English and the CJK list always apply. null: English.",
+        "`pt-BR` is fine), and the words a long memory is shortened around in the prompt. English "
+        "and the CJK list always apply. null: English.",
         check=_check_lang,
     )
     extra_stopwords: list[str] = option(
