@@ -948,7 +948,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         for m in self._members:
             if not isinstance(m.instance, Compactable):
                 continue
-            places = m.instance.compaction_locations if isinstance(m.instance, LocatedCompactable) else None
+            places = _compaction_locations(m.instance)
             if places is not None and places <= tried:
                 continue
             try:
@@ -971,7 +971,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         for m in self._members:
             if not isinstance(m.instance, Compactable):
                 continue
-            places = m.instance.compaction_locations if isinstance(m.instance, LocatedCompactable) else None
+            places = _compaction_locations(m.instance)
             if places is None:
                 return None
             out.update(places)
@@ -1067,6 +1067,12 @@ def _report(m: _Member, problem: str) -> None:
 def _settle_late(m: _Member, _future: Future[Any]) -> None:
     with m.lock:
         m.late -= 1
+
+
+def _compaction_locations(member: Any) -> frozenset[str] | None:
+    """Where a member's ``compact()`` works, as it declares it
+    (:class:`~ovos_memory_plugins.protocols.LocatedCompactable`); None when it does not say."""
+    return member.compaction_locations if isinstance(member, LocatedCompactable) else None
 
 
 def _tagged(hit: MemoryHit, member: str) -> MemoryHit:
