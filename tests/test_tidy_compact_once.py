@@ -177,3 +177,29 @@ def test_members_on_one_postgresql_database_vacuum_it_once(postgres_url: str) ->
         after = next(settled_counts(postgres_url, before))
     moved = {t: after[t] - n for t, n in before.items()}
     assert moved and set(moved.values()) == {1}, moved  # one VACUUM of each table, not one per member
+
+
+def test_members_on_a_locked_postgresql_database_wait_for_it_once(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    psycopg = pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
+    from ovos_memory_plugins.storage import postgres as postgres_module
+
+    monkeypatch.setattr(postgres_module, "COMPACT_DEADLINE_S", 1.0)  # each VACUUM waits a second at most
+    ns = f"once-{next(_ns)}"
+    members = [lexical("kw"), lexical("kw2"), {"name": "notes", "module": "ovos-memory-plugin-notes"}]
+    with CompositeMemory({"database": postgres_url, "namespace": ns, "members": members}) as memory:
+        memory.update_history(exchange("my locker code is numbatfive", "Noted."), "gym")
+        holder = psycopg.connect(postgres_url)
+        try:
+            holder.execute("LOCK TABLE memory_documents IN SHARE UPDATE EXCLUSIVE MODE")  # as a VACUUM would
+            started = time.monotonic()
+            done = memory.compact()
+            waited = time.monotonic() - started
+        finally:
+            holder.rollback()
+            holder.close()
+        location = memory.members["kw"].storage.db.location
+        assert done == [] and list(done.skipped) == [location]
+        assert 0.9 < waited < 1.9  # one wait for the lock, not one per member (three before)
+        assert memory.compact() == [location]  # the lock is gone: done
