@@ -65,6 +65,7 @@ from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file,
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import (
     clip_context,
+    excerpt_terms,
     needs_context,
     prompt_memories,
     recall_query,
@@ -76,6 +77,7 @@ from ovos_memory_plugins.storage.engine import (
     Document,
     ForgetReport,
     Index,
+    KeywordSettings,
     Storage,
     StoredDocument,
     check_id,
@@ -157,6 +159,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     #: True when every copy of a document lives in the memory's storage (documents table and
     #: indexes), so the base deletes without a ``_delete_documents`` hook.
     stores_in_storage: ClassVar[bool] = False
+    #: The settings of the memory's keyword index, where it has one (the keyword backend, a
+    #: hybrid vector memory, the notes archive): its ``lang`` and ``extra_stopwords`` are the
+    #: stop words a query is searched without, and :meth:`excerpt_terms` uses them too. None:
+    #: no keyword index (English stop words).
+    keyword_settings: KeywordSettings | None = None
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -304,6 +311,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         the query (:mod:`ovos_memory_plugins.select`).
         """
         return None
+
+    def excerpt_terms(self, query: str) -> frozenset[str]:
+        """The query's words a memory too long for the prompt is shortened around
+        (:func:`~ovos_memory_plugins.select.excerpt`): its terms without the stop words of
+        :attr:`keyword_settings` (the index's ``lang`` and ``extra_stopwords``), English ones
+        where the memory has no keyword index."""
+        s = self.keyword_settings
+        return excerpt_terms(query) if s is None else excerpt_terms(query, s.lang, s.extra_stopwords)
 
     def session_summary(self, session_id: str) -> str:
         """The running summary of a session's turns that left the history window, rendered as
@@ -553,6 +568,21 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         connection's lock), and turns go on while a PostgreSQL VACUUM runs or waits."""
         return compact_database(self.storage.db)
 
+    @property
+    def compaction_locations(self) -> frozenset[str] | None:
+        """Where :meth:`compact` works (:class:`~ovos_memory_plugins.protocols.LocatedCompactable`):
+        the location of the memory's one database (none in RAM), so a composite compacts a
+        database its members share once. A subclass that overrides :meth:`compact` (data of
+        its own elsewhere) names its locations here too; one that does not gets None (not
+        known: a composite always calls its :meth:`compact`)."""
+        cls = type(self)
+        if cls.compact is not BaseRetrievalMemory.compact and (
+            cls.compaction_locations is BaseRetrievalMemory.compaction_locations
+        ):
+            return None
+        db = self.storage.db
+        return frozenset() if db.in_ram else frozenset({db.location})
+
     def sessions(self) -> list[str]:
         """Every session with recorded history, sorted (operators, the editor)."""
         with self._lock:
@@ -570,7 +600,9 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def stats(self) -> dict[str, Any]:
         """Figures about this memory: documents, history, the storage (``storage.in_ram`` and
-        ``storage.problem`` say when it fell back to RAM) and the backend's own figures."""
+        ``storage.problem`` say when it fell back to RAM), the rolling summary when it is on
+        (``summary.sessions``; ``summary.leftover``: why an earlier release's summaries table was
+        left in the file, None when nothing was) and the backend's own figures."""
         with self._lock:
             db = self.storage.db
             out: dict[str, Any] = {
@@ -587,6 +619,9 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                     "bytes": db.size_bytes(),
                 },
             }
+            if self._summary is not None:  # an earlier release's table left in the file: say so
+                store = self._summary.store
+                out["summary"] = {"sessions": store.count(), "leftover": store.leftover}
             for index in self.indexes:
                 out.update(index.stats())
             out.update(self._backend_stats())
@@ -786,7 +821,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
         """The hits a turn injects: searched per scope, minus what the history window shows,
         consecutive exchanges of one conversation joined into one memory, each shortened to
-        ``context.memory_chars`` per exchange around the query's words (docs/recall.md)."""
+        ``context.memory_chars`` per exchange around the query's words (:meth:`excerpt_terms`;
+        docs/recall.md)."""
         query = self.recall_query(utterance, history)
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
@@ -799,7 +835,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         chosen = select_hits(
             hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
         )
-        return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars)
+        return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars, self.excerpt_terms)
 
     @staticmethod
     def follows(earlier: MemoryHit, later: MemoryHit) -> bool:

@@ -80,8 +80,15 @@ from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse
 from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, close_quietly, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
-from ovos_memory_plugins.protocols import Capabilities, Compactable, DocumentLister, NotesKeeper, capabilities
-from ovos_memory_plugins.select import prompt_memories, recall_query, shown_in_window
+from ovos_memory_plugins.protocols import (
+    Capabilities,
+    Compactable,
+    DocumentLister,
+    LocatedCompactable,
+    NotesKeeper,
+    capabilities,
+)
+from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window
 from ovos_memory_plugins.storage.engine import Compacted
 from ovos_memory_plugins.text import clean_text, clip_query
 
@@ -631,8 +638,19 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         shown = shown_in_window(history)
         hits = [h for h in hits if normalize_content(h.content) not in shown]
         chosen = hits[: self.settings.retrieval.max_num_results]
-        memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, self.settings.context.memory_chars)
+        budget = self.settings.context.memory_chars
+        memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, budget, self._excerpt_terms)
         return self._summarized(utterance, memories)
+
+    def _excerpt_terms(self, query: str) -> frozenset[str]:
+        """The query's words a too-long memory is shortened around: those of the first recalling
+        member with a keyword index (its ``lang`` and ``extra_stopwords``: a persona speaks one
+        language), else English stop words left out (``BaseRetrievalMemory.excerpt_terms``)."""
+        for m in self._members:
+            inst = m.instance
+            if m.recalls and isinstance(inst, BaseRetrievalMemory) and inst.keyword_settings is not None:
+                return inst.excerpt_terms(query)
+        return excerpt_terms(query)
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
         """The turn's fused hits: each member searched with its own ``scope``, the query
@@ -919,18 +937,45 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
 
     def compact(self) -> Compacted:
         """Every member that can (:class:`~ovos_memory_plugins.protocols.Compactable`) makes its
-        deleted rows unrecoverable; the locations done, each once (members sharing a PostgreSQL
-        database name it once). A member that fails is logged and named in ``skipped``."""
+        deleted rows unrecoverable; the locations done, each once. Each location is compacted
+        once too: a member whose declared ``compaction_locations``
+        (:class:`~ovos_memory_plugins.protocols.LocatedCompactable`) were all done (or tried)
+        by a member before it is not asked again (members on one PostgreSQL database, or on one
+        SQLite file, each ran a VACUUM of it before). A member that fails is logged and named in
+        ``skipped``; a member that declares no locations is always asked."""
         done = Compacted()
+        tried: set[str] = set()
         for m in self._members:
             if not isinstance(m.instance, Compactable):
                 continue
+            places = _compaction_locations(m.instance)
+            if places is not None and places <= tried:
+                continue
             try:
-                done.merge(m.instance.compact())
+                result = m.instance.compact()
             except Exception as exc:
                 LOG.warning("CompositeMemory: member %r could not compact: %s", m.name, exc)
                 done.skipped[f"member {m.name}"] = str(exc)
+                continue
+            done.merge(result)
+            tried.update(result)
+            tried.update(getattr(result, "skipped", {}))
+            tried.update(places or ())
         return done
+
+    @property
+    def compaction_locations(self) -> frozenset[str] | None:
+        """Every member's compaction locations (None when a member that compacts does not
+        declare them): a composite inside a composite is compacted once per location too."""
+        out: set[str] = set()
+        for m in self._members:
+            if not isinstance(m.instance, Compactable):
+                continue
+            places = _compaction_locations(m.instance)
+            if places is None:
+                return None
+            out.update(places)
+        return frozenset(out)
 
     def stats(self) -> dict[str, Any]:
         """The composite's settings and each member's own ``stats()``."""
@@ -1022,6 +1067,12 @@ def _report(m: _Member, problem: str) -> None:
 def _settle_late(m: _Member, _future: Future[Any]) -> None:
     with m.lock:
         m.late -= 1
+
+
+def _compaction_locations(member: Any) -> frozenset[str] | None:
+    """Where a member's ``compact()`` works, as it declares it
+    (:class:`~ovos_memory_plugins.protocols.LocatedCompactable`); None when it does not say."""
+    return member.compaction_locations if isinstance(member, LocatedCompactable) else None
 
 
 def _tagged(hit: MemoryHit, member: str) -> MemoryHit:

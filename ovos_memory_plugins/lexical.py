@@ -68,7 +68,8 @@ class LexicalOptions:
     lang: str | None = option(
         None,
         doc="Language of the stop-word list queries use (en, pt, es, fr, de, it, nl; a region such as "
-        "`pt-BR` is fine). English and the CJK list always apply. null: English.",
+        "`pt-BR` is fine), and the words a long memory is shortened around in the prompt. English "
+        "and the CJK list always apply. null: English.",
         check=_check_lang,
     )
     extra_stopwords: list[str] = option(
@@ -124,6 +125,7 @@ class LexicalMemory(IndexedMemory):
     use_fts5: ClassVar[bool] = True
 
     options: LexicalOptions
+    keyword_settings: KeywordSettings
 
     def _database_path(self) -> tuple[Path, Path | None] | None:
         path, shared = resolve_file(self.settings, self.options.db_path, self.database_file)

@@ -410,7 +410,8 @@ class NotesMemory(IndexedMemory):
         parsed = parse_config(raw, LexicalOptions)
         for problem in parsed.problems:
             LOG.error("NotesMemory: archive config: %s (using the default for that key)", problem)
-        return self.storage.keyword_index(keyword_settings(parsed.options, LexicalMemory.use_fts5))
+        self.keyword_settings = keyword_settings(parsed.options, LexicalMemory.use_fts5)
+        return self.storage.keyword_index(self.keyword_settings)
 
     def _open_store(self) -> NotesStore:
         """The configured store, after moving in the notes of the other store type and of an

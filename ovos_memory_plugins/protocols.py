@@ -22,7 +22,9 @@ protocols below, never through a class's private attributes or method names they
 * :class:`NotesKeeper`: the one notes protocol that curated notes and sticky notes implement;
   every verb returns a :class:`NoteChange` and every listing :class:`Note` objects.
 * :class:`Compactable`: ``compact()``, make deleted rows unrecoverable in everything the memory
-  stores in (the editor after every delete).
+  stores in (the editor after every delete); :class:`LocatedCompactable` also names those
+  locations beforehand (``compaction_locations``), so a composite whose members share one
+  database compacts it once.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "ContextContributor",
     "DocumentLister",
     "HistoryKeeper",
+    "LocatedCompactable",
     "Note",
     "NoteChange",
     "NoteStatus",
@@ -106,6 +109,20 @@ class Compactable(Protocol):
         locations done (file paths, or a database URL without its password). A location that
         could not be done now (a busy file) is left out and logged; where the result is a
         :class:`~ovos_memory_plugins.storage.engine.Compacted`, its ``skipped`` names it."""
+        ...
+
+
+@runtime_checkable
+class LocatedCompactable(Compactable, Protocol):
+    """A :class:`Compactable` that says beforehand where :meth:`compact` works (every memory
+    built on the base). A composite compacts a location once, however many of its members
+    store in it (members on one PostgreSQL database, or on one SQLite file)."""
+
+    @property
+    def compaction_locations(self) -> frozenset[str] | None:
+        """The locations :meth:`compact` works on, named as it reports them (a file path, a
+        database URL without its password); empty when it has nothing to compact (a memory in
+        RAM); None when not known (a composite then always calls :meth:`compact`)."""
         ...
 
 

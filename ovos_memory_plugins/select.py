@@ -19,7 +19,8 @@ Then :func:`prompt_memories` (the base's recall and the composite's both end the
 says which follows which) into one memory, in time order: the prompt shows a stretch of a past
 conversation once, as one chunk, instead of its exchanges as separate memories each with the
 other as context; and :func:`excerpt_hits` shortens a memory longer than the budget around the
-query's words (:func:`excerpt`).
+query's words (:func:`excerpt`), found without the stop words of the memory's language
+(:func:`excerpt_terms`).
 
 :func:`needs_context` and :func:`clip_context` decide, when an exchange is recorded, whether its
 user turn is a short answer to a question that cannot stand alone ("yes, the blue one", "last
@@ -33,7 +34,7 @@ See ``docs/recall.md``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from itertools import pairwise
 from typing import Any
@@ -280,38 +281,48 @@ def _joined_pieces(pieces: Sequence[tuple[int, str]], chosen: set[int]) -> str:
     return "\n".join(" ".join(words) for words in lines)
 
 
-def excerpt_terms(query: str) -> frozenset[str]:
-    """The terms :func:`excerpt` looks for: the query's (:func:`text.query_terms`, English stop
-    words out; in other languages their stop words only count as weak matches)."""
-    return frozenset(query_terms(query))
+def excerpt_terms(query: str, lang: str | None = None, extra_stopwords: Iterable[str] = ()) -> frozenset[str]:
+    """The terms :func:`excerpt` looks for: the query's, without the stop words of ``lang`` and
+    ``extra_stopwords`` (:func:`text.query_terms`, the keyword index's own path; ``lang`` None:
+    English). A memory passes its keyword index's ``lang`` and ``extra_stopwords``
+    (``BaseRetrievalMemory.excerpt_terms``), so a German memory is not shortened around "und"."""
+    return frozenset(query_terms(query, lang, extra_stopwords=extra_stopwords))
 
 
-def excerpt_hits(hits: Sequence[MemoryHit], query: str, budget: int) -> list[MemoryHit]:
+def excerpt_hits(
+    hits: Sequence[MemoryHit], query: str, budget: int, terms: Callable[[str], frozenset[str]] = excerpt_terms
+) -> list[MemoryHit]:
     """``hits`` with each text shortened by :func:`excerpt` to ``budget`` characters per
     exchange (a joined stretch of consecutive exchanges gets it per exchange), around the words
-    of ``query`` (read only when a hit is too long); a shortened hit says so in
+    of ``query`` (``terms(query)``, called once and only when a hit is too long; by default
+    :func:`excerpt_terms` with English stop words); a shortened hit says so in
     ``metadata["shortened_from"]`` (its full length). Never mutates ``hits``."""
     if budget <= 0:
         return list(hits)
     out = []
-    terms: frozenset[str] | None = None
+    wanted: frozenset[str] | None = None
     for hit in hits:
         sources = hit.metadata.get("sources")
         limit = budget * (len(sources) if isinstance(sources, list) and sources else 1)
         if len(hit.content) <= limit:
             out.append(hit)
             continue
-        if terms is None:
-            terms = excerpt_terms(query)
-        short = excerpt(hit.content, terms, limit)
+        if wanted is None:
+            wanted = terms(query)
+        short = excerpt(hit.content, wanted, limit)
         out.append(replace(hit, content=short, metadata={**hit.metadata, "shortened_from": len(hit.content)}))
     return out
 
 
 def prompt_memories(
-    chosen: Sequence[MemoryHit], follows: Callable[[MemoryHit, MemoryHit], bool], query: str, budget: int
+    chosen: Sequence[MemoryHit],
+    follows: Callable[[MemoryHit, MemoryHit], bool],
+    query: str,
+    budget: int,
+    terms: Callable[[str], frozenset[str]] = excerpt_terms,
 ) -> list[MemoryHit]:
     """The memories a turn shows, from its chosen hits: consecutive exchanges joined
-    (:func:`merge_adjacent`), then each shortened around ``query`` to ``budget`` characters per
-    exchange (:func:`excerpt_hits`). The base's recall and the composite's both end here."""
-    return excerpt_hits(merge_adjacent(chosen, follows), query, budget)
+    (:func:`merge_adjacent`), then each shortened around ``query``'s ``terms`` to ``budget``
+    characters per exchange (:func:`excerpt_hits`). The base's recall and the composite's both
+    end here, each passing the terms of its memory's language."""
+    return excerpt_hits(merge_adjacent(chosen, follows), query, budget, terms)

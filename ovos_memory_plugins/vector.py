@@ -226,7 +226,8 @@ class VectorMemory(IndexedMemory):
         for problem in problems:
             LOG.error("VectorMemory: keyword: %s (using the default for that key)", problem)
             self.config_problems.append(f"keyword: {problem}")
-        self.keyword = self.storage.keyword_index(keyword_settings(settings))
+        self.keyword_settings = keyword_settings(settings)
+        self.keyword = self.storage.keyword_index(self.keyword_settings)
         return HybridIndex(
             [self.keyword, self.vectors],
             weights=[opts.keyword_weight, opts.vector_weight],

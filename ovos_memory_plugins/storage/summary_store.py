@@ -20,7 +20,9 @@ updated)``. Migration ``0002_memory_summaries`` copies its rows into ``memory_su
 drops it, in one transaction (``secure_delete`` zeroes the dropped pages). An old table that is
 not exactly that (other columns, values of other types) or cannot be read (a damaged page) is
 left as it is and reported: logged as a warning on every open while it is there, and named by
-:attr:`SummaryStore.leftover`. Its summaries are not used; nothing of it is dropped.
+:attr:`SummaryStore.leftover` (the memory's ``stats()["summary"]["leftover"]``, which
+``ovos-memory stats`` prints). Its summaries are not used; nothing of it is dropped. The table
+is read once per open for that (the same reading chooses the migration step).
 
 :func:`open_summary_store` opens the store of a memory's storage.
 """
@@ -47,6 +49,10 @@ __all__ = ["MIGRATIONS", "SummaryStorage", "SummaryStore", "old_table_problem", 
 @runtime_checkable
 class SummaryStorage(Protocol):
     """Where running summaries live (what :class:`~ovos_memory_plugins.summary.RollingSummary` needs)."""
+
+    #: Why an earlier release's summaries were left where they are (None: nothing was left);
+    #: the memory's ``stats()`` shows it as ``summary.leftover``.
+    leftover: str | None
 
     def get(self, session_id: str) -> tuple[str, int]:
         """``(summary, exchanges folded)`` of a session; ``("", 0)`` when it has none."""
@@ -128,14 +134,19 @@ def _v2(conn: sqlite3.Connection) -> None:
 MIGRATIONS = [Migration("0001_summaries", _v1), Migration("0002_memory_summaries", _v2)]
 
 
-def _sqlite_steps(db: Any) -> list[Migration]:
-    """:data:`MIGRATIONS`, or, when the earlier table is there to move but must stay, the same
-    steps with ``0002`` creating the new table only."""
-    if MIGRATIONS[1].name in db.applied("summary") or not db.table_exists(OLD_TABLE):
-        return MIGRATIONS
+def _sqlite_plan(db: Any) -> tuple[list[Migration], str | None]:
+    """The steps to apply and what is wrong with the earlier table (None: there is none, or it
+    can be moved), the table read once (:func:`old_table_problem`, outside any transaction).
+
+    The steps are :data:`MIGRATIONS`, or, when the earlier table is there to move but must
+    stay, the same steps with ``0002`` creating the new table only."""
+    if not db.table_exists(OLD_TABLE):
+        return MIGRATIONS, None
     with db.lock:  # outside any transaction
         problem = old_table_problem(db.conn)
-    return MIGRATIONS if problem is None else [MIGRATIONS[0], Migration(MIGRATIONS[1].name, _v2_table)]
+    if problem is None or MIGRATIONS[1].name in db.applied("summary"):
+        return MIGRATIONS, problem
+    return [MIGRATIONS[0], Migration(MIGRATIONS[1].name, _v2_table)], problem
 
 
 _UPSERT = (
@@ -172,17 +183,18 @@ class SummaryStore:
 
     def __init__(self, db: Any, namespace: str = "default") -> None:
         self.db = db
+        problem: str | None = None
         if getattr(db, "engine", "") == "postgresql":
             from ovos_memory_plugins.storage.postgres_notes import SUMMARY_MIGRATIONS
 
             self.t = TableAccess(db, namespace, ("summary", []), ("summary", SUMMARY_MIGRATIONS))
         else:
-            self.t = TableAccess(db, namespace, ("summary", _sqlite_steps(db)))
+            steps, problem = _sqlite_plan(db)
+            self.t = TableAccess(db, namespace, ("summary", steps))
         self.namespace = self.t.namespace
         self.leftover: str | None = None
-        if not self.t.pg and db.table_exists(OLD_TABLE):
-            with db.lock:
-                self.leftover = old_table_problem(db.conn) or "it was not moved"
+        if not self.t.pg and db.table_exists(OLD_TABLE):  # what the plan read: never read twice
+            self.leftover = problem or "it was not moved"
             LOG.warning(
                 "rolling summary: the table %r of an earlier release in %s was left as it is: %s;"
                 " its summaries are not used and forgetting does not reach it (look at it, then drop it"
