@@ -184,12 +184,25 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     # -- storage locations -------------------------------------------------------------------
 
+    @classmethod
+    def configured_db_path(cls, options: Any) -> str | None:
+        """The backend's own ``db_path`` option (``options``: its parsed ``options_class``), for
+        backends that have one; None (the default): ``<root>/<database_file>``."""
+        return None
+
+    @classmethod
+    def database_path(cls, memory: MemoryConfig, options: Any) -> tuple[Path, Path | None] | None:
+        """Where a memory of this class with these settings keeps its SQLite file, known before it
+        is built (a composite refuses two members on one file), and the shared file of earlier
+        releases it may adopt (:func:`~ovos_memory_plugins.config.resolve_file`); None: RAM."""
+        if cls.persistent or memory.root:
+            return resolve_file(memory, cls.configured_db_path(options), cls.database_file)
+        return None
+
     def _database_path(self) -> tuple[Path, Path | None] | None:
         """This memory's database file and the shared file of earlier releases it may adopt
-        (see :func:`~ovos_memory_plugins.config.resolve_file`); None keeps everything in RAM."""
-        if self.persistent or self.settings.root:
-            return resolve_file(self.settings, None, self.database_file)
-        return None
+        (:meth:`database_path`); None keeps everything in RAM."""
+        return self.database_path(self.settings, self.options)
 
     def _database_options(self) -> dict[str, Any]:
         """Engine options for opening the database (the vector backend asks for sqlite-vec)."""

@@ -90,6 +90,7 @@ from ovos_memory_plugins.protocols import (
 )
 from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window
 from ovos_memory_plugins.storage.engine import Compacted
+from ovos_memory_plugins.storage.postgres import redact_url
 from ovos_memory_plugins.text import clean_text, clip_query
 
 LOG = logging.getLogger(__name__)
@@ -291,7 +292,7 @@ class _Member:
         self.late = 0  # calls still running past their turn's deadline
         self.failing = False  # the last call raised or was late (repeats are logged at DEBUG)
         # where a member of this package keeps its data: its folder, or (database, namespace)
-        self.place: Path | tuple[str, str] | None = None
+        self.places: frozenset[str] = frozenset()
         self.pending_writes = 0
         self.write_late = False  # a write outlived write_timeout_ms and has not finished yet
 
@@ -442,11 +443,11 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 spec, f"{label} is skipped: no memory plugin of that name is installed (entry points opm.agents.memory)"
             )
         config = self.member_config(spec, cls)
-        place = _place_of(cls, config)
-        other = next((m.name for m in self._members if place is not None and m.place == place), None)
-        if other is not None:
-            where = f"the namespace {place[1]!r} of its database" if isinstance(place, tuple) else f"the folder {place}"
-            return self._skip(spec, f"{label} is skipped: it would share {where} with member {other!r}")
+        places = _places_of(cls, config)
+        for m in self._members:
+            shared = " and ".join(sorted(places & m.places, reverse=True))  # the folder first
+            if shared:
+                return self._skip(spec, f"{label} is skipped: it would share {shared} with member {m.name!r}")
         try:
             instance = cls(config=config)
         except Exception as exc:
@@ -460,7 +461,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         semantic = _flag(spec.semantic, instance, "semantic", False)
         recall = _flag(spec.recall, instance, "composite_recall", True)
         member = _Member(spec, instance, caps, semantic, recall)
-        member.place = place
+        member.places = places
         return member
 
     def _skip(self, spec: MemberSpec, reason: str) -> _Member | None:
@@ -1036,17 +1037,25 @@ def member_namespace(namespace: str, member: str) -> str:
     return f"{namespace[:100]}.{digest}"
 
 
-def _place_of(cls: type[Any], config: dict[str, Any]) -> Path | tuple[str, str] | None:
-    """Where a member of this package (a BaseRetrievalMemory) keeps its data: ``(database,
-    namespace)`` on a database, else its folder; None for others (or a folder that cannot be
-    resolved). Two members with one place would share rows."""
+def _places_of(cls: type[Any], config: dict[str, Any]) -> frozenset[str]:
+    """Where a member of this package (a BaseRetrievalMemory) keeps its data, described: the
+    namespace of its database, else its folder and its SQLite file (a ``db_path`` may put the
+    file elsewhere); empty for others (or what cannot be resolved). Two members sharing one
+    would share rows (and one would drop the other's index)."""
     if not issubclass(cls, BaseRetrievalMemory):
-        return None
+        return frozenset()
     try:
-        memory = parse_config(config).memory
-        return (memory.database, memory.namespace) if memory.database else resolve_root(memory).resolve()
+        parsed = parse_config(config, cls.options_class)
+        memory = parsed.memory
+        if memory.database:
+            return frozenset({f"the namespace {memory.namespace!r} of the database {redact_url(memory.database)}"})
+        places = {f"the folder {resolve_root(memory).resolve()}"}
+        where = cls.database_path(memory, parsed.options)
+        if where is not None:
+            places.add(f"the database file {where[0].resolve()}")
+        return frozenset(places)
     except (OSError, RuntimeError, ValueError):
-        return None
+        return frozenset()
 
 
 def _flag(configured: bool | None, instance: Any, attribute: str, default: bool) -> bool:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ovos_memory_plugins.common import MemoryHit
-from ovos_memory_plugins.config import check_path, option, resolve_file
+from ovos_memory_plugins.config import check_path, option
 from ovos_memory_plugins.index import IndexedMemory
 from ovos_memory_plugins.storage.engine import Index, KeywordSettings
 from ovos_memory_plugins.storage.keyword import StoredTerms, query_counts, split_head
@@ -127,10 +127,14 @@ class LexicalMemory(IndexedMemory):
     options: LexicalOptions
     keyword_settings: KeywordSettings
 
+    @classmethod
+    def configured_db_path(cls, options: Any) -> str | None:
+        return options.db_path if isinstance(options, LexicalOptions) else None
+
     def _database_path(self) -> tuple[Path, Path | None] | None:
-        path, shared = resolve_file(self.settings, self.options.db_path, self.database_file)
-        self.db_path = path
-        return path, shared
+        where = super()._database_path()
+        self.db_path = where[0] if where is not None else None
+        return where
 
     def _open_indexes(self) -> Index:
         self.keyword_settings = keyword_settings(self.options, self.use_fts5)

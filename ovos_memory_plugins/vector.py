@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ovos_memory_plugins.common import MemoryHit
-from ovos_memory_plugins.config import ParsedConfig, option, resolve_file
+from ovos_memory_plugins.config import ParsedConfig, option
 from ovos_memory_plugins.embedders import (
     EMBEDDER_NAMES,
     CachedEmbedder,
@@ -175,10 +175,14 @@ class VectorMemory(IndexedMemory):
 
     # -- opening -----------------------------------------------------------------------------
 
+    @classmethod
+    def configured_db_path(cls, options: Any) -> str | None:
+        return options.db_path if isinstance(options, VectorOptions) else None
+
     def _database_path(self) -> tuple[Path, Path | None] | None:
-        path, shared = resolve_file(self.settings, self.options.db_path, self.database_file)
-        self.db_path = path
-        return path, shared
+        where = super()._database_path()
+        self.db_path = where[0] if where is not None else None
+        return where
 
     def _database_options(self) -> dict[str, Any]:
         return {"vector_extension": self.options.vector_search == "sqlite-vec"}
