@@ -26,6 +26,7 @@ import psycopg
 
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.storage import postgres as pg
+from ovos_memory_plugins.vector import VectorMemory
 
 _ns = itertools.count()
 
@@ -75,7 +76,7 @@ def memory(url: str, namespace: str, tmp_path: Path, **extra: Any) -> LexicalMem
     return LexicalMemory({"database": url, "namespace": namespace, "root": str(tmp_path), **extra})
 
 
-def turn(mem: LexicalMemory, session: str, user: str, answer: str) -> None:
+def turn(mem: LexicalMemory | VectorMemory, session: str, user: str, answer: str) -> None:
     mem.update_history([{"role": "user", "content": user}, {"role": "assistant", "content": answer}], session)
 
 
@@ -180,6 +181,18 @@ def test_the_migration_counts_what_older_versions_wrote(postgres_url: str, tmp_p
     with memory(postgres_url, ns, tmp_path) as mem:  # a process of this version starts
         assert kept(postgres_url, ns) == counts
         assert [(h.source, h.score) for h in mem.search("lantern copper older")] == before
+        mem.forget_all()
+
+
+def test_a_retired_keyword_index_takes_its_frequencies_along(postgres_url: str, tmp_path: Path) -> None:
+    """A hybrid memory reopened as vector-only drops its keyword rows, and their frequencies."""
+    ns = f"df-{next(_ns)}"
+    config = {"database": postgres_url, "namespace": ns, "root": str(tmp_path), "embedder": "hash"}
+    with VectorMemory({**config, "hybrid": True}) as mem:
+        turn(mem, "s", "the lantern by the harbor", "noted")
+        assert kept(postgres_url, ns)
+    with VectorMemory(config) as mem:
+        assert kept(postgres_url, ns) == {} == fresh_counts(postgres_url, ns)
         mem.forget_all()
 
 

@@ -1182,7 +1182,7 @@ class PgKeywordIndex:
         """Empty the namespace's index and its document frequencies; return how many rows went."""
         with self.db.transaction() as conn:
             n = conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,)).rowcount
-            conn.execute("DELETE FROM memory_keyword_df WHERE namespace = %s", (self.namespace,))
+            conn.execute(_DF_DELETE_NAMESPACE, (self.namespace, self.namespace))
         self._stats = None
         return int(n)
 
@@ -1442,6 +1442,14 @@ _KEYWORD_DROP_CONTEXT = (
     " SELECT x.t, sum(x.d)::int FROM ("
     "  SELECT jsonb_object_keys(up.new) AS t, 1 AS d FROM up"
     "  UNION ALL SELECT jsonb_object_keys(up.old), -1 FROM up) AS x GROUP BY x.t HAVING sum(x.d) <> 0"
+)
+
+
+#: Delete a namespace's frequencies, locking the rows in term order first, as every writer does
+#: (a plain DELETE would lock them in the table's order and could deadlock with a writer).
+_DF_DELETE_NAMESPACE = (
+    "DELETE FROM memory_keyword_df f USING (SELECT term FROM memory_keyword_df WHERE namespace = %s"
+    " ORDER BY term FOR UPDATE) AS o WHERE f.namespace = %s AND f.term = o.term"
 )
 
 
@@ -1790,6 +1798,7 @@ class PgStorage(Storage):
         with self.db.transaction() as conn:
             if "keyword" not in keep:
                 conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,))
+                conn.execute(_DF_DELETE_NAMESPACE, (self.namespace, self.namespace))
             if "vector" not in keep:
                 conn.execute("DELETE FROM memory_vectors WHERE namespace = %s", (self.namespace,))
                 conn.execute("DELETE FROM memory_vector_spaces WHERE namespace = %s", (self.namespace,))
