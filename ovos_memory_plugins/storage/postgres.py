@@ -1143,15 +1143,13 @@ class PgKeywordIndex:
                 emptied = [r[0] for r in cur.execute(_KEYWORD_ADD_ONE, rows[0]).fetchall()]
                 if emptied:
                     _drop_emptied(conn, self.namespace, emptied)
-            else:  # each row's changes to the frequencies, then one sorted update for them all
+            else:  # the rows' terms as they were, the rows, then one sorted update for them all
+                keys = [d.key for d in todo]
                 delta: Counter[str] = Counter()
-                cur.executemany(_KEYWORD_ADD_MANY, rows, returning=True)
-                while True:
-                    for term, change in cur.fetchall():
-                        delta[term] += int(change)
-                    if not cur.nextset():
-                        break
-                _apply_frequencies(conn, self.namespace, delta)
+                for term, count in cur.execute(_KEYWORD_TERMS, (keys,)).fetchall():
+                    delta[term] -= int(count)
+                cur.executemany(_KEYWORD_ADD, rows)
+                _apply_frequencies(conn, self.namespace, delta, added=keys)
         if self._stats is not None:  # keep the figures current without a count
             at, n, total = self._stats
             self._stats = (at, n + len(rows), total + tokens)
@@ -1382,8 +1380,8 @@ _KEYWORD_ADD = (
     " length = excluded.length, ctx_id = excluded.ctx_id"
 )
 
-#: How one document's write changes the namespace's document frequencies: ``(term, change)`` for
-#: the terms its row gained (+1) or lost (-1), the row as it was read in the same snapshot (the
+#: One document's row, and how it changes the namespace's document frequencies (``delta``: +1 for
+#: each term its row gained, -1 for each it lost), the row as it was read in the same snapshot (the
 #: document's own row in ``memory_documents``, locked by the put before it, keeps other writers
 #: of that document out until the commit).
 _KEYWORD_WRITE = (
@@ -1407,14 +1405,20 @@ _DF_UPSERT = (
 #: One document: its row and its terms' frequencies in one statement.
 _KEYWORD_ADD_ONE = _KEYWORD_WRITE + "," + _DF_UPSERT.format(changes="delta")
 
-#: One document of a batch: its row, returning its changes to the frequencies (summed over the
-#: batch and applied once, in term order, by :func:`_apply_frequencies`).
-_KEYWORD_ADD_MANY = _KEYWORD_WRITE + " SELECT t, d FROM delta"
+#: How many of the given keyword rows hold each term (a batch's rows before it replaces them).
+_KEYWORD_TERMS = (
+    "SELECT t.term, count(*) FROM memory_keywords k CROSS JOIN LATERAL jsonb_object_keys(k.tf) AS t(term)"
+    " WHERE k.id = ANY(%s) GROUP BY t.term"
+)
 
-#: Apply summed changes (``terms``, ``changes``: two arrays) to the frequencies.
+#: Apply changes to the frequencies: +1 for each term of the keyword rows ``added`` (their keys,
+#: as they are now), plus ``changes`` for ``terms`` (two arrays), summed per term.
 _DF_APPLY = (
-    "WITH changes AS (SELECT x.t, x.d FROM unnest(%(terms)s::text[], %(changes)s::int[]) AS x(t, d)),"
-    + _DF_UPSERT.format(changes="changes")
+    "WITH changes AS (SELECT x.t, sum(x.d)::int AS d FROM ("
+    "  SELECT t.term AS t, 1 AS d FROM memory_keywords k CROSS JOIN LATERAL jsonb_object_keys(k.tf) AS t(term)"
+    "  WHERE k.id = ANY(%(added)s)"
+    "  UNION ALL SELECT c.t, c.d FROM unnest(%(terms)s::text[], %(changes)s::int[]) AS c(t, d)) AS x"
+    " GROUP BY x.t HAVING sum(x.d) <> 0)," + _DF_UPSERT.format(changes="changes")
 )
 
 #: Delete documents' keyword rows; returns ``(NULL, rows deleted)`` and, per term, how many of
@@ -1453,13 +1457,20 @@ _DF_DELETE_NAMESPACE = (
 )
 
 
-def _apply_frequencies(conn: psycopg.Connection[Any], namespace: str, delta: Counter[str]) -> None:
-    """Add ``delta`` to the namespace's document frequencies (in term order, one statement) and
-    delete the rows that fell to 0."""
-    changed = sorted((t, d) for t, d in delta.items() if d)
-    if not changed:
+def _apply_frequencies(
+    conn: psycopg.Connection[Any], namespace: str, delta: Counter[str], added: Sequence[int] = ()
+) -> None:
+    """Add ``delta`` and the terms of the keyword rows ``added`` to the namespace's document
+    frequencies (in term order, one statement) and delete the rows that fell to 0."""
+    changed = [(t, d) for t, d in delta.items() if d]
+    if not changed and not added:
         return
-    params = {"ns": namespace, "terms": [t for t, _ in changed], "changes": [d for _, d in changed]}
+    params = {
+        "ns": namespace,
+        "added": list(added),
+        "terms": [t for t, _ in changed],
+        "changes": [d for _, d in changed],
+    }
     emptied = [r[0] for r in conn.execute(_DF_APPLY, params).fetchall()]
     if emptied:
         _drop_emptied(conn, namespace, emptied)
