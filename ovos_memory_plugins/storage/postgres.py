@@ -22,9 +22,10 @@ seam as the SQLite engine), for one memory = one ``namespace``:
   queries through :func:`~ovos_memory_plugins.storage.keyword.query_counts`, so stop words are the
   same), written as a literal so PostgreSQL never re-parses them, GIN-indexed, and ranked with
   the formula of SQLite FTS5's ``bm25()`` (column weights included: body A, head B, context C)
-  over the namespace's own document count and frequencies. On large namespaces it prunes query
-  terms and ranks the best candidates again on every term exactly as the SQLite index does
-  (:meth:`PgKeywordIndex.search_terms`).
+  over the namespace's own document count and frequencies (``memory_keyword_df``, kept exact by
+  every write in its transaction, so a search reads them instead of counting postings). On
+  large namespaces it prunes query terms and ranks the best candidates again on every term
+  exactly as the SQLite index does (:meth:`PgKeywordIndex.search_terms`).
 * :class:`PgVectorStore`: pgvector, exact for small namespaces, HNSW (an expression index per
   dimension, built concurrently in the background) once a namespace is large.
 * :class:`PgHistory`: recent messages, exchange-id chains, and which messages an exchange
@@ -1077,6 +1078,13 @@ class PgKeywordIndex:
     :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` (one statement finds them and reads
     their counts of every query term, their lengths and their documents), so both engines
     return the same documents in the same order with the same scores.
+
+    Document frequencies live in ``memory_keyword_df`` (namespace, term, df): every write here
+    (add, replace, remove, a turn losing its context, ``remove_all``) changes the rows of its
+    terms in the same transaction, in term order (concurrent writers wait, never deadlock), and
+    deletes rows that reach 0; a search reads its terms' rows with one indexed lookup
+    (:meth:`frequencies`). Keyword rows must be deleted through this class: a cascade from
+    ``memory_documents`` alone would leave the counts behind.
     """
 
     def __init__(self, db: PgDatabase, namespace: str, settings: KeywordSettings | None = None) -> None:
