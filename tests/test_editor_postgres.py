@@ -42,6 +42,9 @@ def rows_holding(url: str, namespace: str, word: str) -> dict[str, int]:
             "history": conn.execute(
                 "SELECT count(*) FROM memory_history WHERE namespace = %s AND content LIKE %s", (namespace, like)
             ).fetchone()[0],
+            "keyword_df": conn.execute(  # lower case: a word's term is folded
+                "SELECT count(*) FROM memory_keyword_df WHERE namespace = %s AND term LIKE lower(%s)", (namespace, like)
+            ).fetchone()[0],
         }
 
 
@@ -55,7 +58,7 @@ def namespaces_holding(url: str, word: str) -> dict[str, int]:
     return {str(ns): int(n) for ns, n in rows}
 
 
-NONE = {"documents": 0, "keywords": 0, "history": 0}
+NONE = {"documents": 0, "keywords": 0, "history": 0, "keyword_df": 0}
 
 
 def persona(url: str, namespace: str, root: Path, module: str = "ovos-memory-plugin-lexical", **block: Any) -> dict:
@@ -94,7 +97,12 @@ def test_the_editor_lists_searches_and_deletes_rows_in_postgresql(tmp_path: Path
             assert status == 200 and "quokkaseven" in answer["hits"][0]["content"]
             doc_id = answer["hits"][0]["source"]
             # its keyword row, and the next exchange's (which carries it as context)
-            assert rows_holding(postgres_url, ns, "quokkaseven") == {"documents": 1, "keywords": 2, "history": 1}
+            assert rows_holding(postgres_url, ns, "quokkaseven") == {
+                "documents": 1,
+                "keywords": 2,
+                "history": 1,
+                "keyword_df": 1,
+            }
 
             # one document: its row, its keyword row and the history messages it came from go
             status, answer = request(server, "DELETE", f"/api/documents/{doc_id}")

@@ -61,7 +61,14 @@ def test_compact_returns_after_every_memory_table_was_vacuumed(postgres_url: str
         done = mem.compact()
         assert isinstance(done, Compacted) and done == [redact_url(postgres_url)] and not done.skipped
         vacuumed = vacuumed_since(postgres_url, since)  # read at once: no waiting for a background step
-        for table in ("memory_documents", "memory_keywords", "memory_history", "memory_summaries", "memory_notes"):
+        for table in (
+            "memory_documents",
+            "memory_keywords",
+            "memory_keyword_df",
+            "memory_history",
+            "memory_summaries",
+            "memory_notes",
+        ):
             assert vacuumed[table], table
         assert all(vacuumed.values()), [t for t, v in vacuumed.items() if not v]
         mem.forget_all()

@@ -76,7 +76,7 @@ def test_each_member_keeps_its_own_rows_and_every_document_comes_once(postgres_u
         assert sources and len(sources) == len(set(sources))
         assert mem.forget_all() == 3
     for key in (words, meaning):  # forgotten in every member
-        for table in ("memory_documents", "memory_keywords", "memory_vectors", "memory_history"):
+        for table in ("memory_documents", "memory_keywords", "memory_keyword_df", "memory_vectors", "memory_history"):
             assert rows(postgres_url, table, key) == 0, (table, key)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import threading
 from collections import Counter
@@ -60,12 +59,10 @@ def test_literals_quote_anything() -> None:
 def test_hostile_terms_round_trip(db: pg.PgDatabase) -> None:
     idx = pg.PgKeywordIndex(db, namespace())
     terms = ["it's", "back\\slash", "a:b", "&|!", "(x)", "中文", "'", "\\"]
-    key = put(db, idx, "d1", "hostile").key
-    with db.atomic() as conn:  # terms no tokenizer makes, written straight into the row
-        conn.execute(
-            "UPDATE memory_keywords SET tf = %s::jsonb, terms = array_to_tsvector(%s::text[]) WHERE id = %s",
-            (json.dumps({t: 1 for t in terms}), [*terms, pg.namespace_lexeme(idx.namespace)], key),
-        )
+    doc = Document("d1", "hostile", "s")
+    with db.atomic():  # terms no tokenizer makes, handed to the index's write path as its prepared counts
+        stored = pg.PgDocuments(db, idx.namespace).put([doc])
+        idx.add(stored, {"d1": ({t: 1 for t in terms}, len(terms), False)})
     for term in terms:
         hits = idx.search_terms(Counter([term]), 5)
         assert [h.source for h in hits] == ["d1"], term
@@ -294,18 +291,16 @@ def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pyt
         put(db, idx, f"c{i}", f"common word {'zebra' if i in (3, 30) else 'filler'} number{i}", session=f"s{i}")
     hits = idx.search("common zebra", 10)
     assert {h.source for h in hits} == {"c3", "c30"}  # "common" (in all 40) was left out
-    # and then counted exactly: the rescoring weighs it (tests/test_postgres_rescore.py)
-    assert idx._df["common"][:2] == (40, 40) and not idx._df["common"][2]
+    # its exact count, kept on write: the rescoring weighs it (tests/test_postgres_rescore.py)
+    assert idx.frequencies(["common", "zebra", "absent"]) == {"common": 40, "zebra": 2, "absent": 0}
     first = pg.PgKeywordIndex(db, idx.namespace)
-    alone = first.search("common", 3)  # the rarest (only) term is kept, and counted exactly then
-    assert len(alone) == 3 and first._df["common"][:2] == (40, 40) and not first._df["common"][2]
-    # counted by the ranking statement itself (the first search) or beforehand (now cached):
-    # the same documents with the same scores
+    alone = first.search("common", 3)  # the rarest (only) term is kept
+    assert len(alone) == 3
     again = first.search("common", 3)
     assert [(h.source, h.score) for h in again] == [(h.source, h.score) for h in alone]
     fresh = pg.PgKeywordIndex(db, idx.namespace)
-    in_session = fresh.search("common", 3, session_id="s7")  # a session's search counts first
-    assert [h.source for h in in_session] == ["c7"] and not fresh._df["common"][2]
+    in_session = fresh.search("common", 3, session_id="s7")
+    assert [h.source for h in in_session] == ["c7"]
 
 
 def test_keyword_rows_carry_their_namespace_lexeme(db: pg.PgDatabase) -> None:
@@ -331,7 +326,7 @@ def test_keyword_rows_carry_their_namespace_lexeme(db: pg.PgDatabase) -> None:
     assert gin_count(a) == 0 and [h.source for h in a.search("lighthouse keeper", 5)] == []
     assert db.migrate("memory", pg.MIGRATIONS) == ["0002_keyword_namespace_lexeme"]
     assert gin_count(a) == gin_count(b) == 3
-    fresh = pg.PgKeywordIndex(db, a.namespace)  # `a` cached the frequencies it counted meanwhile
+    fresh = pg.PgKeywordIndex(db, a.namespace)
     assert sorted(h.source for h in fresh.search("lighthouse keeper", 5)) == ["a0", "a1", "a2"]
     assert sorted(h.source for h in b.search("lighthouse keeper", 5)) == ["b0", "b1", "b2"]
 

@@ -22,9 +22,10 @@ seam as the SQLite engine), for one memory = one ``namespace``:
   queries through :func:`~ovos_memory_plugins.storage.keyword.query_counts`, so stop words are the
   same), written as a literal so PostgreSQL never re-parses them, GIN-indexed, and ranked with
   the formula of SQLite FTS5's ``bm25()`` (column weights included: body A, head B, context C)
-  over the namespace's own document count and frequencies. On large namespaces it prunes query
-  terms and ranks the best candidates again on every term exactly as the SQLite index does
-  (:meth:`PgKeywordIndex.search_terms`).
+  over the namespace's own document count and frequencies (``memory_keyword_df``, kept exact by
+  every write in its transaction, so a search reads them instead of counting postings). On
+  large namespaces it prunes query terms and ranks the best candidates again on every term
+  exactly as the SQLite index does (:meth:`PgKeywordIndex.search_terms`).
 * :class:`PgVectorStore`: pgvector, exact for small namespaces, HNSW (an expression index per
   dimension, built concurrently in the background) once a namespace is large.
 * :class:`PgHistory`: recent messages, exchange-id chains, and which messages an exchange
@@ -227,7 +228,14 @@ _MEMORY_TABLES = (
 
 #: The tables a forget deletes from (the background VACUUM after it; those that exist: the
 #: summaries' table is created by the first memory with the rolling summary on).
-_FORGET_TABLES = ("memory_documents", "memory_keywords", "memory_vectors", "memory_history", "memory_summaries")
+_FORGET_TABLES = (
+    "memory_documents",
+    "memory_keywords",
+    "memory_keyword_df",
+    "memory_vectors",
+    "memory_history",
+    "memory_summaries",
+)
 
 
 class PgDatabase:
@@ -680,11 +688,37 @@ def _v3(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SELECT gin_clean_pending_list('memory_keywords_terms'::regclass)")
 
 
+def _v4(conn: psycopg.Connection[Any]) -> None:
+    """Document frequencies kept on write: ``memory_keyword_df`` holds, per namespace and term,
+    how many of the namespace's keyword rows hold the term (the keys of their ``tf``), so a
+    search reads a term's frequency with one index lookup instead of counting its postings.
+    Filled here from the rows written before it, under a SHARE lock (writers wait for the
+    migration, so the counts start exact); from then on every write of the keyword index
+    updates it in its own transaction (:class:`PgKeywordIndex`). Idempotent: deleting this
+    step's row from ``memory_migrations`` and starting a process counts everything again."""
+    conn.execute("SET LOCAL statement_timeout = 0")  # one pass over the keyword rows, once
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_keyword_df ("
+        " namespace text NOT NULL, term text NOT NULL, df integer NOT NULL,"
+        " PRIMARY KEY (namespace, term))"
+        # every write updates the rows of its terms: room on the page for HOT updates
+        " WITH (fillfactor = 70)"
+    )
+    conn.execute("LOCK TABLE memory_keywords IN SHARE MODE")
+    conn.execute("DELETE FROM memory_keyword_df")
+    conn.execute(
+        "INSERT INTO memory_keyword_df (namespace, term, df)"
+        " SELECT k.namespace, t.term, count(*) FROM memory_keywords k"
+        " CROSS JOIN LATERAL jsonb_object_keys(k.tf) AS t(term) GROUP BY 1, 2"
+    )
+
+
 #: The schema. Append only; never rename or reorder an applied step.
 MIGRATIONS = [
     PgMigration("0001_documents_keywords_vectors_history", _v1),
     PgMigration("0002_keyword_namespace_lexeme", _v2),
     PgMigration("0003_keyword_index_short_pending_list", _v3),
+    PgMigration("0004_keyword_document_frequencies", _v4),
 ]
 
 
@@ -1044,6 +1078,13 @@ class PgKeywordIndex:
     :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` (one statement finds them and reads
     their counts of every query term, their lengths and their documents), so both engines
     return the same documents in the same order with the same scores.
+
+    Document frequencies live in ``memory_keyword_df`` (namespace, term, df): every write here
+    (add, replace, remove, a turn losing its context, ``remove_all``) changes the rows of its
+    terms in the same transaction, in term order (concurrent writers wait, never deadlock), and
+    deletes rows that reach 0; a search reads its terms' rows with one indexed lookup
+    (:meth:`frequencies`). Keyword rows must be deleted through this class: a cascade from
+    ``memory_documents`` alone would leave the counts behind.
     """
 
     def __init__(self, db: PgDatabase, namespace: str, settings: KeywordSettings | None = None) -> None:
@@ -1053,8 +1094,6 @@ class PgKeywordIndex:
         self._lexeme = namespace_lexeme(namespace)
         #: (refreshed at, document count, total tokens) of the namespace
         self._stats: tuple[float, int, int] | None = None
-        #: term -> (documents holding it, namespace size then, whether counting stopped at a cap)
-        self._df: dict[str, tuple[int, int, bool]] = {}
 
     @property
     def name(self) -> str:
@@ -1108,35 +1147,63 @@ class PgKeywordIndex:
                 }
             )
         with self.db.transaction() as conn, conn.cursor() as cur:
-            if len(rows) == 1:
-                cur.execute(_KEYWORD_ADD, rows[0])
-            else:
+            if len(rows) == 1:  # one statement writes the row and its terms' frequencies
+                emptied = [r[0] for r in cur.execute(_KEYWORD_ADD_ONE, rows[0]).fetchall()]
+                if emptied:
+                    _drop_emptied(conn, self.namespace, emptied)
+            else:  # the rows' terms as they were, the rows, then one sorted update for them all
+                keys = [d.key for d in todo]
+                delta: Counter[str] = Counter()
+                for term, count in cur.execute(_KEYWORD_TERMS, (keys,)).fetchall():
+                    delta[term] -= int(count)
                 cur.executemany(_KEYWORD_ADD, rows)
+                _apply_frequencies(conn, self.namespace, delta, added=keys)
         if self._stats is not None:  # keep the figures current without a count
             at, n, total = self._stats
             self._stats = (at, n + len(rows), total + tokens)
 
     def remove(self, docs: Sequence[StoredDocument]) -> int:
-        """Take documents out of the index and their words out of other turns' context."""
+        """Take documents out of the index and their words out of other turns' context, and
+        their terms out of the namespace's document frequencies (one transaction)."""
         keys = [d.key for d in docs]
         if not keys:
             return 0
+        delta: Counter[str] = Counter()
+        n = 0
         with self.db.transaction() as conn:
-            n = conn.execute(
-                "DELETE FROM memory_keywords WHERE namespace = %s AND id = ANY(%s)", (self.namespace, keys)
-            ).rowcount
-            conn.execute(_KEYWORD_DROP_CONTEXT, {"ns": self.namespace, "keys": keys, "nslex": self._lexeme})
+            for term, change in conn.execute(_KEYWORD_DELETE, (self.namespace, keys)).fetchall():
+                if term is None:  # the row count
+                    n = int(change)
+                else:
+                    delta[term] -= int(change)
+            for term, change in conn.execute(
+                _KEYWORD_DROP_CONTEXT, {"ns": self.namespace, "keys": keys, "nslex": self._lexeme}
+            ).fetchall():
+                delta[term] += int(change)
+            _apply_frequencies(conn, self.namespace, delta)
         self._stats = None
-        self._df.clear()
-        return int(n)
+        return n
 
     def remove_all(self) -> int:
-        """Empty the namespace's index; return how many rows went."""
+        """Empty the namespace's index and its document frequencies; return how many rows went."""
         with self.db.transaction() as conn:
             n = conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,)).rowcount
+            conn.execute(_DF_DELETE_NAMESPACE, (self.namespace, self.namespace))
         self._stats = None
-        self._df.clear()
         return int(n)
+
+    def frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many of the namespace's indexed documents hold each term (0: none), read from
+        ``memory_keyword_df``, which every write keeps exact in its own transaction."""
+        wanted = list(dict.fromkeys(terms))
+        if not wanted:
+            return {}
+        rows = self.db.query(
+            "SELECT term, df FROM memory_keyword_df WHERE namespace = %s AND term = ANY(%s)",
+            (self.namespace, wanted),
+        )
+        found = {str(r[0]): max(int(r[1]), 0) for r in rows}
+        return {t: found.get(t, 0) for t in wanted}
 
     # -- searching ---------------------------------------------------------------------------
 
@@ -1153,45 +1220,6 @@ class PgKeywordIndex:
         n, tokens = self._stats[1], self._stats[2]
         return n, (tokens / n if n else 0.0)
 
-    def _frequencies(self, terms: list[str], n: int, cap: int | None = None) -> dict[str, int]:
-        """How many of the namespace's documents hold each term (cached while ``n`` moves < 10%).
-
-        With ``cap``, counting stops there: a term found ``cap`` times is at least that common,
-        which is all pruning needs to know (``search_terms`` counts the few it keeps exactly).
-        """
-        out: dict[str, int] = {}
-        todo: list[str] = []
-        for term in terms:
-            cached = self._df.get(term)
-            if (
-                cached is not None
-                and cached[1] * 0.9 <= n <= cached[1] * 1.1
-                and (not cached[2] or (cap is not None and cached[0] >= cap))
-            ):
-                out[term] = cached[0]
-            else:
-                todo.append(term)
-        if todo:
-            # one count per term, each with its tsquery (the term AND the namespace's lexeme) as
-            # a bound value, so the GIN index alone picks the namespace's rows holding it
-            limit = f" LIMIT {int(cap)}" if cap is not None else ""
-            sql = " UNION ALL ".join(
-                f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM memory_keywords"
-                f" WHERE terms @@ %s::tsquery{limit}) AS hits)"
-                for i in range(len(todo))
-            )
-            params: list[str] = []
-            for term in todo:
-                params.append(f"{_lexeme(self._lexeme)} & {_lexeme(term)}")
-            rows = self.db.query(sql, params)
-            if len(self._df) > 50_000:
-                self._df.clear()
-            for i, freq in rows:
-                out[todo[i]] = int(freq)
-                self._df[todo[i]] = (int(freq), n, cap is not None and int(freq) >= cap)
-        # a frequency cached before another process's deletes may exceed the fresh count
-        return {t: min(f, n) for t, f in out.items()}
-
     def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
         """The best ``k`` documents for ``query`` (only ``session_id``'s when given), best first."""
         return self.search_terms(query_counts(query, self.settings), k, session_id)
@@ -1200,11 +1228,9 @@ class PgKeywordIndex:
         """Rank by weighted query terms (BM25 as FTS5 computes it; on a large namespace, pruned
         and then rescored as the class docstring says).
 
-        A lone query term is counted only up to the posting budget at first (all pruning needs;
-        a common one is then counted by the statement that ranks its documents); the terms of a
-        longer query are counted exactly, since a left-out term's weight needs its count (and the
-        exact counts say which of several common terms is the rarest, as on SQLite). Counts stay
-        cached while the namespace's size moves less than 10%.
+        Every term's document frequency is read from ``memory_keyword_df`` (one indexed lookup
+        per term, kept exact by every write), so the first search of a fresh process costs what
+        any other does, and every search weighs its terms by their current counts.
         """
         if not counts or k <= 0:
             return []
@@ -1213,31 +1239,18 @@ class PgKeywordIndex:
             n, avgdl = self._namespace_stats(refresh=True)
             if n == 0:
                 return []
-        large = n >= PRUNE_MIN_DOCUMENTS
-        # A lone term is only counted up to the budget: if it is common, the ranking statement
-        # counts it while reading its documents (_rank_common). Several terms are counted
-        # exactly at once: a common one among them is either kept or left out and weighed by the
-        # second ranking, and both need its exact count.
-        cap = PRUNE_POSTINGS + 1 if large and len(counts) == 1 else None
-        df = self._frequencies(list(counts), n, cap)
-        if any(self._df.get(t, (0, n, False))[0] > n for t in counts):  # grown by other processes' writes
+        df = self.frequencies(counts)
+        if any(f > n for f in df.values()):  # the namespace grew by other processes' writes since
             n, avgdl = self._namespace_stats(refresh=True)
-            df = {t: min(self._df.get(t, (f, n, False))[0], n) for t, f in df.items()}
+            df = {t: min(f, n) for t, f in df.items()}
         terms = [t for t in counts if df.get(t, 0) > 0]
         if not terms:
             return []
-        if not large:
+        if n < PRUNE_MIN_DOCUMENTS:
             return self._ranked(self._rank(counts, terms, df, n, avgdl, k, session_id))
         kept = _prune(terms, df, n)
-        capped = [t for t in terms if self._df.get(t, (0, 0, False))[2]]
-        if len(kept) < len(terms):  # terms were left out (counted exactly): every term ranks again
+        if len(kept) < len(terms):  # terms were left out: every term ranks again
             return self._rescored(counts, kept, terms, df, n, avgdl, k, session_id)
-        if capped and session_id is None and len(kept) == 1:
-            # the one term kept is common (every query term is): the ranking statement reads
-            # all its documents anyway, so it counts them too, instead of a count first
-            return self._rank_common(kept[0], counts[kept[0]], k, n, avgdl)
-        if capped:  # kept although common (the rarest term is always kept): its exact count
-            df.update(self._frequencies(capped, n))
         return self._ranked(self._rank(counts, kept, df, n, avgdl, k, session_id))
 
     def _rank(
@@ -1343,39 +1356,6 @@ class PgKeywordIndex:
             "k": int(k),
         }
 
-    def _rank_common(self, term: str, repeat: int, k: int, n: int, avgdl: float) -> list[MemoryHit]:
-        """The best ``k`` documents for one term whose frequency is not counted yet: ranked by
-        its BM25 part (its weight is the same for every document), the frequency counted over
-        the same rows (``count(*) OVER ()``), and the score then computed in SQL exactly as
-        :meth:`search_terms` computes it."""
-        params: dict[str, Any] = {
-            "ns": self.namespace,
-            "query": f"{_lexeme(self._lexeme)} & {_lexeme(term)}",
-            "t": term,
-            "n": n,
-            "repeat": min(repeat, MAX_TERM_REPEAT),
-            **self._bm25_params(avgdl, k, n),
-        }
-        rows = self.db.query(
-            "SELECT d.doc_id, d.session_id, d.content, d.metadata,"
-            " w.w * s.f * %(k1p)s / (s.f + s.norm), s.df FROM ("
-            " SELECT k.id, f.f, n.norm, count(*) OVER () AS df FROM memory_keywords k"
-            " CROSS JOIN LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * k.length / %(avgdl)s) AS norm) AS n"
-            " CROSS JOIN LATERAL (SELECT (k.tf -> %(t)s)::int AS j OFFSET 0) AS j"
-            " CROSS JOIN LATERAL (SELECT coalesce((j.j & 255) + %(wb)s * ((j.j >> 8) & 255)"
-            "  + %(wc)s * (j.j >> 16), 0) AS f OFFSET 0) AS f"
-            " WHERE k.terms @@ %(query)s::tsquery"
-            " ORDER BY f.f / (f.f + n.norm) DESC, k.id LIMIT %(k)s) AS s"
-            " CROSS JOIN LATERAL (SELECT least(s.df, %(n)s) AS df) AS c"
-            " CROSS JOIN LATERAL (SELECT ln((%(n)s - c.df + 0.5) / (c.df + 0.5)) AS idf) AS i"
-            " CROSS JOIN LATERAL (SELECT %(repeat)s * (CASE WHEN i.idf > 0 THEN i.idf ELSE 1e-6 END) AS w) AS w"
-            " JOIN memory_documents d ON d.id = s.id AND d.namespace = %(ns)s ORDER BY 5 DESC, s.id",
-            params,
-        )
-        if rows:
-            self._df[term] = (min(int(rows[0][5]), n), n, False)
-        return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
-
     def count(self) -> int:
         """How many documents the keyword index holds for the namespace."""
         return int(self.db.scalar("SELECT count(*) FROM memory_keywords WHERE namespace = %s", (self.namespace,)) or 0)
@@ -1408,19 +1388,107 @@ _KEYWORD_ADD = (
     " length = excluded.length, ctx_id = excluded.ctx_id"
 )
 
-#: Turns whose context document went: their context counts go, and terms only it held.
+#: One document's row, and how it changes the namespace's document frequencies (``delta``: +1 for
+#: each term its row gained, -1 for each it lost), the row as it was read in the same snapshot (the
+#: document's own row in ``memory_documents``, locked by the put before it, keeps other writers
+#: of that document out until the commit).
+_KEYWORD_WRITE = (
+    "WITH old AS (SELECT tf FROM memory_keywords WHERE id = %(id)s),"
+    " ins AS (" + _KEYWORD_ADD + " RETURNING tf),"
+    " delta AS (SELECT x.t, sum(x.d)::int AS d FROM ("
+    "  SELECT jsonb_object_keys(ins.tf) AS t, 1 AS d FROM ins"
+    "  UNION ALL SELECT jsonb_object_keys(old.tf), -1 FROM old) AS x GROUP BY x.t HAVING sum(x.d) <> 0)"
+)
+
+#: Add to the namespace's document frequencies, in term order (every writer locks the rows it
+#: changes in the same order: concurrent writers wait for each other, never deadlock); returns
+#: the terms whose frequency fell to 0 or below (their rows are deleted next).
+_DF_UPSERT = (
+    " up AS (INSERT INTO memory_keyword_df AS f (namespace, term, df)"
+    "  SELECT %(ns)s, c.t, c.d FROM {changes} AS c ORDER BY c.t"
+    "  ON CONFLICT (namespace, term) DO UPDATE SET df = f.df + excluded.df RETURNING f.term, f.df)"
+    " SELECT term FROM up WHERE df <= 0"
+)
+
+#: One document: its row and its terms' frequencies in one statement.
+_KEYWORD_ADD_ONE = _KEYWORD_WRITE + "," + _DF_UPSERT.format(changes="delta")
+
+#: How many of the given keyword rows hold each term (a batch's rows before it replaces them).
+_KEYWORD_TERMS = (
+    "SELECT t.term, count(*) FROM memory_keywords k CROSS JOIN LATERAL jsonb_object_keys(k.tf) AS t(term)"
+    " WHERE k.id = ANY(%s) GROUP BY t.term"
+)
+
+#: Apply changes to the frequencies: +1 for each term of the keyword rows ``added`` (their keys,
+#: as they are now), plus ``changes`` for ``terms`` (two arrays), summed per term.
+_DF_APPLY = (
+    "WITH changes AS (SELECT x.t, sum(x.d)::int AS d FROM ("
+    "  SELECT t.term AS t, 1 AS d FROM memory_keywords k CROSS JOIN LATERAL jsonb_object_keys(k.tf) AS t(term)"
+    "  WHERE k.id = ANY(%(added)s)"
+    "  UNION ALL SELECT c.t, c.d FROM unnest(%(terms)s::text[], %(changes)s::int[]) AS c(t, d)) AS x"
+    " GROUP BY x.t HAVING sum(x.d) <> 0)," + _DF_UPSERT.format(changes="changes")
+)
+
+#: Delete documents' keyword rows; returns ``(NULL, rows deleted)`` and, per term, how many of
+#: the deleted rows held it.
+_KEYWORD_DELETE = (
+    "WITH gone AS (DELETE FROM memory_keywords WHERE namespace = %s AND id = ANY(%s) RETURNING tf)"
+    " SELECT NULL::text, count(*) FROM gone"
+    " UNION ALL SELECT t.term, count(*) FROM gone CROSS JOIN LATERAL jsonb_object_keys(gone.tf) AS t(term)"
+    " GROUP BY t.term"
+)
+
+#: Turns whose context document went: their context counts go, and terms only it held; returns
+#: ``(term, change)`` for the frequencies, as :data:`_KEYWORD_WRITE` does.
 _KEYWORD_DROP_CONTEXT = (
-    "UPDATE memory_keywords k SET tf = m.tf,"
+    "WITH up AS (UPDATE memory_keywords k SET tf = m.tf,"
     " terms = array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf)) || %(nslex)s::text),"
     " length = m.length, ctx_id = NULL"
-    " FROM (SELECT h.id,"
+    " FROM (SELECT h.id, h.tf AS old,"
     "  coalesce(jsonb_object_agg(e.key, e.value::int & 65535) FILTER (WHERE e.value::int & 65535 > 0),"
     "   '{}'::jsonb) AS tf,"
     "  coalesce(sum((e.value::int & 255) + ((e.value::int >> 8) & 255)), 0) AS length"
     "  FROM memory_keywords h LEFT JOIN LATERAL jsonb_each(h.tf) AS e ON true"
     "  WHERE h.namespace = %(ns)s AND h.ctx_id = ANY(%(keys)s) GROUP BY h.id) AS m"
-    " WHERE k.id = m.id"
+    " WHERE k.id = m.id RETURNING m.old, k.tf AS new)"
+    " SELECT x.t, sum(x.d)::int FROM ("
+    "  SELECT jsonb_object_keys(up.new) AS t, 1 AS d FROM up"
+    "  UNION ALL SELECT jsonb_object_keys(up.old), -1 FROM up) AS x GROUP BY x.t HAVING sum(x.d) <> 0"
 )
+
+
+#: Delete a namespace's frequencies, locking the rows in term order first, as every writer does
+#: (a plain DELETE would lock them in the table's order and could deadlock with a writer).
+_DF_DELETE_NAMESPACE = (
+    "DELETE FROM memory_keyword_df f USING (SELECT term FROM memory_keyword_df WHERE namespace = %s"
+    " ORDER BY term FOR UPDATE) AS o WHERE f.namespace = %s AND f.term = o.term"
+)
+
+
+def _apply_frequencies(
+    conn: psycopg.Connection[Any], namespace: str, delta: Counter[str], added: Sequence[int] = ()
+) -> None:
+    """Add ``delta`` and the terms of the keyword rows ``added`` to the namespace's document
+    frequencies (in term order, one statement) and delete the rows that fell to 0."""
+    changed = [(t, d) for t, d in delta.items() if d]
+    if not changed and not added:
+        return
+    params = {
+        "ns": namespace,
+        "added": list(added),
+        "terms": [t for t, _ in changed],
+        "changes": [d for _, d in changed],
+    }
+    emptied = [r[0] for r in conn.execute(_DF_APPLY, params).fetchall()]
+    if emptied:
+        _drop_emptied(conn, namespace, emptied)
+
+
+def _drop_emptied(conn: psycopg.Connection[Any], namespace: str, terms: list[str]) -> None:
+    """Delete frequency rows at 0: a forgotten document's words leave nothing behind."""
+    conn.execute(
+        "DELETE FROM memory_keyword_df WHERE namespace = %s AND term = ANY(%s) AND df <= 0", (namespace, terms)
+    )
 
 
 def _pack(body: int, head: int, context: int) -> int:
@@ -1749,6 +1817,7 @@ class PgStorage(Storage):
         with self.db.transaction() as conn:
             if "keyword" not in keep:
                 conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,))
+                conn.execute(_DF_DELETE_NAMESPACE, (self.namespace, self.namespace))
             if "vector" not in keep:
                 conn.execute("DELETE FROM memory_vectors WHERE namespace = %s", (self.namespace,))
                 conn.execute("DELETE FROM memory_vector_spaces WHERE namespace = %s", (self.namespace,))
