@@ -11,10 +11,10 @@ replays:
   (best three) candidate is relevant;
 * **hit / precision / irr/q** (per exchange, as persona_path counts them) of the shipped
   selection (0.3 of the best in search, the own-term filter, 0.4 of the best, at most 5) and of
-  simple rules over the scorer: the re-ranked best alone; a further candidate when it scores at
-  least ``r`` of the best (r = 0.8, 0.9); the same over a fused score ``a * keyword / best
-  keyword + (1 - a) * scorer`` (a = 0.5, 0.7); and, for comparison, those rules over the keyword
-  score alone;
+  simple rules over the first 10 candidates: the re-ranked best alone; a further candidate when
+  it scores at least ``r`` of the best (r = 0.8, 0.9); the same over a fused score ``a * keyword
+  / best keyword + (1 - a) * scorer`` (the scorer min-max scaled over the 10; a = 0.6, 0.7); and,
+  for comparison, those rules over the keyword score alone;
 * **CPU time per question** (``time.process_time``, one process) of scoring the query and ``k``
   candidates with nothing cached (k = 10, 20), on the first ``--timing`` questions of each set.
 
@@ -201,16 +201,20 @@ def shipped(row: Row) -> list[dict[str, Any]]:
 
 
 def rule(row: Row, *, k: int, fuse: float | None = None, ratio: float | None = None) -> list[dict[str, Any]]:
-    """The first ``k`` candidates passing the own-term filter, ranked by the scorer (or by
-    ``fuse * keyword / best keyword + (1 - fuse) * scorer``); the best, then (``ratio``) every
-    one scoring at least ``ratio`` of the best; at most 5."""
+    """The first ``k`` candidates passing the own-term filter, ranked by the scorer, or (``fuse``)
+    by ``fuse * keyword / best keyword + (1 - fuse) * scorer`` with the scorer min-max scaled
+    over the first ``k`` (cosines of one model crowd into a narrow band); the best, then
+    (``ratio``) every one scoring at least ``ratio`` of the best; at most 5."""
     idx = [i for i, c in enumerate(row["cands"][:k]) if _own_ok(row, c)]
     if not idx:
         return []
     rr = row["rr"]
     if fuse is not None:
+        low, high = min(rr[:k]), max(rr[:k])
         top = max(row["cands"][i]["score"] for i in idx) or 1.0
-        value = {i: fuse * row["cands"][i]["score"] / top + (1 - fuse) * rr[i] for i in idx}
+        value = {
+            i: fuse * row["cands"][i]["score"] / top + (1 - fuse) * (rr[i] - low) / ((high - low) or 1.0) for i in idx
+        }
     else:
         value = {i: rr[i] for i in idx}
     idx.sort(key=lambda i: -value[i])
@@ -268,12 +272,12 @@ def report(rec: dict[str, list[Row]], name: str, scorer: Scorer | None, question
         (1.0, "keyword alone"),
         (None, name),
         (0.7, f"0.7 keyword + 0.3 {name}"),
-        (0.5, f"0.5 + 0.5 {name}"),
+        (0.6, f"0.6 keyword + 0.4 {name}"),
     ):
-        rules.append((f"{label}: best only", lambda r, f=fuse: rule(r, k=20, fuse=f)))
+        rules.append((f"{label}: best only", lambda r, f=fuse: rule(r, k=10, fuse=f)))
         for ratio in (0.8, 0.9):
-            rules.append((f"{label}: >= {ratio} of best", lambda r, f=fuse, q=ratio: rule(r, k=20, fuse=f, ratio=q)))
-    print("| rule (k = 20) | " + " | ".join(f"{s} hit / prec / irr" for s in rec) + " |")
+            rules.append((f"{label}: >= {ratio} of best", lambda r, f=fuse, q=ratio: rule(r, k=10, fuse=f, ratio=q)))
+    print("| rule (k = 10) | " + " | ".join(f"{s} hit / prec / irr" for s in rec) + " |")
     print("|---|" + "---|" * len(rec))
     for label, select in rules:
         cells = [
