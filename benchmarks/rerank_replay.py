@@ -67,9 +67,47 @@ Row = dict[str, Any]
 # -- recording ------------------------------------------------------------------------------
 
 
+def record_unit(cls: type[Any], config: dict[str, Any], unit: pp.Unit) -> list[Row]:
+    """One fresh memory fed with ``unit`` as the host does; per question: the question, its
+    relevant tags, its query terms and its top :data:`TOP` candidates (score, text, place in
+    the fed conversation, relevance tags, own terms)."""
+    where: dict[tuple[str, str], tuple[int, int, set[str]]] = {}
+    for si, (_, exchanges) in enumerate(unit.sessions):
+        for ei, ex in enumerate(exchanges):
+            if ex.user and ex.assistant:
+                old = where.get(ex.keys())
+                where[ex.keys()] = (si, ei, set(ex.tags) | (old[2] if old else set()))
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = cls({**config, "root": tmp})
+        try:
+            pp._feed(mem, unit)
+            for ask in unit.asks:
+                hits = mem.search(ask.question, session_id=None, top_k=TOP)
+                terms = mem.word_terms(ask.question, query=True)
+                own = mem.hit_terms(hits) if terms is not None and hits else None
+                cands = []
+                for i, hit in enumerate(hits):
+                    parts = exchange_parts(hit.content)
+                    key = (pp._norm(parts[0])[: pp.KEY_CHARS], pp._norm(parts[1])[: pp.KEY_CHARS]) if parts else None
+                    place = where.get(key) if key else None
+                    cands.append(
+                        {
+                            "score": float(hit.score),
+                            "content": hit.content,
+                            "key": (place[0], place[1]) if place else ("?", hit.content),
+                            "tags": place[2] if place else set(),
+                            "own": set(own[i]) if own else None,
+                        }
+                    )
+                rows.append({"q": ask.question, "rel": set(ask.relevant), "qt": set(terms or ()), "cands": cands})
+        finally:
+            mem.close()
+    return rows
+
+
 def record(setup: str, sets: Sequence[str], limit: int | None) -> dict[str, list[Row]]:
-    """Per set, per question: the question, its relevant tags, its query terms and its top
-    :data:`TOP` candidates (score, text, place in the fed conversation, relevance tags, own terms)."""
+    """Per set, every question's row (:func:`record_unit`), with no prompt cut-off."""
     plugin, config = SETUPS.get(setup, (setup, {}))
     cls = load_plugin(plugin)
     config = {**config, "retrieval": {**config.get("retrieval", {}), "min_relative_score": 0.0}}
@@ -83,37 +121,7 @@ def record(setup: str, sets: Sequence[str], limit: int | None) -> dict[str, list
         for n, unit in enumerate(units()):
             if limit is not None and n >= limit:
                 break
-            where: dict[tuple[str, str], tuple[int, int, set[str]]] = {}
-            for si, (_, exchanges) in enumerate(unit.sessions):
-                for ei, ex in enumerate(exchanges):
-                    if ex.user and ex.assistant:
-                        old = where.get(ex.keys())
-                        where[ex.keys()] = (si, ei, set(ex.tags) | (old[2] if old else set()))
-            with tempfile.TemporaryDirectory() as tmp:
-                mem = cls({**config, "root": tmp})
-                pp._feed(mem, unit)
-                for ask in unit.asks:
-                    hits = mem.search(ask.question, session_id=None, top_k=TOP)
-                    terms = mem.word_terms(ask.question, query=True)
-                    own = mem.hit_terms(hits) if terms is not None and hits else None
-                    cands = []
-                    for i, hit in enumerate(hits):
-                        parts = exchange_parts(hit.content)
-                        key = (
-                            (pp._norm(parts[0])[: pp.KEY_CHARS], pp._norm(parts[1])[: pp.KEY_CHARS]) if parts else None
-                        )
-                        place = where.get(key) if key else None
-                        cands.append(
-                            {
-                                "score": float(hit.score),
-                                "content": hit.content,
-                                "key": (place[0], place[1]) if place else ("?", hit.content),
-                                "tags": place[2] if place else set(),
-                                "own": set(own[i]) if own else None,
-                            }
-                        )
-                    rows.append({"q": ask.question, "rel": set(ask.relevant), "qt": set(terms or ()), "cands": cands})
-                mem.close()
+            rows.extend(record_unit(cls, config, unit))
         out[set_name] = rows
         print(f"{set_name}: {len(rows)} questions recorded", flush=True)
     return out
