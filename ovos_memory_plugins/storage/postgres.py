@@ -238,6 +238,31 @@ _FORGET_TABLES = (
 )
 
 
+#: Whether the planner still believes ``memory_documents`` empty (``ANALYZE`` saw it so: after a
+#: ``forget_all``, by the background VACUUM or autovacuum) although it has grown past 8 pages.
+_STALE_STATISTICS = (
+    "SELECT c.reltuples = 0 AND pg_relation_size(c.oid) > 8 * current_setting('block_size')::int"
+    " FROM pg_class c WHERE c.oid = 'memory_documents'::regclass"
+)
+
+#: The tables a batch writes, analysed again when their statistics are stale.
+_BATCH_TABLES = ("memory_documents", "memory_keywords", "memory_keyword_df", "memory_vectors")
+
+
+def _refresh_stale_statistics(conn: psycopg.Connection[Any]) -> None:
+    """Before a batch of documents: ``ANALYZE`` the tables a batch writes when the planner still
+    believes them empty. A connection keeps a generic plan for a statement it runs often; one made
+    while the tables were analysed empty scans a whole table where an index finds one row, so
+    every write of a bulk load after a ``forget_all`` cost more than the one before (measured: from
+    1,741 to 263 documents/s within 8,000 documents, until autovacuum analysed the tables again).
+    ``ANALYZE`` invalidates those plans. One cheap read per batch otherwise; a user who does not
+    own the tables gets PostgreSQL's warning and the batch goes on."""
+    row = conn.execute(_STALE_STATISTICS).fetchone()
+    if row is not None and row[0]:
+        for table in _BATCH_TABLES:
+            conn.execute(f"ANALYZE {table}")
+
+
 class PgDatabase:
     """A pool of connections to one PostgreSQL database, every statement under a deadline.
 
@@ -793,6 +818,7 @@ class PgDocuments:
             if len(rows) == 1:  # the common case (one exchange): no pipeline round trips
                 results.append(cur.execute(_DOCUMENT_PUT, rows[0]).fetchone())
             else:
+                _refresh_stale_statistics(conn)
                 cur.executemany(_DOCUMENT_PUT, rows, returning=True)
                 while True:
                     results.append(cur.fetchone())
