@@ -78,7 +78,7 @@ KEY_CHARS = 120
 NEW_SESSION = "persona-path-question"
 
 
-def _norm(text: str) -> str:
+def norm(text: str) -> str:
     """Case-folded words and digits only: rendering (labels, indents, bullets) does not matter."""
     return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
 
@@ -92,7 +92,7 @@ class Exchange:
     tags: set[str] = field(default_factory=set)
 
     def keys(self) -> tuple[str, str]:
-        return _norm(self.user)[:KEY_CHARS], _norm(self.assistant)[:KEY_CHARS]
+        return norm(self.user)[:KEY_CHARS], norm(self.assistant)[:KEY_CHARS]
 
 
 @dataclass
@@ -218,7 +218,8 @@ class Tally:
         }
 
 
-def _feed(mem: Any, unit: Unit) -> None:
+def feed(mem: Any, unit: Unit) -> None:
+    """Record ``unit``'s sessions in ``mem`` as the host does: ``update_history`` per exchange."""
     from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
     for session_id, exchanges in unit.sessions:
@@ -239,7 +240,7 @@ def _chunks(memory_text: str, prefix: str) -> list[str]:
         if prefix.strip() and line.startswith(prefix):
             chunks.append([])
         chunks[-1].append(line)
-    return [_norm("\n".join(c)) for c in chunks if c]
+    return [norm("\n".join(c)) for c in chunks if c]
 
 
 def _injected(prompt: list[Any], unit: Unit, prefix: str = "- ") -> tuple[list[Exchange], list[set[str]], str]:
@@ -248,7 +249,7 @@ def _injected(prompt: list[Any], unit: Unit, prefix: str = "- ") -> tuple[list[E
     memory_text = "\n".join(str(m.content or "") for m in prompt[:-1])
     if not memory_text:
         return [], [], ""
-    haystack = _norm(memory_text)
+    haystack = norm(memory_text)
     chunks = _chunks(memory_text, prefix)
     found: dict[tuple[str, str], Exchange] = {}
     in_chunk: dict[int, set[str]] = {}
@@ -280,7 +281,7 @@ def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limi
             context = getattr(getattr(mem, "settings", None), "context", None)
             prefix = str(getattr(context, "chunk_prefix", "- "))
             try:
-                _feed(mem, unit)
+                feed(mem, unit)
                 for ask in unit.asks:
                     start, cpu = time.perf_counter(), time.process_time()
                     prompt = mem.build_conversation_context(ask.question, NEW_SESSION)
@@ -288,10 +289,10 @@ def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limi
                     tally.cpu.append(time.process_time() - cpu)
                     injected, memories, memory_text = _injected(prompt, unit, prefix)
                     relevant = [ex for ex in injected if ex.tags & ask.relevant]
-                    answer = _norm(ask.answer)
-                    if len(answer) >= 2 and any(answer in _norm(ex.user + ex.assistant) for ex in relevant):
+                    answer = norm(ask.answer)
+                    if len(answer) >= 2 and any(answer in norm(ex.user + ex.assistant) for ex in relevant):
                         tally.answers_shown += 1  # the answer's words are in a relevant exchange shown
-                        tally.answers_kept += answer in _norm(memory_text)  # and survived any shortening
+                        tally.answers_kept += answer in norm(memory_text)  # and survived any shortening
                     tally.questions += 1
                     tally.hits += bool(relevant)
                     tally.injected += len(injected)

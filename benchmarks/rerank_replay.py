@@ -81,7 +81,7 @@ def record_unit(cls: type[Any], config: dict[str, Any], unit: pp.Unit) -> list[R
     with tempfile.TemporaryDirectory() as tmp:
         mem = cls({**config, "root": tmp})
         try:
-            pp._feed(mem, unit)
+            pp.feed(mem, unit)
             for ask in unit.asks:
                 hits = mem.search(ask.question, session_id=None, top_k=TOP)
                 terms = mem.word_terms(ask.question, query=True)
@@ -89,7 +89,7 @@ def record_unit(cls: type[Any], config: dict[str, Any], unit: pp.Unit) -> list[R
                 cands = []
                 for i, hit in enumerate(hits):
                     parts = exchange_parts(hit.content)
-                    key = (pp._norm(parts[0])[: pp.KEY_CHARS], pp._norm(parts[1])[: pp.KEY_CHARS]) if parts else None
+                    key = (pp.norm(parts[0])[: pp.KEY_CHARS], pp.norm(parts[1])[: pp.KEY_CHARS]) if parts else None
                     place = where.get(key) if key else None
                     cands.append(
                         {

@@ -35,7 +35,7 @@ def test_joined_neighbours_count_as_one_memory_and_two_exchanges(bench: ModuleTy
     unit.sessions = [("s", trip), ("other", [bench.Exchange("Book a Kyoto ryokan.", "Done, Ryokan Yachiyo.", {"r"})])]
     unit.asks = [bench.Ask("Kyoto temples", {"t2"}, "single")]
     with LexicalMemory({"root": str(tmp_path / "mem")}) as mem:
-        bench._feed(mem, unit)
+        bench.feed(mem, unit)
         prompt = mem.build_conversation_context("Kyoto temples", "new")
     injected, memories, text = bench._injected(prompt, unit)
     assert sorted(tag for ex in injected for tag in ex.tags) == ["r", "t1", "t2"]  # three exchanges ...
