@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import pickle
-import re
 import sys
 import tempfile
 import time
@@ -56,10 +55,11 @@ import persona_path as pp
 from recall import SETUPS, load_plugin
 
 from ovos_memory_plugins.common import exchange_parts
+from ovos_memory_plugins.config import RetrievalConfig
+from ovos_memory_plugins.lexical import LexicalMemory
+from ovos_memory_plugins.select import SENTENCE_END  # sentence ends as select.excerpt finds them
 
 TOP = 40
-#: Sentence ends, as ``select.excerpt`` finds them: Latin punctuation then space, or CJK full stops.
-SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])")
 KS = (10, 20, 40)
 Row = dict[str, Any]
 
@@ -225,13 +225,17 @@ def _own_ok(row: Row, cand: dict[str, Any]) -> bool:
 
 
 def shipped(row: Row) -> list[dict[str, Any]]:
-    """The keyword backend's selection: 0.3 of the best (search), own terms, 0.4 of the best, 5."""
-    cands = row["cands"][:5]
+    """The keyword backend's selection with its defaults: ``search``'s relative cut-off (0.3 of the
+    best), own terms, the prompt's (0.4 of the best), ``max_num_results`` (5)."""
+    limit = RetrievalConfig().max_num_results
+    search_cut = LexicalMemory.default_min_relative_score or 0.0
+    prompt_cut = LexicalMemory.default_prompt_min_relative or 0.0
+    cands = row["cands"][:limit]
     best = max((c["score"] for c in cands), default=0.0)
-    cands = [c for c in cands if best <= 0 or c["score"] >= 0.3 * best]
+    cands = [c for c in cands if best <= 0 or c["score"] >= search_cut * best]
     kept = [c for c in cands if _own_ok(row, c)]
     best = max((c["score"] for c in kept), default=0.0)
-    return [c for c in kept if best <= 0 or c["score"] >= 0.4 * best][:5]
+    return [c for c in kept if best <= 0 or c["score"] >= prompt_cut * best][:limit]
 
 
 def rule(row: Row, *, k: int, fuse: float | None = None, ratio: float | None = None) -> list[dict[str, Any]]:

@@ -206,7 +206,7 @@ HEAD_CHARS = 200
 #: A turn's label in an exchange's text (``common.exchange_text``): where a turn starts.
 _TURN_LABELS = ("Q: ", "A: ")
 #: Sentence ends: Latin punctuation then space, or CJK full stops (no space after them).
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])")
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])")
 _GAP = "\u2026"
 
 
@@ -227,7 +227,7 @@ def excerpt(text: str, terms: frozenset[str] | set[str], budget: int) -> str:
     heads: set[int] = set()
     for number, line in enumerate(lines):
         sentences = [
-            p for s in _SENTENCE_END.split(line) if s.strip() for p in cut_long(s, HEAD_CHARS, lowest=HEAD_CHARS // 2)
+            p for s in SENTENCE_END.split(line) if s.strip() for p in cut_long(s, HEAD_CHARS, lowest=HEAD_CHARS // 2)
         ]
         if sentences and (number == 0 or line.startswith(_TURN_LABELS)):
             heads.add(len(pieces))
