@@ -48,10 +48,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import time
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar
@@ -62,6 +62,15 @@ from ovos_memory_plugins import prompt
 from ovos_memory_plugins.admission import is_low_signal
 from ovos_memory_plugins.common import Closing, MemoryHit, dedup_hits, exchange_parts, exchange_text
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_file, resolve_root
+from ovos_memory_plugins.dates import (
+    CONVERSATION_GAP_S,
+    Clock,
+    Window,
+    clock_of,
+    memory_time,
+    parser_available,
+    time_window,
+)
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import (
     clip_context,
@@ -131,6 +140,9 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         config: the plugin's block of the persona JSON (see ``docs/configuration.md``).
             Problems are logged, and each bad key falls back to its default: the constructor
             never raises because of config.
+        clock: the memory's time source, a callable returning an aware ``datetime`` (default:
+            the machine's local time): when exchanges are recorded and what the prompt's dates
+            are relative to. A seam for tests and benchmarks (replay a conversation at its dates).
 
     Attributes:
         settings: the parsed shared config (:class:`~ovos_memory_plugins.config.MemoryConfig`).
@@ -165,8 +177,10 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     #: no keyword index (English stop words).
     keyword_settings: KeywordSettings | None = None
 
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: dict[str, Any] | None = None, *, clock: Clock | None = None) -> None:
         super().__init__(config)
+        #: The memory's time source (``clock=``): an aware ``datetime`` each call.
+        self.clock: Clock = clock_of(clock)
         parsed = parse_config(self.config, self.options_class)
         self.config_problems = parsed.problems
         for problem in parsed.problems:
@@ -405,10 +419,24 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         self._write_documents(batch)
         return len(batch)
 
+    def now(self) -> float:
+        """The memory's time now (:attr:`clock`), in seconds since the epoch."""
+        return self.clock().timestamp()
+
+    @property
+    def memory_lang(self) -> str | None:
+        """The memory's language (its keyword index's ``lang``; None: English): the words the
+        prompt's dates are said in."""
+        return self.keyword_settings.lang if self.keyword_settings is not None else None
+
     def _write_documents(self, docs: Sequence[Document]) -> list[StoredDocument]:
-        """The one write path: documents table, every index and the backend's hook, in one transaction."""
+        """The one write path: documents table, every index and the backend's hook, in one
+        transaction. A document without ``metadata["time"]`` is dated now (the clock)."""
         if not docs:
             return []
+        if any("time" not in d.metadata for d in docs):
+            stamp = self.now()
+            docs = [d if "time" in d.metadata else replace(d, metadata={**d.metadata, "time": stamp}) for d in docs]
         with self._lock:
             prepared = self._prepare_documents(docs)
             with self.storage.atomic():
@@ -430,13 +458,28 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             self._store_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
         return stored
 
-    def search(self, query: str, session_id: str | None = None, top_k: int | None = None) -> list[MemoryHit]:
+    @property
+    def filters_time(self) -> bool:
+        """Whether :meth:`search` can keep to a window of time (``window=``): the memory's index
+        filters on the documents' ``created`` in its query (the SQLite keyword index)."""
+        return False
+
+    def _query_window(self, query: str, top_k: int, session_id: str | None, window: Window) -> list[MemoryHit]:
+        """The best hits made in ``window`` (only called when :attr:`filters_time`)."""
+        return []
+
+    def search(
+        self, query: str, session_id: str | None = None, top_k: int | None = None, *, window: Window | None = None
+    ) -> list[MemoryHit]:
         """The memories best matching ``query``, best first, deduplicated.
 
         Args:
             query: any text; it is cleaned and cut to ``text.MAX_QUERY_CHARS`` characters.
             session_id: only that session's documents (None: every session's).
             top_k: how many at most (default ``retrieval.max_num_results``).
+            window: only documents made in ``(since, until)`` (seconds since the epoch, ``until``
+                excluded), filtered by the storage's query; ValueError when the memory cannot
+                (:attr:`filters_time` False).
         """
         asked = search_request(query, top_k, self.settings.retrieval.max_num_results)
         if asked is None:
@@ -444,8 +487,12 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         query, k = asked
         if session_id is not None:
             session_id = check_id(session_id, "session_id")
+        if window is not None and not self.filters_time:
+            raise ValueError(f"{type(self).__name__} cannot search within a window of time")
         with self._lock:
-            if session_id is None:
+            if window is not None:
+                hits = self._query_window(query, k, session_id, window)
+            elif session_id is None:
                 hits = self._query_backend(query, k)
             elif self.tracks_sessions:
                 hits = self._query_session(query, k, session_id)
@@ -710,6 +757,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                         tag_tail = previous_id  # its question was recorded by an earlier call
                 last_role, last_content = role, content
             before = [(m.role, m.content) for m in recent]
+            now = self.now()
             keep = max(self.settings.max_history * 2 + 4, 24)
             turns = [*before, *incoming]
             docs: list[Document] = []
@@ -718,7 +766,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                     continue
                 if self.settings.admission and is_low_signal(user, assistant):
                     continue  # low-signal: in the history window, not archived (admission.py)
-                metadata: dict[str, Any] = {"kind": "exchange", "time": time.time()}
+                metadata: dict[str, Any] = {"kind": "exchange", "time": now}
                 context = self._context_before(turns, user, assistant)
                 if context:
                     metadata["context_before"] = context
@@ -734,7 +782,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             def record_history() -> None:
                 if tag_tail is not None:
                     history.tag_exchange(session_id, tag_tail)
-                history.append(session_id, incoming, keep, previous_id if exchanges else None, tags)
+                history.append(session_id, incoming, keep, previous_id if exchanges else None, tags, created=now)
 
             # One transaction (one durable commit) for the messages and the exchange documents;
             # should the documents fail, the messages are recorded alone.
@@ -784,7 +832,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     ) -> list[Document]:
         """The exchange before a short reply, to store again with the reply as ``context_after``.
 
-        Its other metadata is rebuilt from the history (``time`` becomes now). None when that
+        Its other metadata is rebuilt from the history (``time`` is kept). None when that
         exchange was not archived (admission) or is no longer in the history read.
         """
         previous = self._exchange_before(turns, user, assistant)
@@ -795,7 +843,10 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             return []
         if self.settings.admission and is_low_signal(prev_user, prev_assistant):
             return []
-        metadata: dict[str, Any] = {"kind": "exchange", "time": time.time(), "context_after": clip_context(user)}
+        known = self.storage.documents.get([doc_id]).get(doc_id)
+        made = known.metadata.get("time") if known is not None else None
+        stamp = made if isinstance(made, (int, float)) else self.now()  # it keeps its own time
+        metadata: dict[str, Any] = {"kind": "exchange", "time": stamp, "context_after": clip_context(user)}
         if earlier and needs_context(len(set(query_terms(prev_user, None, unigrams=True))), prev_user, earlier):
             metadata["context_before"] = clip_context(earlier)
         return [Document(doc_id, exchange_text(prev_user, prev_assistant), session_id, metadata)]
@@ -840,25 +891,61 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
         in_window = shown_in_window(history)
-        hits = self.search(query, session_id=scoped, top_k=k + len(in_window))
+        hits: list[MemoryHit] = []
+        listed = False
+        window = self.recall_window(utterance)
+        if window is not None:  # the words' matches made then, else that window's newest memories
+            hits = self.search(query, session_id=scoped, top_k=k + len(in_window), window=window)
+            if not hits:
+                hits = self.made_between(window, k + len(in_window), scoped)
+                listed = bool(hits)
+        if not hits:  # no time words, or nothing in their window: ordinary recall
+            hits = self.search(query, session_id=scoped, top_k=k + len(in_window))
         r = self.settings.retrieval
         relative = r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative
-        terms = self.word_terms(query, query=True)
+        terms = None if listed else self.word_terms(query, query=True)
         own = self.hit_terms(hits) if terms is not None and hits else None
         chosen = select_hits(
             hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
         )
         return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars, self.excerpt_terms)
 
+    def recall_window(self, utterance: str) -> Window | None:
+        """The window of time the utterance's time words name (``dates.time_window``, in the
+        memory's language, relative to its clock), or None: no time words, ``retrieval.time_words``
+        off, the parser (the ``dates`` extra) missing, or a memory that cannot filter by time."""
+        if not (self.settings.retrieval.time_words and self.filters_time and parser_available()):
+            return None
+        try:
+            return time_window(utterance, self.clock(), self.memory_lang)
+        except Exception:  # a parser bug must not cost the turn: ordinary recall
+            LOG.warning("%s: could not read the time words of the utterance", type(self).__name__, exc_info=True)
+            return None
+
+    def made_between(self, window: Window, limit: int, session_id: str | None = None) -> list[MemoryHit]:
+        """The newest ``limit`` documents (of a session) made in ``window``, newest first, as hits
+        (score 1), read by the storage's ``created`` range."""
+        with self._lock:
+            docs = self.storage.documents.made_between(window[0], window[1], limit, session_id)
+        return [
+            MemoryHit(content=d.text, source=d.doc_id, score=1.0, metadata={"session_id": d.session_id, **d.metadata})
+            for d in docs
+        ]
+
     @staticmethod
     def follows(earlier: MemoryHit, later: MemoryHit) -> bool:
         """Whether ``later`` is the recorded exchange right after ``earlier`` in one session: its
         id is the one :meth:`exchange_id` gives its text after ``earlier``'s id (no read needed;
-        the composite asks the same of its members' hits)."""
+        the composite asks the same of its members' hits). Exchanges more than
+        :data:`~ovos_memory_plugins.dates.CONVERSATION_GAP_S` apart do not follow each other:
+        a joined stretch is one sitting and carries one date."""
         parts = exchange_parts(later.content)
         session = later.metadata.get("session_id")
         if parts is None or not isinstance(session, str) or earlier.metadata.get("session_id") != session:
             return False
+        first, then = memory_time(earlier.metadata), memory_time(later.metadata)
+        if first is not None and then is not None and abs(then - first) > CONVERSATION_GAP_S:
+            return False  # the next exchange, but hours later: another sitting, its own date
         return bool(earlier.source) and later.source == BaseRetrievalMemory.exchange_id(session, earlier.source, *parts)
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
@@ -879,6 +966,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             history=history,
             tool_query=self.recall_query(utterance, history) if s.inject_mode == "tool" else None,
             session_id=session_id,
+            now=self.clock(),
+            lang=self.memory_lang,
         )
 
     # -- life cycle --------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from ovos_memory_plugins.dates import stamp
 from ovos_memory_plugins.errors import ConfigError, OvosMemoryPluginError
 
 __all__ = ["DOCS_URL", "main"]
@@ -371,6 +372,7 @@ def _hit_data(hit: Any) -> dict[str, Any]:
         "score": hit.score,
         "session_id": meta.get("session_id"),
         "content": hit.content,
+        "when": stamp(meta),
         "metadata": meta,
     }
 
@@ -421,7 +423,9 @@ def cmd_search(args: argparse.Namespace, output: Output) -> int:
             label = " note" if kind == "note" else ""
             retired = f" (no longer true since {hit.metadata['retired_on']})" if hit.metadata.get("retired_on") else ""
             session = f" session {hit.metadata['session_id']}" if hit.metadata.get("session_id") else ""
-            lines.append(f"{i}.{label} {hit.source}  score {hit.score:.4g}{session}{retired}")
+            when = stamp(hit.metadata)
+            dated = f"  {when}" if when else ""
+            lines.append(f"{i}.{label} {hit.source}  score {hit.score:.4g}{dated}{session}{retired}")
             lines.append(_indent(hit.content))
         return "\n".join(lines)
 

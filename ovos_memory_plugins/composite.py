@@ -77,6 +77,7 @@ from ovos_memory_plugins.base import BaseRetrievalMemory, search_request
 from ovos_memory_plugins.common import Closing, MemoryHit, dedup_hits, fuse, normalize_content
 from ovos_memory_plugins.concurrency import DaemonPool, wait_until
 from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse_config, resolve_root, validate_config
+from ovos_memory_plugins.dates import Clock, clock_of
 from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, close_quietly, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
@@ -319,6 +320,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             :class:`CompositeOptions`. Problems are logged; a bad member is skipped.
         llm: a :class:`~ovos_memory_plugins.llm.ChatLLM` for the assists instead of the one the
             ``llm`` key describes (a test seam).
+        clock: the time source (an aware ``datetime`` each call; default the local time), passed
+            to every member of this package, so they record and date with the same time.
 
     Attributes:
         settings: the parsed shared config; ``options``: the :class:`CompositeOptions`.
@@ -331,8 +334,12 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
 
     options_class: ClassVar[type[Any] | None] = CompositeOptions
 
-    def __init__(self, config: dict[str, Any] | None = None, *, llm: ChatLLM | None = None) -> None:
+    def __init__(
+        self, config: dict[str, Any] | None = None, *, llm: ChatLLM | None = None, clock: Clock | None = None
+    ) -> None:
         super().__init__(config)
+        #: The time source (``clock=``), shared with the members of this package.
+        self.clock: Clock = clock_of(clock)
         parsed = parse_config(self.config, CompositeOptions)
         self.config_problems: list[str] = parsed.problems
         for problem in parsed.problems:
@@ -449,7 +456,9 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             if shared:
                 return self._skip(spec, f"{label} is skipped: it would share {shared} with member {m.name!r}")
         try:
-            instance = cls(config=config)
+            # the package's memories share the composite's clock; third-party ones keep their own
+            given = {"clock": self.clock} if _takes_clock(cls) else {}
+            instance = cls(config=config, **given)
         except Exception as exc:
             LOG.debug("CompositeMemory: %s failed to start", label, exc_info=True)
             return self._skip(spec, f"{label} is skipped: {cls.__name__}(config) raised {type(exc).__name__}: {exc}")
@@ -643,6 +652,15 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, budget, self._excerpt_terms)
         return self._summarized(utterance, memories)
 
+    def _lang(self) -> str | None:
+        """The language the prompt's dates are said in: the first recalling member's that has
+        one (a persona speaks one language), else None (English)."""
+        for m in self._members:
+            inst = m.instance
+            if m.recalls and isinstance(inst, BaseRetrievalMemory) and inst.memory_lang is not None:
+                return inst.memory_lang
+        return None
+
     def _excerpt_terms(self, query: str) -> frozenset[str]:
         """The query's words a too-long memory is shortened around: those of the first recalling
         member with a keyword index (its ``lang`` and ``extra_stopwords``: a persona speaks one
@@ -750,6 +768,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             history=history,
             tool_query=self.recall_query(utterance, history),
             session_id=session_id,
+            now=self.clock(),
+            lang=self._lang(),
         )
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
@@ -1035,6 +1055,19 @@ def member_namespace(namespace: str, member: str) -> str:
         return key
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
     return f"{namespace[:100]}.{digest}"
+
+
+def _takes_clock(cls: type[Any]) -> bool:
+    """Whether a member class is one of this package's memories (their constructors take
+    ``clock=``): a base subclass whose ``__init__`` names the argument."""
+    import inspect
+
+    if not (isinstance(cls, type) and issubclass(cls, BaseRetrievalMemory)):
+        return False
+    try:
+        return "clock" in inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _places_of(cls: type[Any], config: dict[str, Any]) -> frozenset[str]:

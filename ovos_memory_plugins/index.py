@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit, fuse_points, fuse_rrf, fuse_weighted
+from ovos_memory_plugins.dates import Clock, Window
 from ovos_memory_plugins.embedders import CachedEmbedder, Embedder, embed_documents, embed_queries
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.storage.engine import (
@@ -463,8 +464,8 @@ class IndexedMemory(BaseRetrievalMemory):
     persistent: ClassVar[bool] = True
     stores_in_storage: ClassVar[bool] = True
 
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
-        super().__init__(config)
+    def __init__(self, config: dict[str, Any] | None = None, *, clock: Clock | None = None) -> None:
+        super().__init__(config, clock=clock)
         self.index: Index | None = None
         try:
             self.index = self._open_indexes()
@@ -491,6 +492,17 @@ class IndexedMemory(BaseRetrievalMemory):
         if self.index is None:
             return []
         return self.index.search(query, top_k, session_id)
+
+    @property
+    def filters_time(self) -> bool:
+        """Whether the index searched declares ``filters_time`` (a ``window=`` on ``created``)."""
+        return bool(getattr(self.index, "filters_time", False))
+
+    def _query_window(self, query: str, top_k: int, session_id: str | None, window: Window) -> list[MemoryHit]:
+        if self.index is None or not self.filters_time:
+            return []
+        search: Any = self.index.search
+        return list(search(query, top_k, session_id, window=window))
 
     def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
         return self._search(query, top_k, None)

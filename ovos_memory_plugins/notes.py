@@ -66,12 +66,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.concurrency import DaemonPool
 from ovos_memory_plugins.config import ParsedConfig, option
+from ovos_memory_plugins.dates import Clock
 from ovos_memory_plugins.errors import BackendError, CorruptFileError, StorageError
 from ovos_memory_plugins.index import IndexedMemory
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm, parse_json_reply
@@ -328,13 +330,25 @@ class _Pending:
     garbled: int = 0
 
 
+def _as_seconds(clock: Callable[[], float] | Clock) -> Callable[[], float]:
+    """``clock`` as seconds since the epoch (it may return a float or an aware ``datetime``)."""
+
+    def now() -> float:
+        value: Any = clock()
+        return value.timestamp() if isinstance(value, datetime) else float(value)
+
+    return now
+
+
 class NotesMemory(IndexedMemory):
     """Durable notes in every prompt, curated by code, by a digest and by dreaming.
 
     Args:
         config: the plugin's block of the persona JSON (shared keys plus :class:`NotesOptions`).
         llm: a :class:`~ovos_memory_plugins.llm.ChatLLM` to use instead of the ``llm`` key.
-        clock: wall-clock time source (dates on notes, idle detection); a test seam.
+        clock: wall-clock time source (dates on notes, idle detection, the prompt's dates); a
+            test seam: seconds since the epoch, or an aware ``datetime`` like every memory's
+            ``clock`` (:data:`~ovos_memory_plugins.dates.Clock`).
 
     It is a :class:`~ovos_memory_plugins.protocols.NotesKeeper`: every verb returns a
     :class:`~ovos_memory_plugins.protocols.NoteChange` and listings return
@@ -350,10 +364,11 @@ class NotesMemory(IndexedMemory):
         config: dict[str, Any] | None = None,
         *,
         llm: ChatLLM | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | Clock = time.time,
     ) -> None:
-        super().__init__(config)
-        self._clock = clock
+        seconds = _as_seconds(clock)
+        super().__init__(config, clock=lambda: datetime.fromtimestamp(seconds()).astimezone())
+        self._clock = seconds
         self._mutex = threading.RLock()
         self._cache_lock = threading.Lock()
         self._cache: list[Note] = []

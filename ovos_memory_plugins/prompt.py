@@ -35,17 +35,27 @@ Memories stay data:
   ``["context_after"]`` (strings): they are rendered inside the hit's chunk, in time order,
   every line marked ``(context)`` and indented like the memory's own continuation lines;
 * the running summary is one block under :data:`SUMMARY_HEADER`, its lines indented.
+
+Memories say when: given ``now`` (the memory's clock), each chunk starts with its time label
+(:func:`~ovos_memory_plugins.dates.when_label` of ``metadata["time"]``, in the memory's
+``lang``, per ``context.dates``: ``- [2026-09-05, 3 months ago] Q: ...``; a joined stretch of one
+conversation carries the date of its first exchange), and the memories are preceded by one line
+stating today's date (:func:`~ovos_memory_plugins.dates.today_line`). A hit marked
+``metadata["newer"]`` (the newer of memories that disagree, ``select.newer_first``) says so in
+its label. Without ``now``, or with ``context.dates`` ``off``, nothing is dated.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole, ToolCall
 
 from ovos_memory_plugins.common import MemoryHit
+from ovos_memory_plugins.dates import memory_time, newer_word, today_line, when_label
 
 if TYPE_CHECKING:
     from ovos_memory_plugins.config import ContextConfig, MemoryConfig
@@ -85,22 +95,32 @@ def _marked(text: object) -> list[str]:
     return [CONTEXT_MARK + line.strip() for line in text.strip().splitlines() if line.strip()]
 
 
-def render_hits(hits: Sequence[MemoryHit], context: ContextConfig) -> str:
+def render_hits(
+    hits: Sequence[MemoryHit], context: ContextConfig, now: datetime | None = None, lang: str | None = None
+) -> str:
     """The recalled memories as one text block, without the header.
 
-    Each hit is one chunk: ``context.chunk_prefix``, the neighbouring turn before it (marked),
-    its text (and ``[source]`` with ``context.include_sources``), the turn after it (marked);
-    every line after the chunk's first is indented. Chunks are joined by
-    ``context.chunk_separator``.
+    Each hit is one chunk: ``context.chunk_prefix``, its time label in brackets (with ``now``,
+    unless ``context.dates`` is ``off``; see the module docstring), the neighbouring turn before
+    it (marked), its text (and ``[source]`` with ``context.include_sources``), the turn after it
+    (marked); every line after the chunk's first is indented. Chunks are joined by
+    ``context.chunk_separator``; with dates, the block starts with the line stating today's date.
     """
-    chunks = []
+    dated = now is not None and context.dates != "off"
+    chunks = [today_line(now, lang)] if dated and now is not None and hits else []
     for hit in hits:
         text = hit.content.strip()
         if context.include_sources and hit.source:
             text += f" [{hit.source}]"
         before = _marked(hit.metadata.get("context_before"))
         after = _marked(hit.metadata.get("context_after"))
-        chunks.append(context.chunk_prefix + _indented("\n".join([*before, text, *after])))
+        label = when_label(memory_time(hit.metadata), now, lang, context.dates) if dated and now is not None else ""
+        if label and hit.metadata.get("newer") is True:
+            label += f", {newer_word(lang)}"
+        lines = [*before, text, *after]
+        if label:
+            lines[0] = f"[{label}] {lines[0]}"
+        chunks.append(context.chunk_prefix + _indented("\n".join(lines)))
     return context.chunk_separator.join(chunks)
 
 
@@ -147,6 +167,8 @@ def render_messages(
     history: Sequence[AgentMessage] = (),
     tool_query: str | None = None,
     session_id: str = "",
+    now: datetime | None = None,
+    lang: str | None = None,
 ) -> list[AgentMessage]:
     """The messages for the next answer, per ``settings.inject_mode`` (see the module docstring).
 
@@ -162,6 +184,9 @@ def render_messages(
         history: the window of recent messages, oldest first, starting on a user turn.
         tool_query: the ``query`` argument of the ``tool`` mode's call (default: the utterance).
         session_id: the session, for the ``tool`` mode's call id.
+        now: the memory's time now (its clock): the memories are dated relative to it (None:
+            undated).
+        lang: the memory's language, for the dates' words (None: English).
 
     Pure: the same arguments give equal messages; nothing is read, written or logged. Raises
     ValueError for an ``inject_mode`` that is none of the five (parsed settings never have one).
@@ -171,7 +196,7 @@ def render_messages(
     header = c.header
     blocks_text = _join(*(b.strip() for b in blocks if isinstance(b, str) and b.strip()))
     summary_text = render_summary(summary)
-    context = render_hits(hits, c) if hits else ""
+    context = render_hits(hits, c, now, lang) if hits else ""
     memories = (f"{header}\n{context}" if header else context) if context else ""
     window = list(history)
     user = AgentMessage(role=MessageRole.USER, content=utterance)

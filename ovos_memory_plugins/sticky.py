@@ -62,6 +62,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import option
+from ovos_memory_plugins.dates import Clock
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.notebook import as_fact, change_for, match_note, refused, select_for_prompt
 from ovos_memory_plugins.protocols import Note, NoteChange
@@ -565,8 +566,10 @@ class StickyMemory(BaseRetrievalMemory):
     #: of fused recall (declared, not guessed from the module name).
     composite_recall: ClassVar[bool] = False
 
-    def __init__(self, config: dict[str, Any] | None = None, *, database: Database | None = None) -> None:
-        super().__init__(config)
+    def __init__(
+        self, config: dict[str, Any] | None = None, *, database: Database | None = None, clock: Clock | None = None
+    ) -> None:
+        super().__init__(config, clock=clock)
         opts: StickyOptions = self.options
         self.books, problems = load_phrasebooks(opts.languages, opts.phrases, opts.phrase_files)
         for problem in problems:

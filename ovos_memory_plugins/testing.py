@@ -47,6 +47,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
+from ovos_memory_plugins.dates import Clock
 from ovos_memory_plugins.errors import BackendError
 from ovos_memory_plugins.protocols import DocumentLister
 
@@ -85,8 +86,8 @@ class InMemoryMemory(BaseRetrievalMemory):
     serves as a reference for backends that push the session filter into their query.
     """
 
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
-        super().__init__(config)
+    def __init__(self, config: dict[str, Any] | None = None, *, clock: Clock | None = None) -> None:
+        super().__init__(config, clock=clock)
         self.docs: dict[str, tuple[str, str, dict[str, Any]]] = {}
 
     @staticmethod

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Literal
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import ParsedConfig, option
+from ovos_memory_plugins.dates import Clock
 from ovos_memory_plugins.embedders import (
     EMBEDDER_NAMES,
     CachedEmbedder,
@@ -152,10 +153,12 @@ class VectorMemory(IndexedMemory):
 
     options: VectorOptions
 
-    def __init__(self, config: dict[str, Any] | None = None, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, config: dict[str, Any] | None = None, *, embedder: Embedder | None = None, clock: Clock | None = None
+    ) -> None:
         self._given_embedder = embedder
         self.keyword: Index | None = None
-        super().__init__(config)
+        super().__init__(config, clock=clock)
         opts = self.options
         if opts.background_reembed and not isinstance(self.embedder, _Unavailable) and self.vectors.pending():
             LOG.info(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -120,7 +121,7 @@ def test_unanswered_user_turn_is_not_in_the_window(tmp_path) -> None:
 
 
 def test_exact_shapes_without_system_prompt_and_with_sources(tmp_path) -> None:
-    config = {"root": str(tmp_path / "m"), "context": {"include_sources": True, "header": "H"}}
+    config = {"root": str(tmp_path / "m"), "context": {"include_sources": True, "header": "H", "dates": "off"}}
     with InMemoryMemory(config) as mem:
         doc = mem.store("the piano tuner comes on tuesday", "s")
         msgs = mem.build_conversation_context("when does the piano tuner come", "s")
@@ -134,15 +135,16 @@ def test_tool_mode_without_history_and_query_history_mode(tmp_path) -> None:
     config = {
         "root": str(tmp_path / "m"),
         "inject_mode": "tool",
-        "context": {"header": ""},
+        "context": {"header": "", "dates": "absolute"},
         "retrieval": {"query_mode": "history", "query_history_turns": 1},
     }
-    with InMemoryMemory(config) as mem:
+    when = datetime(2026, 3, 1, 9, 5, tzinfo=timezone.utc)
+    with InMemoryMemory(config, clock=lambda: when) as mem:
         mem.store("the kayak is stored in the boathouse", "other")
         msgs = mem.build_conversation_context("where is the kayak", "s")
         assert [m.role for m in msgs] == [MessageRole.ASSISTANT, MessageRole.TOOL, MessageRole.USER]
         assert msgs[0].tool_calls[0].arguments == {"query": "where is the kayak"}
-        assert msgs[1].content == "- the kayak is stored in the boathouse"
+        assert msgs[1].content == "Today is Sunday, 2026-03-01.\n- [2026-03-01 09:05] the kayak is stored in the boathouse"
         mem.update_history(exchange("tell me about the kayak", "it is blue"), "s")
         msgs = mem.build_conversation_context("and where is it", "s")
         assert msgs[-3].role == MessageRole.ASSISTANT and msgs[-3].content == "it is blue"

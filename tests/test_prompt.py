@@ -4,6 +4,7 @@ blocks following the mode, neighbouring turns and the running summary, purity.""
 from __future__ import annotations
 
 import copy
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -225,7 +226,8 @@ class SummarisingMemory(InMemoryMemory):
 @pytest.mark.parametrize("mode", ["system", "developer", "system_prompt", "user", "tool"])
 def test_the_base_renders_through_render_messages(tmp_path: Any, mode: str) -> None:
     config = {"root": str(tmp_path / "m"), "system_prompt": "You are Ada.", "inject_mode": mode}
-    with SummarisingMemory(config) as mem:
+    when = datetime(2026, 9, 5, 14, 30, tzinfo=timezone.utc)
+    with SummarisingMemory(config, clock=lambda: when) as mem:
         mem.update_history(exchange("my cat Bartholomew is orange", "lovely"), "old")
         mem.update_history(exchange("hi", "hello"), "s")
         history = mem.get_history("s")
@@ -241,8 +243,10 @@ def test_the_base_renders_through_render_messages(tmp_path: Any, mode: str) -> N
             history=history,
             tool_query="Bartholomew",
             session_id="s",
+            now=when,
         )
         assert mem.build_conversation_context("Bartholomew", "s") == expected
+        assert "[2026-09-05 14:30, today]" in "".join(m.content for m in expected)
 
 
 def test_an_unknown_mode_is_refused() -> None:

@@ -29,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
+from ovos_memory_plugins.dates import stamp
 from ovos_memory_plugins.editor.parts import Parts, compact, find_parts, version_of
 from ovos_memory_plugins.editor.security import GuardMiddleware, new_token
 from ovos_memory_plugins.errors import OvosMemoryPluginError
@@ -104,7 +105,8 @@ class Undo(BaseModel):
 
 
 def _hit(hit: Any) -> dict[str, Any]:
-    return {"content": hit.content, "source": hit.source, "score": hit.score, "metadata": dict(hit.metadata)}
+    meta = dict(hit.metadata)
+    return {"content": hit.content, "source": hit.source, "score": hit.score, "metadata": meta, "when": stamp(meta)}
 
 
 def _jsonable(value: Any) -> Any:
@@ -117,7 +119,13 @@ def _jsonable(value: Any) -> Any:
 
 
 def _doc(doc: ExportedDocument) -> dict[str, Any]:
-    return {"id": doc.id, "text": doc.text, "session_id": doc.session_id, "metadata": doc.metadata}
+    return {
+        "id": doc.id,
+        "text": doc.text,
+        "session_id": doc.session_id,
+        "metadata": doc.metadata,
+        "when": stamp(doc.metadata),
+    }
 
 
 def _note(note: Note) -> dict[str, Any]:

@@ -124,6 +124,15 @@ def check_id(value: Any, what: str) -> str:
     return text
 
 
+def document_time(metadata: dict[str, Any], now: float) -> float:
+    """The ``created`` a new document is stored with: when it was made (its ``metadata["time"]``,
+    set by the memory's clock, a transcript or an export), else ``now``."""
+    from ovos_memory_plugins.dates import memory_time  # pure; no import cycle at module load
+
+    made = memory_time(metadata)
+    return now if made is None else made
+
+
 def dump_metadata(metadata: dict[str, Any]) -> str:
     """Metadata as stored: JSON, non-ASCII kept, anything else as its ``str``."""
     return json.dumps(metadata, ensure_ascii=False, default=str)
@@ -303,6 +312,13 @@ class DocumentStore(Protocol):
         """How many documents (of a session)."""
         ...
 
+    def made_between(
+        self, since: float, until: float, limit: int, session_id: str | None = None
+    ) -> list[StoredDocument]:
+        """The newest ``limit`` documents (of a session) made in ``[since, until)`` (their
+        ``created``, seconds since the epoch), newest first."""
+        ...
+
     def sessions(self) -> list[str]:
         """Every session that has documents, sorted."""
         ...
@@ -371,9 +387,12 @@ class HistoryStore(Protocol):
         keep: int,
         last_exchange_id: str | None = None,
         exchange_ids: Sequence[str | None] | None = None,
+        *,
+        created: float | None = None,
     ) -> None:
         """Append ``(role, content)`` messages (``exchange_ids[i]``: the exchange document message
-        ``i`` belongs to, or None) and trim the session to its newest ``keep``."""
+        ``i`` belongs to, or None), made at ``created`` (seconds since the epoch; None: now), and
+        trim the session to its newest ``keep``."""
         ...
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:

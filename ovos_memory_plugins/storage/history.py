@@ -59,9 +59,12 @@ class SqliteHistory:
         keep: int,
         last_exchange_id: str | None = None,
         exchange_ids: Sequence[str | None] | None = None,
+        *,
+        created: float | None = None,
     ) -> None:
-        """Append ``(role, content)`` messages and trim the session to its newest ``keep``."""
-        now = time.time()
+        """Append ``(role, content)`` messages (made at ``created``, default now) and trim the
+        session to its newest ``keep``."""
+        now = time.time() if created is None else created
         ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
         with self.db.atomic(savepoint=False) as conn:
             conn.executemany(

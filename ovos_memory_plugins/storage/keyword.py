@@ -49,7 +49,7 @@ import re
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.errors import StorageError
@@ -254,12 +254,15 @@ class StoredTerms(Protocol):
 class SqliteKeywordIndex:
     """The keyword index over a memory's SQLite file (see the module docstring)."""
 
+    #: Its ``search`` takes ``window=``: a ``(since, until)`` range of the documents' ``created``.
+    filters_time: ClassVar[bool] = True
+
     name = "keyword"
 
     def __init__(self, db: Database, settings: KeywordSettings | None = None) -> None:
         self.db = db
         self.settings = settings or KeywordSettings()
-        self._ranker: tuple[tuple[int, int, str | None], list[sqlite3.Row], BM25Ranker] | None = None
+        self._ranker: tuple[tuple[Any, ...], list[sqlite3.Row], BM25Ranker] | None = None
         self._writes = 0
         self._pending = 0
         self._count: tuple[tuple[int, int], int] | None = None
@@ -490,13 +493,16 @@ class SqliteKeywordIndex:
 
     # -- querying ----------------------------------------------------------------------------
 
-    def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
-        """The best ``k`` documents by bm25 over the query's terms, best first."""
+    def search(
+        self, query: str, k: int, session_id: str | None = None, *, window: tuple[float, float] | None = None
+    ) -> list[MemoryHit]:
+        """The best ``k`` documents by bm25 over the query's terms, best first; with ``window``
+        (``(since, until)``, seconds since the epoch), only documents made in it (``created``)."""
         counts = query_counts(query, self.settings)
         if not counts or k <= 0:
             return []
         if not self.fts:
-            return self._search_fallback(counts, k, session_id)
+            return self._search_fallback(counts, k, session_id, window)
         if self._pending or self._has_pending():
             self._index_pending()
         kept = self._prune(counts)
@@ -509,10 +515,11 @@ class SqliteKeywordIndex:
         weights = ", ".join(repr(w * saturation) for w in column_weights)
         match = match_expression(kept)
         if len(kept) < len(counts):  # terms were left out: every term ranks the candidates again
-            return self._rescored(counts, match, weights, column_weights, int(k), session_id)
+            return self._rescored(counts, match, weights, column_weights, int(k), session_id, window)
         factor = (RESCORE_K1 + 1) / (BM25_K1 + 1) if large else 1.0
         columns = "d.doc_id, d.session_id, d.content, d.metadata"
-        if session_id is None:  # rank in the index, then read the few winning rows
+        where, params = _document_filter(session_id, window)
+        if not where:  # rank in the index, then read the few winning rows
             rows = self.db.query(
                 f"SELECT {columns}, f.score FROM (SELECT rowid, -bm25(keyword_fts, {weights}) AS score"
                 " FROM keyword_fts WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?) AS f"
@@ -523,8 +530,8 @@ class SqliteKeywordIndex:
             rows = self.db.query(
                 f"SELECT {columns}, -bm25(keyword_fts, {weights}) AS score"
                 " FROM keyword_fts JOIN documents AS d ON d.id = keyword_fts.rowid"
-                " WHERE keyword_fts MATCH ? AND d.session_id = ? ORDER BY score DESC LIMIT ?",
-                (match, session_id, int(k)),
+                f" WHERE keyword_fts MATCH ?{where} ORDER BY score DESC LIMIT ?",
+                (match, *params, int(k)),
             )
         return [self._hit(r, float(r[4]) * factor) for r in rows]
 
@@ -536,12 +543,14 @@ class SqliteKeywordIndex:
         column_weights: Sequence[float],
         k: int,
         session_id: str | None,
+        window: tuple[float, float] | None = None,
     ) -> list[MemoryHit]:
         """The best :data:`RESCORE_CANDIDATES` matches of the kept terms (``weights``: FTS5's
         column weights, scaled to rank as bm25 with ``k1`` = :data:`RESCORE_K1`), ranked on every
         query term by :func:`bm25_scores` with that ``k1``; only the winners' documents are read."""
         fetch = max(k, RESCORE_CANDIDATES)
-        if session_id is None:
+        where, params = _document_filter(session_id, window)
+        if not where:
             found = self.db.query(
                 "SELECT f.rowid, f.score, t.body_terms, t.head_terms, t.ctx_terms FROM ("
                 f"SELECT rowid, -bm25(keyword_fts, {weights}) AS score FROM keyword_fts"
@@ -553,8 +562,8 @@ class SqliteKeywordIndex:
             found = self.db.query(
                 f"SELECT f.rowid, -bm25(keyword_fts, {weights}) AS score, t.body_terms, t.head_terms, t.ctx_terms"
                 " FROM keyword_fts AS f JOIN documents AS d ON d.id = f.rowid JOIN keyword_terms AS t ON t.id = f.rowid"
-                " WHERE keyword_fts MATCH ? AND d.session_id = ? ORDER BY score DESC LIMIT ?",
-                (match, session_id, fetch),
+                f" WHERE keyword_fts MATCH ?{where} ORDER BY score DESC LIMIT ?",
+                (match, *params, fetch),
             )
         scores = [float(r[1]) for r in found]
         averages = self._averages() if found else None
@@ -659,18 +668,18 @@ class SqliteKeywordIndex:
         metadata.setdefault("session_id", row[1])
         return MemoryHit(content=row[2], source=row[0], score=score, metadata=metadata)
 
-    def _search_fallback(self, counts: Counter[str], k: int, session_id: str | None) -> list[MemoryHit]:
+    def _search_fallback(
+        self, counts: Counter[str], k: int, session_id: str | None, window: tuple[float, float] | None = None
+    ) -> list[MemoryHit]:
         """No FTS5: rank-bm25 over the stored terms (cached until the file changes)."""
-        key = (self.db.data_version(), self._writes, session_id)
+        key = (self.db.data_version(), self._writes, session_id, window)
         if self._ranker is None or self._ranker[0] != key:
             sql = (
                 f"SELECT d.doc_id, d.session_id, d.content, d.metadata, {_COLUMNS} FROM keyword_terms t"
                 " JOIN documents d ON d.id = t.id"
             )
-            if session_id is None:
-                rows = self.db.query(sql + " ORDER BY t.id")
-            else:
-                rows = self.db.query(sql + " WHERE d.session_id = ? ORDER BY t.id", (session_id,))
+            where, params = _document_filter(session_id, window)
+            rows = self.db.query(sql + (" WHERE true" + where if where else "") + " ORDER BY t.id", params)
             tokenized = [f"{r[4]} {r[5]} {r[6]}".split() for r in rows]
             self._ranker = (key, rows, BM25Ranker([""] * len(rows), tokenized=tokenized))
         _, rows, ranker = self._ranker
@@ -690,3 +699,16 @@ class SqliteKeywordIndex:
                 self._index_pending()
             except (StorageError, sqlite3.Error) as exc:  # indexed by the next process that searches
                 LOG.warning("keyword index: could not index the last documents before closing (%s)", exc)
+
+
+def _document_filter(session_id: str | None, window: tuple[float, float] | None) -> tuple[str, tuple[Any, ...]]:
+    """`` AND ...`` conditions on the documents table (alias ``d``) for a session and a
+    ``(since, until)`` window of ``created``, and their parameters ("" when neither is given)."""
+    where = ""
+    params: tuple[Any, ...] = ()
+    if session_id is not None:
+        where, params = " AND d.session_id = ?", (session_id,)
+    if window is not None:
+        where += " AND d.created >= ? AND d.created < ?"
+        params = (*params, float(window[0]), float(window[1]))
+    return where, params

@@ -61,6 +61,7 @@ from ovos_memory_plugins.storage.engine import (
     Storage,
     StoredDocument,
     StoredMessage,
+    document_time,
     dump_metadata,
 )
 from ovos_memory_plugins.storage.keyword import (
@@ -809,7 +810,7 @@ class PgDocuments:
                 "session": doc.session_id,
                 "text": doc.text,
                 "meta": dump_metadata(doc.metadata),
-                "now": now,
+                "now": document_time(doc.metadata, now),
             }
             for doc in docs
         ]
@@ -893,6 +894,21 @@ class PgDocuments:
             )
         return int(value or 0)
 
+    def made_between(
+        self, since: float, until: float, limit: int, session_id: str | None = None
+    ) -> list[StoredDocument]:
+        """The newest ``limit`` documents made in ``[since, until)`` (``created``), newest first."""
+        where = " AND session_id = %s" if session_id is not None else ""
+        params: tuple[Any, ...] = (self.namespace, float(since), float(until))
+        if session_id is not None:
+            params = (*params, session_id)
+        rows = self.db.query(
+            f"{_SELECT} WHERE namespace = %s AND created >= %s AND created < %s{where}"
+            " ORDER BY created DESC, id DESC LIMIT %s",
+            (*params, int(limit)),
+        )
+        return [_row_document(r) for r in rows]
+
     def sessions(self) -> list[str]:
         """Every session that has documents, sorted."""
         rows = self.db.query(
@@ -950,9 +966,12 @@ class PgHistory:
         keep: int,
         last_exchange_id: str | None = None,
         exchange_ids: Sequence[str | None] | None = None,
+        *,
+        created: float | None = None,
     ) -> None:
-        """Append ``(role, content)`` messages and trim the session to its newest ``keep``."""
-        ns, now = self.namespace, time.time()
+        """Append ``(role, content)`` messages (made at ``created``, default now) and trim the
+        session to its newest ``keep``."""
+        ns, now = self.namespace, time.time() if created is None else created
         ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
         params = {
             "ns": ns,

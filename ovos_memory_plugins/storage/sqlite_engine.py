@@ -41,6 +41,7 @@ from ovos_memory_plugins.storage.engine import (
     KeywordSettings,
     Storage,
     StoredDocument,
+    document_time,
     dump_metadata,
 )
 from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
@@ -166,6 +167,19 @@ def _from_vec_documents(conn: sqlite3.Connection) -> None:
     LOG.info("storage: moved %d document(s) of the vector backend's tables into the shared documents table", n)
 
 
+def _created_from_time(conn: sqlite3.Connection) -> None:
+    """A document's ``created`` is when it was made: its ``metadata.time`` where it has one
+    (earlier releases stored the time of the write, so an ingested transcript's exchanges were
+    all dated the day of the ingest; recall's time windows filter on ``created``, and read a
+    window's newest documents through the index on it)."""
+    conn.execute("CREATE INDEX IF NOT EXISTS documents_created ON documents (created)")
+    conn.execute(
+        "UPDATE documents SET created = json_extract(metadata, '$.time')"
+        " WHERE json_valid(metadata) AND json_type(metadata, '$.time') IN ('integer', 'real')"
+        " AND json_extract(metadata, '$.time') > 0"
+    )
+
+
 #: The schema of a memory's file. Append only; never rename or reorder an applied step.
 MIGRATIONS = [
     Migration("0001_documents", _documents_v1),
@@ -173,6 +187,7 @@ MIGRATIONS = [
     Migration("0003_vector_index", _vector_v1),
     Migration("0004_from_lexical_docs", _from_lexical_docs),
     Migration("0005_from_vec_documents", _from_vec_documents),
+    Migration("0006_documents_created_from_time", _created_from_time),
 ]
 
 
@@ -204,16 +219,17 @@ class SqliteDocuments:
         with self.db.atomic(savepoint=False) as conn:
             for doc in docs:
                 meta = dump_metadata(doc.metadata)
+                made = document_time(doc.metadata, now)
                 cur = conn.execute(
                     "INSERT INTO documents (doc_id, session_id, content, metadata, created) VALUES (?, ?, ?, ?, ?)"
                     " ON CONFLICT (doc_id) DO NOTHING",
-                    (doc.doc_id, doc.session_id, doc.text, meta, now),
+                    (doc.doc_id, doc.session_id, doc.text, meta, made),
                 )
                 prior = out.get(doc.doc_id)
                 if cur.rowcount:
                     key = int(cur.lastrowid or 0)
                     out[doc.doc_id] = StoredDocument(
-                        key, doc.doc_id, doc.session_id, doc.text, dict(doc.metadata), now, True, True
+                        key, doc.doc_id, doc.session_id, doc.text, dict(doc.metadata), made, True, True
                     )
                     continue
                 old = conn.execute(
@@ -278,6 +294,18 @@ class SqliteDocuments:
         if session_id is None:
             return int(self.db.scalar("SELECT count(*) FROM documents") or 0)
         return int(self.db.scalar("SELECT count(*) FROM documents WHERE session_id = ?", (session_id,)) or 0)
+
+    def made_between(
+        self, since: float, until: float, limit: int, session_id: str | None = None
+    ) -> list[StoredDocument]:
+        """The newest ``limit`` documents made in ``[since, until)`` (``created``), newest first."""
+        where = " AND session_id = ?" if session_id is not None else ""
+        params: tuple[Any, ...] = (float(since), float(until), *((session_id,) if session_id is not None else ()))
+        rows = self.db.query(
+            f"{_SELECT} WHERE created >= ? AND created < ?{where} ORDER BY created DESC, id DESC LIMIT ?",
+            (*params, int(limit)),
+        )
+        return [_row_document(r) for r in rows]
 
     def sessions(self) -> list[str]:
         """Every session that has documents, sorted."""

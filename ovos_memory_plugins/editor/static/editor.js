@@ -264,7 +264,8 @@
       const li = el("li", { class: "hit", "data-id": hit.source });
       li.append(textNode("pre", hit.content, "text"));
       const session = hit.metadata && hit.metadata.session_id ? ` · session ${hit.metadata.session_id}` : "";
-      const meta = textNode("span", `${hit.source} · score ${Number(hit.score).toPrecision(3)}${session}`, "meta");
+      const when = hit.when ? `${hit.when} · ` : "";
+      const meta = textNode("span", `${when}${hit.source} · score ${Number(hit.score).toPrecision(3)}${session}`, "meta");
       if (state.caps.archive_delete) {
         li.append(el("span", { class: "tools" }, documentDelete(hit.source, rerunSearch)));
       }
@@ -321,7 +322,7 @@
       if (state.caps.archive_delete) {
         li.append(el("span", { class: "tools" }, documentDelete(doc.id, () => showSession(sid))));
       }
-      li.append(textNode("span", doc.id, "meta"));
+      li.append(textNode("span", doc.when ? `${doc.when} · ${doc.id}` : doc.id, "meta"));
       docs.append(li);
     }
     $("conversation").hidden = false;

@@ -1,0 +1,435 @@
+"""When a memory was made, said compactly in the memory's language (pure; no clock read here).
+
+A memory's time is ``metadata["time"]`` (seconds since the epoch, set when the exchange was
+recorded, ingested or imported; :func:`memory_time`). :func:`when_label` turns it into the
+bracketed label the prompt puts before each recalled memory, relative to ``now`` (the memory's
+``clock``)::
+
+    both       2026-09-05, 3 months ago      2026-12-01 18:30, yesterday
+    absolute   2026-09-05                    2026-12-01 18:30
+    relative   3 months ago                  yesterday, 18:30
+
+(``context.dates``; ``off``: no label). The date is always ``YYYY-MM-DD`` (read alike in every
+language); today and yesterday add the time of day, ``HH:MM``. :func:`today_line` is the one
+sentence that states today's date in the prompt. The phrases are small tables per language
+(:data:`LANGUAGES`: the stop-word languages and Chinese); any other language gets English.
+
+A :data:`Clock` is the memories' ``clock=`` seam: a callable returning an aware ``datetime``
+(:func:`system_clock` by default, the local time zone); dates are shown in ``now``'s zone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
+
+__all__ = [
+    "CONVERSATION_GAP_S",
+    "DATES_MODES",
+    "LANGUAGES",
+    "Clock",
+    "DatesMode",
+    "Window",
+    "clock_of",
+    "language",
+    "memory_time",
+    "newer_word",
+    "parser_available",
+    "relative_phrase",
+    "stamp",
+    "system_clock",
+    "time_window",
+    "today_line",
+    "when_label",
+]
+
+#: The memories' time source: an aware ``datetime`` (the seam tests and benchmarks set).
+Clock = Callable[[], datetime]
+DatesMode = Literal["both", "absolute", "relative", "off"]
+DATES_MODES: tuple[str, ...] = ("both", "absolute", "relative", "off")
+#: Consecutive exchanges more than this many seconds apart are not one stretch of a
+#: conversation: the prompt shows them as separate memories, each with its own date.
+CONVERSATION_GAP_S = 2 * 3600.0
+
+
+def system_clock() -> datetime:
+    """Now, in the machine's local time zone (the default :data:`Clock`)."""
+    return datetime.now().astimezone()
+
+
+def clock_of(clock: Clock | None) -> Clock:
+    """``clock``, or :func:`system_clock` when None."""
+    return system_clock if clock is None else clock
+
+
+# Per language: today, yesterday, "<n> <unit> ago" for one and for several of each unit (day,
+# week, month, year), "Today is {weekday}, {date}." and the weekday names (Monday first).
+_EN = {
+    "today": "today",
+    "newer": "newer",
+    "yesterday": "yesterday",
+    "day": ("{n} day ago", "{n} days ago"),
+    "week": ("{n} week ago", "{n} weeks ago"),
+    "month": ("{n} month ago", "{n} months ago"),
+    "year": ("{n} year ago", "{n} years ago"),
+    "later": "later",
+    "now": "Today is {weekday}, {date}.",
+    "weekdays": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
+}
+_PHRASES: dict[str, dict[str, Any]] = {
+    "en": _EN,
+    "de": {
+        "today": "heute",
+        "newer": "neuer",
+        "yesterday": "gestern",
+        "day": ("vor {n} Tag", "vor {n} Tagen"),
+        "week": ("vor {n} Woche", "vor {n} Wochen"),
+        "month": ("vor {n} Monat", "vor {n} Monaten"),
+        "year": ("vor {n} Jahr", "vor {n} Jahren"),
+        "later": "später",
+        "now": "Heute ist {weekday}, der {date}.",
+        "weekdays": ("Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"),
+    },
+    "es": {
+        "today": "hoy",
+        "newer": "más reciente",
+        "yesterday": "ayer",
+        "day": ("hace {n} día", "hace {n} días"),
+        "week": ("hace {n} semana", "hace {n} semanas"),
+        "month": ("hace {n} mes", "hace {n} meses"),
+        "year": ("hace {n} año", "hace {n} años"),
+        "later": "después",
+        "now": "Hoy es {weekday}, {date}.",
+        "weekdays": ("lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"),
+    },
+    "fr": {
+        "today": "aujourd'hui",
+        "newer": "plus récent",
+        "yesterday": "hier",
+        "day": ("il y a {n} jour", "il y a {n} jours"),
+        "week": ("il y a {n} semaine", "il y a {n} semaines"),
+        "month": ("il y a {n} mois", "il y a {n} mois"),
+        "year": ("il y a {n} an", "il y a {n} ans"),
+        "later": "plus tard",
+        "now": "Nous sommes le {weekday} {date}.",
+        "weekdays": ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche"),
+    },
+    "pt": {
+        "today": "hoje",
+        "newer": "mais recente",
+        "yesterday": "ontem",
+        "day": ("há {n} dia", "há {n} dias"),
+        "week": ("há {n} semana", "há {n} semanas"),
+        "month": ("há {n} mês", "há {n} meses"),
+        "year": ("há {n} ano", "há {n} anos"),
+        "later": "depois",
+        "now": "Hoje é {weekday}, {date}.",
+        "weekdays": (
+            "segunda-feira",
+            "terça-feira",
+            "quarta-feira",
+            "quinta-feira",
+            "sexta-feira",
+            "sábado",
+            "domingo",
+        ),
+    },
+    "it": {
+        "today": "oggi",
+        "newer": "più recente",
+        "yesterday": "ieri",
+        "day": ("{n} giorno fa", "{n} giorni fa"),
+        "week": ("{n} settimana fa", "{n} settimane fa"),
+        "month": ("{n} mese fa", "{n} mesi fa"),
+        "year": ("{n} anno fa", "{n} anni fa"),
+        "later": "dopo",
+        "now": "Oggi è {weekday}, {date}.",
+        "weekdays": ("lunedì", "martedì", "mercoledì", "giovedì", "venerdì", "sabato", "domenica"),
+    },
+    "nl": {
+        "today": "vandaag",
+        "newer": "nieuwer",
+        "yesterday": "gisteren",
+        "day": ("{n} dag geleden", "{n} dagen geleden"),
+        "week": ("{n} week geleden", "{n} weken geleden"),
+        "month": ("{n} maand geleden", "{n} maanden geleden"),
+        "year": ("{n} jaar geleden", "{n} jaar geleden"),
+        "later": "later",
+        "now": "Vandaag is het {weekday} {date}.",
+        "weekdays": ("maandag", "dinsdag", "woensdag", "donderdag", "vrijdag", "zaterdag", "zondag"),
+    },
+    "zh": {
+        "today": "今天",
+        "newer": "较新",
+        "yesterday": "昨天",
+        "day": ("{n}天前", "{n}天前"),
+        "week": ("{n}周前", "{n}周前"),
+        "month": ("{n}个月前", "{n}个月前"),
+        "year": ("{n}年前", "{n}年前"),
+        "later": "之后",
+        "now": "今天是{date}，{weekday}。",
+        "weekdays": ("星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日"),
+    },
+}
+#: The languages with their own phrases; any other gets English.
+LANGUAGES: tuple[str, ...] = tuple(_PHRASES)
+
+
+def language(lang: str | None) -> str:
+    """The phrase table's code for ``lang`` (``"pt-BR"`` -> ``"pt"``, ``"zh_TW"`` -> ``"zh"``;
+    unknown or None -> ``"en"``)."""
+    code = (lang or "en").replace("_", "-").split("-")[0].lower()
+    return code if code in _PHRASES else "en"
+
+
+def memory_time(metadata: Mapping[str, Any]) -> float | None:
+    """When a memory was made, from its metadata: ``time`` (epoch seconds, or an ISO 8601 string;
+    ``created`` as a fallback); None when it has no usable time."""
+    for key in ("time", "created"):
+        value = metadata.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
+            return float(value)
+        if isinstance(value, str) and value.strip():
+            try:
+                when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+    return None
+
+
+def _local(ts: float, now: datetime) -> datetime:
+    return datetime.fromtimestamp(ts, tz=now.tzinfo or timezone.utc)
+
+
+def relative_phrase(ts: float, now: datetime, lang: str | None = None) -> str:
+    """How long before ``now`` the time ``ts`` is, in ``lang``: today, yesterday, n days (2 to
+    13), n weeks (to 59 days), n months (rounded, to a year), n whole years; "later" for a time
+    after now."""
+    words = _PHRASES[language(lang)]
+    then = _local(ts, now)
+    days = (now.date() - then.date()).days
+    if days < 0:
+        return str(words["later"])
+    if days == 0:
+        return str(words["today"])
+    if days == 1:
+        return str(words["yesterday"])
+    if days < 14:
+        unit, n = "day", days
+    elif days < 60:
+        unit, n = "week", days // 7
+    else:
+        months = round(days / 30.44)
+        if months < 12:
+            unit, n = "month", max(months, 2)
+        else:
+            unit, n = "year", max(int(days // 365.25), 1)
+    one, many = words[unit]
+    return str((one if n == 1 else many).format(n=n))
+
+
+def when_label(ts: float | None, now: datetime, lang: str | None = None, mode: str = "both") -> str:
+    """The label of a memory made at ``ts`` (see the module docstring), without brackets; empty
+    when ``mode`` is ``off`` or ``ts`` is None."""
+    if ts is None or mode == "off":
+        return ""
+    then = _local(ts, now)
+    days = (now.date() - then.date()).days
+    recent = days in (0, 1)
+    absolute = then.strftime("%Y-%m-%d %H:%M" if recent else "%Y-%m-%d")
+    if mode == "absolute":
+        return absolute
+    phrase = relative_phrase(ts, now, lang)
+    if mode == "relative":
+        return f"{phrase}, {then.strftime('%H:%M')}" if recent else phrase
+    return f"{absolute}, {phrase}"
+
+
+def today_line(now: datetime, lang: str | None = None) -> str:
+    """The sentence stating today's date, in ``lang`` (``Today is Wednesday, 2026-12-02.``)."""
+    words = _PHRASES[language(lang)]
+    return str(words["now"]).format(weekday=words["weekdays"][now.weekday()], date=now.strftime("%Y-%m-%d"))
+
+
+def newer_word(lang: str | None = None) -> str:
+    """The word that marks the newer of memories that disagree, in ``lang``."""
+    return str(_PHRASES[language(lang)]["newer"])
+
+
+def stamp(metadata: Mapping[str, Any]) -> str:
+    """When a memory was made as ``YYYY-MM-DD HH:MM`` in the local time zone (``ovos-memory
+    search``, the editor); empty when its metadata has no time."""
+    made = memory_time(metadata)
+    if made is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(made).astimezone().strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+# -- time words in the utterance -------------------------------------------------------------
+
+#: A window of time: ``(since, until)`` in seconds since the epoch, ``until`` excluded.
+Window = tuple[float, float]
+
+_PARSER_STATE: dict[Any, Any] = {}
+
+
+def parser_available() -> bool:
+    """Whether the time-word parser (``dateparser``, the ``dates`` extra) is installed."""
+    if "available" not in _PARSER_STATE:
+        try:
+            import dateparser  # noqa: F401
+
+            _PARSER_STATE["available"] = True
+        except ImportError:
+            _PARSER_STATE["available"] = False
+    return bool(_PARSER_STATE["available"])
+
+
+def _vocabulary(code: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The parser's own time words for a language (month and weekday names, the words for day,
+    week, month, year, ago, and its relative phrases such as "la semana pasada"), without the
+    language's stop words: ``(single words, phrases)``. An utterance holding none of them (and
+    no four-digit year) is not given to the parser, so a turn without time words costs a set
+    lookup, not a parse."""
+    cached = _PARSER_STATE.get(("vocabulary", code))
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    from dateparser.languages.loader import LocaleDataLoader
+
+    from ovos_memory_plugins.text import stop_words
+
+    info = LocaleDataLoader().get_locale(code).info
+    entries: list[str] = []
+    keys = ["january", "february", "march", "april", "may", "june", "july", "august", "september"]
+    keys += ["october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday"]
+    keys += ["saturday", "sunday", "year", "month", "week", "day", "ago"]
+    for key in keys:
+        entries.extend(str(e) for e in info.get(key, []) if isinstance(e, str))
+    for phrases in dict(info.get("relative-type", {})).values():
+        entries.extend(str(p) for p in phrases)
+    for patterns in dict(info.get("relative-type-regex", {})).values():
+        entries.extend(p.split("(")[0] for p in patterns)  # the words before the number
+        entries.extend(p.rsplit(")", 1)[-1] for p in patterns if code == "zh")  # and after it ("天前")
+    stops = stop_words(code)
+    names = {str(e).casefold() for key in keys[:19] for e in info.get(key, []) if isinstance(e, str)}
+    phrases = tuple(sorted({e.casefold().strip() for e in entries if len(e.strip()) >= 2}, key=len, reverse=True))
+    words = frozenset(
+        w
+        for e in phrases
+        for w in e.replace(".", " ").split()
+        if len(w) >= 3 and (w not in stops or w in names) and w.isalpha()
+    )
+    found = (words, phrases)
+    _PARSER_STATE[("vocabulary", code)] = found
+    return found
+
+
+_WORD = re.compile(r"\w+")
+_YEAR = re.compile(r"\b(19|20)\d\d\b")
+
+
+def _might_say_when(text: str, code: str) -> bool:
+    folded = text.casefold()
+    if _YEAR.search(folded):
+        return True
+    words, phrases = _vocabulary(code)
+    if code == "zh":  # no spaces: the parser's phrases as substrings
+        return any(p in folded for p in phrases if len(p) >= 2)
+    return any(w in words for w in _WORD.findall(folded))
+
+
+#: Number words the parser reads only as digits ("hace dos días" -> "hace 2 días"), one to ten.
+_NUMBERS: dict[str, tuple[str, ...]] = {
+    "de": ("ein", "zwei", "drei", "vier", "fünf", "sechs", "sieben", "acht", "neun", "zehn"),
+    "es": ("un", "dos", "tres", "cuatro", "cinco", "seis", "siete", "ocho", "nueve", "diez"),
+    "fr": ("un", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf", "dix"),
+    "pt": ("um", "dois", "três", "quatro", "cinco", "seis", "sete", "oito", "nove", "dez"),
+    "it": ("un", "due", "tre", "quattro", "cinque", "sei", "sette", "otto", "nove", "dieci"),
+    "nl": ("een", "twee", "drie", "vier", "vijf", "zes", "zeven", "acht", "negen", "tien"),
+    "zh": ("一", "两", "三", "四", "五", "六", "七", "八", "九", "十"),
+}
+_ALSO = {"zh": {"二": "2"}, "de": {"zwei": "2"}, "pt": {"duas": "2"}}
+
+
+def _with_digits(text: str, code: str) -> str:
+    """``text`` with the number words one to ten of ``code`` before a time unit as digits."""
+    words = _NUMBERS.get(code)
+    if not words:
+        return text
+    table = {w: str(i) for i, w in enumerate(words, start=1)} | _ALSO.get(code, {})
+    if code == "zh":
+        return re.sub(r"([一两二三四五六七八九十])(?=(天|周|星期|个月|年))", lambda m: table[m.group(1)], text)
+    pattern = r"\b(" + "|".join(map(re.escape, table)) + r")\b(?=\s+\w)"
+    return re.sub(pattern, lambda m: table.get(m.group(1).casefold(), m.group(1)), text, flags=re.I)
+
+
+def _period_window(when: datetime, period: str) -> tuple[datetime, datetime]:
+    start = when.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "week":
+        start = start - timedelta(days=start.weekday())
+        return start, start + timedelta(days=7)
+    if period == "month":
+        start = start.replace(day=1)
+        return start, (start + timedelta(days=32)).replace(day=1)
+    if period == "year":
+        start = start.replace(month=1, day=1)
+        return start, start.replace(year=start.year + 1)
+    return start, start + timedelta(days=1)
+
+
+def time_window(utterance: str, now: datetime, lang: str | None = None) -> Window | None:
+    """The window of time the utterance's time words name ("yesterday", "last week", "in May",
+    "two days ago", "letzte Woche", "上周"), in ``now``'s time zone, or None when it names none
+    (or the parser, the ``dates`` extra, is not installed).
+
+    ``dateparser`` finds the words and says their period (day, week, month, year); the window
+    is that whole period: a day from midnight, a week from Monday, a calendar month or year. A
+    date after ``now`` is no window (memories are of the past). A found date whose words are
+    all stop words ("we" read as Wednesday) is ignored.
+    """
+    if not utterance.strip() or not parser_available():
+        return None
+    code = language(lang)
+    text = _with_digits(utterance, code)
+    if not _might_say_when(text, code):
+        return None
+    from dateparser.date import DateDataParser
+    from dateparser.search import search_dates
+
+    from ovos_memory_plugins.text import stop_words
+
+    naive = now.replace(tzinfo=None)
+    settings = {"RELATIVE_BASE": naive, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True}
+    parser = _PARSER_STATE.get(("parser", code))
+    if parser is None:
+        parser = DateDataParser(languages=[code], settings=settings)
+        _PARSER_STATE[("parser", code)] = parser
+    stops = stop_words(code)
+    candidates: list[str] = []
+    for found, _ in search_dates(text, languages=[code], settings=settings) or []:
+        words = _WORD.findall(found.casefold())
+        if code == "zh" or len(words) > 1 or (words and words[0] not in stops):  # not "we" as Wednesday
+            candidates.append(found)
+    if not candidates:  # a phrase the search missed in a long sentence ("la semana pasada")
+        folded = text.casefold()
+        candidates = [p for p in _vocabulary(code)[1] if " " in p and p in folded][:1]
+    for found in sorted(candidates, key=len, reverse=True):
+        data = parser.get_date_data(found)
+        when = data.date_obj
+        if when is None:
+            continue
+        if when > naive + timedelta(hours=1):
+            continue
+        start, end = _period_window(when, data.period or "day")
+        zone = now.tzinfo or timezone.utc
+        return start.replace(tzinfo=zone).timestamp(), end.replace(tzinfo=zone).timestamp()
+    return None
