@@ -144,7 +144,8 @@ def test_tool_mode_without_history_and_query_history_mode(tmp_path) -> None:
         msgs = mem.build_conversation_context("where is the kayak", "s")
         assert [m.role for m in msgs] == [MessageRole.ASSISTANT, MessageRole.TOOL, MessageRole.USER]
         assert msgs[0].tool_calls[0].arguments == {"query": "where is the kayak"}
-        assert msgs[1].content == "Today is Sunday, 2026-03-01.\n- [2026-03-01 09:05] the kayak is stored in the boathouse"
+        dated = "- [2026-03-01 09:05] the kayak is stored in the boathouse"
+        assert msgs[1].content == "Today is Sunday, 2026-03-01.\n" + dated
         mem.update_history(exchange("tell me about the kayak", "it is blue"), "s")
         msgs = mem.build_conversation_context("and where is it", "s")
         assert msgs[-3].role == MessageRole.ASSISTANT and msgs[-3].content == "it is blue"

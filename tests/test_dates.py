@@ -33,7 +33,10 @@ class Clock:
 
 
 def say(mem: LexicalMemory, user: str, assistant: str, session: str = "s") -> None:
-    pair = [AgentMessage(role=MessageRole.USER, content=user), AgentMessage(role=MessageRole.ASSISTANT, content=assistant)]
+    pair = [
+        AgentMessage(role=MessageRole.USER, content=user),
+        AgentMessage(role=MessageRole.ASSISTANT, content=assistant),
+    ]
     mem.update_history(pair, session)
 
 
@@ -95,9 +98,9 @@ def _prompt(mem: LexicalMemory, utterance: str) -> str:
 @pytest.mark.parametrize(
     ("lang", "label", "today"),
     [
-        ("en", "[2026-09-05, 3 months ago] Q: My sister Ingrid lives in Tromsø", "Today is Wednesday, 2026-12-02."),
-        ("de", "[2026-09-05, vor 3 Monaten] Q: My sister Ingrid lives in Tromsø", "Heute ist Mittwoch, der 2026-12-02."),
-        ("es", "[2026-09-05, hace 3 meses] Q: My sister Ingrid lives in Tromsø", "Hoy es miércoles, 2026-12-02."),
+        ("en", "[2026-09-05, 3 months ago] Q: My sister Ingrid lives", "Today is Wednesday, 2026-12-02."),
+        ("de", "[2026-09-05, vor 3 Monaten] Q: My sister Ingrid lives", "Heute ist Mittwoch, der 2026-12-02."),
+        ("es", "[2026-09-05, hace 3 meses] Q: My sister Ingrid lives", "Hoy es miércoles, 2026-12-02."),
     ],
 )
 def test_the_prompt_dates_each_memory_in_the_memory_language(tmp_path: Path, lang: str, label: str, today: str) -> None:
