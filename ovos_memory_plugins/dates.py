@@ -36,6 +36,7 @@ __all__ = [
     "clock_of",
     "language",
     "memory_time",
+    "month_label",
     "newer_word",
     "parser_available",
     "relative_phrase",
@@ -70,6 +71,8 @@ def clock_of(clock: Clock | None) -> Clock:
 _EN = {
     "today": "today",
     "newer": "newer",
+    "this_month": "this month",
+    "last_month": "last month",
     "yesterday": "yesterday",
     "day": ("{n} day ago", "{n} days ago"),
     "week": ("{n} week ago", "{n} weeks ago"),
@@ -84,6 +87,8 @@ _PHRASES: dict[str, dict[str, Any]] = {
     "de": {
         "today": "heute",
         "newer": "neuer",
+        "this_month": "diesen Monat",
+        "last_month": "letzten Monat",
         "yesterday": "gestern",
         "day": ("vor {n} Tag", "vor {n} Tagen"),
         "week": ("vor {n} Woche", "vor {n} Wochen"),
@@ -96,6 +101,8 @@ _PHRASES: dict[str, dict[str, Any]] = {
     "es": {
         "today": "hoy",
         "newer": "más reciente",
+        "this_month": "este mes",
+        "last_month": "el mes pasado",
         "yesterday": "ayer",
         "day": ("hace {n} día", "hace {n} días"),
         "week": ("hace {n} semana", "hace {n} semanas"),
@@ -108,6 +115,8 @@ _PHRASES: dict[str, dict[str, Any]] = {
     "fr": {
         "today": "aujourd'hui",
         "newer": "plus récent",
+        "this_month": "ce mois-ci",
+        "last_month": "le mois dernier",
         "yesterday": "hier",
         "day": ("il y a {n} jour", "il y a {n} jours"),
         "week": ("il y a {n} semaine", "il y a {n} semaines"),
@@ -120,6 +129,8 @@ _PHRASES: dict[str, dict[str, Any]] = {
     "pt": {
         "today": "hoje",
         "newer": "mais recente",
+        "this_month": "este mês",
+        "last_month": "o mês passado",
         "yesterday": "ontem",
         "day": ("há {n} dia", "há {n} dias"),
         "week": ("há {n} semana", "há {n} semanas"),
@@ -140,6 +151,8 @@ _PHRASES: dict[str, dict[str, Any]] = {
     "it": {
         "today": "oggi",
         "newer": "più recente",
+        "this_month": "questo mese",
+        "last_month": "il mese scorso",
         "yesterday": "ieri",
         "day": ("{n} giorno fa", "{n} giorni fa"),
         "week": ("{n} settimana fa", "{n} settimane fa"),
@@ -152,6 +165,8 @@ _PHRASES: dict[str, dict[str, Any]] = {
     "nl": {
         "today": "vandaag",
         "newer": "nieuwer",
+        "this_month": "deze maand",
+        "last_month": "vorige maand",
         "yesterday": "gisteren",
         "day": ("{n} dag geleden", "{n} dagen geleden"),
         "week": ("{n} week geleden", "{n} weken geleden"),
@@ -164,6 +179,8 @@ _PHRASES: dict[str, dict[str, Any]] = {
     "zh": {
         "today": "今天",
         "newer": "较新",
+        "this_month": "本月",
+        "last_month": "上个月",
         "yesterday": "昨天",
         "day": ("{n}天前", "{n}天前"),
         "week": ("{n}周前", "{n}周前"),
@@ -249,6 +266,30 @@ def when_label(ts: float | None, now: datetime, lang: str | None = None, mode: s
     if mode == "relative":
         return f"{phrase}, {then.strftime('%H:%M')}" if recent else phrase
     return f"{absolute}, {phrase}"
+
+
+def month_label(month: str, now: datetime, lang: str | None = None, mode: str = "both") -> str:
+    """The label of a note dated by its month (``YYYY-MM``): ``2026-09, 3 months ago``,
+    ``2026-12, this month``, ``2026-11, last month`` (``both`` and ``relative``; the month stays,
+    since the notes' rule "the newer [YYYY-MM] date wins" reads it); the month alone for
+    ``absolute`` and ``off``, and for a text that is no ``YYYY-MM`` month."""
+    if mode in ("off", "absolute") or not re.fullmatch(r"\d{4}-\d{2}", month):
+        return month
+    words = _PHRASES[language(lang)]
+    year, number = int(month[:4]), int(month[5:])
+    behind = (now.year - year) * 12 + now.month - number
+    if behind < 0:
+        phrase = str(words["later"])
+    elif behind == 0:
+        phrase = str(words["this_month"])
+    elif behind == 1:
+        phrase = str(words["last_month"])
+    elif behind < 12:
+        phrase = str(words["month"][1]).format(n=behind)
+    else:
+        n = behind // 12
+        phrase = str(words["year"][0 if n == 1 else 1]).format(n=n)
+    return f"{month}, {phrase}"
 
 
 def today_line(now: datetime, lang: str | None = None) -> str:

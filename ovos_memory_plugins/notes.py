@@ -73,7 +73,7 @@ from typing import Any, ClassVar, Literal
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.concurrency import DaemonPool
 from ovos_memory_plugins.config import ParsedConfig, option
-from ovos_memory_plugins.dates import Clock
+from ovos_memory_plugins.dates import Clock, month_label
 from ovos_memory_plugins.errors import BackendError, CorruptFileError, StorageError
 from ovos_memory_plugins.index import IndexedMemory
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm, parse_json_reply
@@ -608,7 +608,7 @@ class NotesMemory(IndexedMemory):
             max_notes=o.max_notes_in_context,
             newest=o.newest_in_context,
             max_chars=o.max_context_chars,
-            line=prompt_line,
+            line=self._dated_line,
             rank=lambda query, k: [i for i, _ in self._ranked(notes, query, k)],
         )
 
@@ -623,9 +623,18 @@ class NotesMemory(IndexedMemory):
         total = self._total_chars(notes)
         shown = f"; showing {len(chosen)} of {len(notes)} notes" if len(chosen) < len(notes) else ""
         meter = f"[notes: {total:,} of {self.options.max_context_chars:,} characters used{shown}]"
-        lines = "\n".join(prompt_line(n) for n in chosen)
+        lines = "\n".join(self._dated_line(n) for n in chosen)
         header = self.options.header
         return [f"{header}\n{meter}\n{lines}" if header else f"{meter}\n{lines}"]
+
+    def _dated_line(self, note: Note) -> str:
+        """A note as the prompt shows it: ``- [2026-09, 3 months ago] fact``, its month dated like
+        every recalled memory (``context.dates``, the memory's language); ``- [2026-09] fact``
+        (its ``MEMORY.md`` line) with ``absolute`` or ``off``."""
+        mode = self.settings.context.dates
+        if not note.date or mode in ("off", "absolute"):
+            return prompt_line(note)
+        return f"- [{month_label(note.date, self.clock(), self.memory_lang, mode)}] {note.text}"
 
     def _total_chars(self, notes: list[Note]) -> int:
         with self._cache_lock:

@@ -62,7 +62,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import option
-from ovos_memory_plugins.dates import Clock
+from ovos_memory_plugins.dates import Clock, when_label
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.notebook import as_fact, change_for, match_note, refused, select_for_prompt
 from ovos_memory_plugins.protocols import Note, NoteChange
@@ -509,7 +509,11 @@ class StickyOptions:
     newest_in_context: int = option(3, doc="How many of the newest notes always go in once over budget.", minimum=0)
     max_context_chars: int = option(2000, doc="Characters of notes sent per turn at most.", minimum=0)
     max_note_chars: int = option(300, doc="A note longer than this is cut (at a word boundary).", minimum=20)
-    show_dates: bool = option(True, doc="Show each note's date (UTC) after it.")
+    show_dates: bool = option(
+        True,
+        doc="Show each note's date, like every recalled memory's (`context.dates`: `[2026-12-01 18:30, "
+        "yesterday]` before it; with `off`, `(2026-12-01)` after it, UTC).",
+    )
     header: str = option(DEFAULT_STICKY_HEADER, doc="Text placed before the notes.")
     forget_min_score: float = option(
         0.6,
@@ -687,10 +691,10 @@ class StickyMemory(BaseRetrievalMemory):
                 return existing, False
             note_id = self.document_id(session_id, text)
             meta = dict(metadata or {})
-            self.store_db.put(note_id, text, session_id, lang=lang, metadata=meta)
+            self.store_db.put(note_id, text, session_id, lang=lang, metadata=meta, now=self.now())
             note = self.store_db.get(note_id)
         if note is None:  # only if another process deleted it in between
-            now = time.time()
+            now = self.now()
             note = StickyRow(note_id, text, session_id, now, now, lang, meta)
         return note, True
 
@@ -945,10 +949,16 @@ class StickyMemory(BaseRetrievalMemory):
     # -- rendering ---------------------------------------------------------------------------
 
     def _line(self, note: StickyRow) -> str:
+        """``- [2026-12-01 18:30, yesterday] "text"``: dated like every recalled memory
+        (``context.dates``, in the note's language); ``- "text" (2026-12-01)`` with
+        ``context.dates`` off; no date without ``show_dates``."""
         line = "- " + _quote(note.text)
-        if self.options.show_dates:
-            line += f" ({_date(note.created)})"
-        return line
+        if not self.options.show_dates:
+            return line
+        mode = self.settings.context.dates
+        if mode == "off":
+            return line + f" ({_date(note.created)})"
+        return f"- [{when_label(note.created, self.clock(), note.lang, mode)}] {_quote(note.text)}"
 
     def _render(self, header: str, rows: list[StickyRow], utterance: str) -> str:
         """``header`` and the notes the shared selection picks from ``rows`` (oldest first)."""

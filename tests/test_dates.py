@@ -191,6 +191,33 @@ def test_an_earlier_file_gets_created_from_its_metadata_time(tmp_path: Path) -> 
         assert [d.created for d in mem.storage.documents.iter()] == [1000000.0]
 
 
+def test_month_labels_of_curated_notes() -> None:
+    from ovos_memory_plugins.dates import month_label
+
+    assert month_label("2026-09", NOW) == "2026-09, 3 months ago"
+    assert month_label("2026-12", NOW, "de") == "2026-12, diesen Monat"
+    assert month_label("2026-11", NOW, "es") == "2026-11, el mes pasado"
+    assert month_label("2024-11", NOW, "zh") == "2024-11, 2年前"
+    assert month_label("2026-09", NOW, "en", "absolute") == "2026-09"
+    assert month_label("next week", NOW) == "next week"
+
+
+def test_notes_and_sticky_notes_are_dated_like_memories(tmp_path: Path) -> None:
+    from ovos_memory_plugins.notes import NotesMemory
+    from ovos_memory_plugins.sticky import StickyMemory
+
+    with NotesMemory({"root": str(tmp_path / "n")}, clock=Clock(NOW)) as notes:
+        notes.remember("[2026-09] User's sister Ingrid lives in Tromsø")
+        block = notes.context_blocks("Ingrid", "s")[0]
+    assert "- [2026-09, 3 months ago] User's sister Ingrid lives in Tromsø" in block
+    clock = Clock(datetime(2026, 12, 1, 18, 30, tzinfo=UTC))
+    with StickyMemory({"root": str(tmp_path / "s")}, clock=clock) as sticky:
+        sticky.remember("the spare key is under the blue pot", session_id="s")
+        clock.now = NOW
+        text = "\n".join(sticky.context_blocks("hello", "s"))
+    assert '- [2026-12-01 18:30, yesterday] "the spare key is under the blue pot"' in text
+
+
 # -- time words in the utterance ---------------------------------------------------------------
 
 dateparser = pytest.importorskip("dateparser", reason="the dates extra (dateparser) is not installed")

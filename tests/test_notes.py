@@ -60,7 +60,7 @@ def test_notes_travel_every_turn_with_a_meter(tmp_path: Path) -> None:
         text = system_text(mem, "hello")
         assert text.startswith("You are Ada.\n\n")
         month = time.strftime("%Y-%m")
-        assert f"- [{month}] User's cat is called Bartholomew" in text
+        assert f"- [{month}, this month] User's cat is called Bartholomew" in text
         assert "[notes: " in text and "of 8,000 characters used]" in text
         assert (tmp_path / "mem" / "MEMORY.md").read_text().count("Bartholomew") == 1
 

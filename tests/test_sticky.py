@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -206,14 +207,19 @@ def test_remember_recall_in_a_later_session_and_after_a_restart(tmp_path: Path, 
         assert json.dumps(fact, ensure_ascii=False) in later and "You just saved" not in later
     with make(tmp_path) as mem:  # a restart: a new instance on the same root
         context = system_text(mem.build_conversation_context("hello again", "another"))
-        assert note_lines(context) == [f"- {json.dumps(fact, ensure_ascii=False)} ({_today()})"]
+        assert _dated(note_lines(context)) == [f"- {json.dumps(fact, ensure_ascii=False)}"]
         assert mem.notes()[0].session_id == "kitchen"
 
 
-def _today() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d")
+def _dated(lines: list[str]) -> list[str]:
+    """The note lines with their date label (``[YYYY-MM-DD HH:MM, <today>] ``) taken off, each
+    checked to carry one."""
+    out = []
+    for line in lines:
+        found = re.fullmatch(r"- \[\d{4}-\d\d-\d\d \d\d:\d\d, [^\]]+\] (.*)", line)
+        assert found, line
+        out.append("- " + found.group(1))
+    return out
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -246,9 +252,9 @@ def test_what_do_you_remember(tmp_path: Path, lang: str) -> None:
         mem.build_conversation_context(case["remember2"][0], "s")
         context = system_text(mem.build_conversation_context(case["list"], "s2"))
         assert "The user asks what you remember" in context
-        assert note_lines(context) == [
-            f"- {json.dumps(case['remember'][1], ensure_ascii=False)} ({_today()})",
-            f"- {json.dumps(case['remember2'][1], ensure_ascii=False)} ({_today()})",
+        assert _dated(note_lines(context)) == [
+            f"- {json.dumps(case['remember'][1], ensure_ascii=False)}",
+            f"- {json.dumps(case['remember2'][1], ensure_ascii=False)}",
         ]
         assert len(mem.notes()) == 2  # listing changes nothing
 
@@ -277,7 +283,7 @@ def test_hostile_facts_stay_quoted_data(tmp_path: Path, lang: str) -> None:
         context = system_text(mem.build_conversation_context("hello", "s"))
         block = context.split("Sticky notes:", 1)[1]
         lines = block.splitlines()[1:]
-        assert len(lines) == 2 and all(line.startswith('- "') for line in lines)
+        assert len(lines) == 2 and all(line.startswith('- "') for line in _dated(lines))
         assert '\\"' in lines[0] and "\\n- SYSTEM" in lines[1]
         assert "data, not instructions" in context
 
@@ -372,7 +378,7 @@ def test_what_do_you_remember_about_a_topic(tmp_path: Path) -> None:
         mem.remember("my sister is called Joana", "s")
         context = system_text(mem.build_conversation_context("What do you remember about my bike?", "s"))
         assert 'about "my bike"' in context
-        assert note_lines(context) == [f'- "my bike is red" ({_today()})']
+        assert _dated(note_lines(context)) == ['- "my bike is red"']
         context = system_text(mem.build_conversation_context("what do you remember about volcanoes", "s"))
         assert "None of your saved notes is about that" in context
 
