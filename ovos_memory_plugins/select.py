@@ -14,7 +14,8 @@
    query that matches many turns about equally brings several;
 5. at most ``limit`` hits.
 
-Then :func:`prompt_memories` (the base's recall and the composite's both end there):
+Then :func:`prompt_memories` (the base's recall and the composite's both end there; last of
+all, :func:`newer_first` puts the newer of memories about the same thing first):
 :func:`merge_adjacent` joins hits that are consecutive exchanges of one conversation (the caller
 says which follows which) into one memory, in time order: the prompt shows a stretch of a past
 conversation once, as one chunk, instead of its exchanges as separate memories each with the
@@ -33,6 +34,7 @@ See ``docs/recall.md``.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -40,18 +42,21 @@ from itertools import pairwise
 from typing import Any
 
 from ovos_memory_plugins.common import MemoryHit, exchange_text, normalize_content
+from ovos_memory_plugins.dates import memory_time
 from ovos_memory_plugins.text import cut_long, query_terms, tokenize
 
 __all__ = [
     "CONTEXT_CHARS",
     "CONTEXT_MAX_TERMS",
     "HEAD_CHARS",
+    "SAME_THING_OVERLAP",
     "clip_context",
     "excerpt",
     "excerpt_hits",
     "excerpt_terms",
     "merge_adjacent",
     "needs_context",
+    "newer_first",
     "prompt_memories",
     "recall_query",
     "select_hits",
@@ -323,6 +328,67 @@ def prompt_memories(
 ) -> list[MemoryHit]:
     """The memories a turn shows, from its chosen hits: consecutive exchanges joined
     (:func:`merge_adjacent`), then each shortened around ``query``'s ``terms`` to ``budget``
-    characters per exchange (:func:`excerpt_hits`). The base's recall and the composite's both
-    end here, each passing the terms of its memory's language."""
-    return excerpt_hits(merge_adjacent(chosen, follows), query, budget, terms)
+    characters per exchange (:func:`excerpt_hits`), then the newer of memories about the same
+    thing first (:func:`newer_first`). The base's recall and the composite's both end here,
+    each passing the terms of its memory's language."""
+    return newer_first(excerpt_hits(merge_adjacent(chosen, follows), query, budget, terms), query, terms)
+
+
+#: Two recalled memories are about the same thing when their user turns share at least this
+#: share of the smaller one's content terms (the overlap coefficient) and one of the query's.
+SAME_THING_OVERLAP = 1 / 3
+
+
+def _user_terms(text: str, terms: Callable[[str], frozenset[str]]) -> frozenset[str]:
+    """The content terms of a memory's user turns (its ``Q:`` lines; the whole text when it
+    has none)."""
+    users = [line[3:] for line in text.split("\n") if line.startswith("Q: ")]
+    return terms("\n".join(users) if users else text)
+
+
+def newer_first(
+    hits: Sequence[MemoryHit], query: str, terms: Callable[[str], frozenset[str]] = excerpt_terms
+) -> list[MemoryHit]:
+    """``hits`` with the newer of memories about the same thing first, marked; never mutates.
+
+    "About the same thing", simply: two memories whose user turns share at least
+    :data:`SAME_THING_OVERLAP` of the smaller one's content terms (``terms``: without the stop
+    words of the memory's language) and at least one of the query's terms ("I stream on
+    Tuesdays" / "No, I moved my stream to Thursdays", asked "when do I stream?"). Whether they
+    disagree is not judged: the newer one is put first, so a changed fact is read in its latest
+    form, and the older stays, with its date. Memories joined this way keep the places the
+    group held in the ranking, filled newest first (``metadata["time"]``; a memory without a
+    time keeps its place); the newest gets ``metadata["newer"] = True``, which the prompt shows
+    in its date label.
+    """
+    timed = [i for i, h in enumerate(hits) if memory_time(h.metadata) is not None]
+    if len(timed) < 2:
+        return list(hits)
+    wanted = terms(query)
+    own = {i: _user_terms(hits[i].content, terms) for i in timed}
+    parent = {i: i for i in timed}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for a, b in itertools.combinations(timed, 2):
+        ta, tb = own[a], own[b]
+        if not ta or not tb or not (ta & tb & wanted):
+            continue
+        if len(ta & tb) / min(len(ta), len(tb)) >= SAME_THING_OVERLAP:
+            parent[root(b)] = root(a)
+    groups: dict[int, list[int]] = {}
+    for i in timed:
+        groups.setdefault(root(i), []).append(i)
+    out = list(hits)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        by_age = sorted(members, key=lambda i: -(memory_time(hits[i].metadata) or 0.0))
+        for slot, i in zip(sorted(members), by_age, strict=True):
+            out[slot] = hits[i]
+        newest = by_age[0]
+        out[min(members)] = replace(hits[newest], metadata={**hits[newest].metadata, "newer": True})
+    return out

@@ -127,7 +127,9 @@ def test_a_stretch_of_one_sitting_carries_one_date_and_a_later_sitting_its_own(t
     assert text.count("[2026-09-05") == 1  # the two exchanges minutes apart: one chunk, one date
     assert "[2026-09-05, 3 months ago] Q: the kayak club meets at the lake" in text
     assert "\n  Q: the kayak club fee is 40 euros" in text
-    assert "[2026-12-01 18:30, yesterday] Q: the kayak club moved" in text
+    # about the same thing as the older stretch (the kayak club): first, and marked the newer
+    assert "[2026-12-01 18:30, yesterday, newer] Q: the kayak club moved" in text
+    assert text.index("the kayak club moved") < text.index("the kayak club meets")
 
 
 def test_dates_off_leaves_the_prompt_undated(tmp_path: Path) -> None:
@@ -305,3 +307,43 @@ def test_a_german_memory_reads_german_time_words(tmp_path: Path) -> None:
         clock.now = NOW
         text = _prompt(mem, "Was habe ich dir letzte Woche erzählt?")
     assert "[2026-11-25, vor 7 Tagen] Q: Ich habe Tulpen gepflanzt" in text
+
+
+# -- the newer fact first ----------------------------------------------------------------------
+
+
+def test_the_newer_of_two_memories_about_the_same_thing_comes_first_marked(tmp_path: Path) -> None:
+    clock = Clock(datetime(2026, 3, 3, 20, 0, tzinfo=UTC))
+    with LexicalMemory({"root": str(tmp_path / "m"), "max_history": 0}, clock=clock) as mem:
+        say(mem, "I stream on Tuesdays, every Tuesday evening", "Tuesdays, noted.")
+        clock.now = datetime(2026, 11, 10, 20, 0, tzinfo=UTC)
+        say(mem, "No, I moved my stream to Thursdays", "Thursdays it is.")
+        clock.now = datetime(2026, 11, 12, 9, 0, tzinfo=UTC)
+        say(mem, "my cat knocks the stream camera over", "Oh no.")
+        clock.now = NOW
+        hits = mem.recall("what day do I stream on Tuesdays or other days?", "s", [])
+        text = _prompt(mem, "what day do I stream on Tuesdays or other days?")
+    firsts = [h.content.split("\n")[0] for h in hits]
+    assert firsts.index("Q: No, I moved my stream to Thursdays") < firsts.index(
+        "Q: I stream on Tuesdays, every Tuesday evening"
+    )
+    assert hits[firsts.index("Q: No, I moved my stream to Thursdays")].metadata.get("newer") is True
+    assert "[2026-11-10, 3 weeks ago, newer] Q: No, I moved my stream to Thursdays" in text
+    assert "[2026-03-03, 9 months ago] Q: I stream on Tuesdays" in text  # the older stays, dated
+
+
+def test_newer_first_leaves_unrelated_memories_in_their_ranked_places() -> None:
+    from ovos_memory_plugins.common import MemoryHit
+    from ovos_memory_plugins.select import excerpt_terms, newer_first
+
+    hits = [
+        MemoryHit("Q: I stream on Tuesdays\nA: ok", "a", 3.0, {"time": at(2026, 1, 1)}),
+        MemoryHit("Q: my sister Ingrid lives in Tromsø\nA: ok", "b", 2.0, {"time": at(2026, 5, 1)}),
+        MemoryHit("Q: I moved my stream to Thursdays\nA: ok", "c", 1.0, {"time": at(2026, 6, 1)}),
+        MemoryHit("Q: an undated stream note\nA: ok", "d", 0.5, {}),
+    ]
+    out = newer_first(hits, "when do I stream", excerpt_terms)
+    assert [h.source for h in out] == ["c", "b", "a", "d"]
+    assert out[0].metadata["newer"] is True and "newer" not in out[2].metadata
+    assert "newer" not in hits[2].metadata  # never mutates
+    assert [h.source for h in newer_first(hits, "Ingrid Tromsø", excerpt_terms)] == ["a", "b", "c", "d"]
