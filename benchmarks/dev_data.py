@@ -8,6 +8,7 @@ questions and the evidence references are the same for all of them, so they live
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "bench"
+# ``OVOS_MEMORY_BENCH_DATA`` points elsewhere (a git worktree has no ../shared next to it)
+DATA = Path(os.environ.get("OVOS_MEMORY_BENCH_DATA") or ROOT.parent / "shared" / "bench")
 LONGMEMEVAL = Path("longmemeval") / "longmemeval_s_dev.json"
 LOCOMO = Path("locomo") / "locomo_dev.json"
 
@@ -40,6 +42,7 @@ class LongMemEvalQuestion:
     question_type: str
     sessions: list[LongMemEvalSession]
     answer: str = ""
+    date: str = ""  # when the question is asked (``question_date``)
 
 
 def longmemeval_questions(data: Path = DATA) -> Iterator[LongMemEvalQuestion]:
@@ -55,7 +58,12 @@ def longmemeval_questions(data: Path = DATA) -> Iterator[LongMemEvalQuestion]:
             )
         ]
         yield LongMemEvalQuestion(
-            str(q["question_id"]), str(q["question"]), str(q["question_type"]), sessions, str(q.get("answer", ""))
+            str(q["question_id"]),
+            str(q["question"]),
+            str(q["question_type"]),
+            sessions,
+            str(q.get("answer", "")),
+            str(q.get("question_date", "")),
         )
 
 

@@ -35,6 +35,20 @@ USER message. Figures, per set and setup:
 * **p50/p95 ms**, **CPU p50/p95**: latency of ``build_conversation_context``, wall clock and CPU
   time of the process (on a shared machine the wall clock includes waiting for a core).
 
+Time: each session is fed at its date through the memory's ``clock=`` seam (LongMemEval's
+``haystack_dates``, LoCoMo's ``session_N_date_time``; an exchange every 30 seconds) and each
+question asked at its date (LongMemEval's ``question_date``; LoCoMo gives none: a day after the
+last session). ``--undated`` feeds no dates (the run's own time); a memory whose constructor has
+no ``clock`` is fed undated. Per question type it also prints:
+
+* **dated**: of the memories that reached the prompt holding a relevant exchange, the share whose
+  label (``[YYYY-MM-DD``) is the date of a session they hold evidence of;
+* **ans in prompt**: the share of questions whose normalised reference answer occurs in the
+  prompt's memory messages (derived answers, "3.5 weeks", never do);
+* **newest 1st**: of the questions whose evidence lies in sessions of two dates or more and with
+  a relevant memory in the prompt, the share whose first relevant memory holds evidence of the
+  newest such session (knowledge updates: the updated fact first).
+
 Usage (from the project root)::
 
     python benchmarks/persona_path.py lexical [more setups ...] [--sets longmemeval,locomo]
@@ -50,14 +64,18 @@ for a quick run. Skips (exit code 0, a clear message) when the data folder is ab
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import re
 import statistics
 import sys
 import tempfile
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +122,7 @@ class Ask:
     relevant: set[str]
     category: str
     answer: str = ""
+    when: float | None = None  # the question's date (seconds since the epoch), when the set gives one
 
 
 @dataclass
@@ -113,6 +132,18 @@ class Unit:
     name: str
     sessions: list[tuple[str, list[Exchange]]] = field(default_factory=list)
     asks: list[Ask] = field(default_factory=list)
+    dates: dict[str, float] = field(default_factory=dict)  # session id -> its date, when the set gives one
+
+
+def parse_date(text: str) -> float | None:
+    """A data set's date as seconds since the epoch (UTC): LongMemEval's ``2023/04/23 (Sun) 18:14``
+    or LoCoMo's ``1:56 pm on 8 May, 2023``; None for anything else."""
+    for fmt in ("%Y/%m/%d (%a) %H:%M", "%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            continue
+    return None
 
 
 def longmemeval_units() -> Iterator[Unit]:
@@ -145,8 +176,11 @@ def longmemeval_units() -> Iterator[Unit]:
                     relevant.add(tag)
                 exchanges.append(ex)
             unit.sessions.append((session.session_id, exchanges))
+            when = parse_date(session.date)
+            if when is not None:
+                unit.dates[session.session_id] = when
         if relevant:
-            unit.asks.append(Ask(q.question, relevant, q.question_type, q.answer))
+            unit.asks.append(Ask(q.question, relevant, q.question_type, q.answer, parse_date(q.date)))
             yield unit
 
 
@@ -166,10 +200,15 @@ def locomo_units() -> Iterator[Unit]:
                 known |= ex.tags
                 exchanges.append(ex)
             unit.sessions.append((session.key, exchanges))
+            when = parse_date(session.date)
+            if when is not None:
+                unit.dates[session.key] = when
+        # LoCoMo gives no question dates: the questions are asked a day after the last session
+        asked = max(unit.dates.values()) + 86400 if unit.dates else None
         for qa in conv.qa:
             refs = locomo_evidence(qa, known)
             if refs:
-                unit.asks.append(Ask(str(qa["question"]), refs, locomo_category(qa)))
+                unit.asks.append(Ask(str(qa["question"]), refs, locomo_category(qa), str(qa.get("answer", "")), asked))
         yield unit
 
 
@@ -195,6 +234,7 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     per_category: dict[str, list[int]] = field(default_factory=dict)
+    per_type: dict[str, Counter[str]] = field(default_factory=dict)
 
     def row(self) -> dict[str, float]:
         n = max(self.questions, 1)
@@ -218,12 +258,38 @@ class Tally:
         }
 
 
-def feed(mem: Any, unit: Unit) -> None:
-    """Record ``unit``'s sessions in ``mem`` as the host does: ``update_history`` per exchange."""
+class BenchClock:
+    """The memory's clock (its ``clock=`` seam): set to each session's date while it is fed, and to
+    the question's date when it is asked."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def set(self, when: float) -> None:
+        self.now = datetime.fromtimestamp(when, tz=timezone.utc)
+
+
+def takes_clock(cls: type[Any]) -> bool:
+    """Whether the memory class's constructor has a ``clock`` argument."""
+    try:
+        return "clock" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def feed(mem: Any, unit: Unit, clock: BenchClock | None = None) -> None:
+    """Record ``unit``'s sessions in ``mem`` as the host does: ``update_history`` per exchange;
+    with ``clock``, each session at its date (an exchange every 30 seconds: one sitting)."""
     from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
     for session_id, exchanges in unit.sessions:
-        for ex in exchanges:
+        start = unit.dates.get(session_id)
+        for i, ex in enumerate(exchanges):
+            if clock is not None and start is not None:
+                clock.set(start + 30.0 * i)
             msgs = []
             if ex.user:
                 msgs.append(AgentMessage(role=MessageRole.USER, content=ex.user))
@@ -270,19 +336,64 @@ def _injected(prompt: list[Any], unit: Unit, prefix: str = "- ") -> tuple[list[E
     return list(found.values()), list(in_chunk.values()), memory_text
 
 
-def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limit: int | None) -> Tally:
-    """Feed each unit to a fresh memory and ask its questions in a new session."""
+_LABEL_DATE = re.compile(r"\[(\d{4}-\d{2}-\d{2})")
+
+
+def _dated_memories(prompt: list[Any], unit: Unit, ask: Ask, prefix: str) -> tuple[int, int, bool | None]:
+    """Of the prompt's memories that hold a relevant exchange: how many, how many carry in their
+    label (``[YYYY-MM-DD``) the date of a session they hold a relevant exchange of, and whether the
+    first of them holds one of the newest session with evidence (None when the evidence is in
+    sessions of fewer than two dates, or no relevant memory reached the prompt)."""
+    memory_text = "\n".join(str(m.content or "") for m in prompt[:-1])
+    chunks: list[list[str]] = [[]]
+    for line in memory_text.splitlines():
+        if prefix.strip() and line.startswith(prefix):
+            chunks.append([])
+        chunks[-1].append(line)
+    evidence: dict[str, str] = {}  # session id -> its date, for the sessions holding evidence
+    for session_id, exchanges in unit.sessions:
+        if any(ex.tags & ask.relevant for ex in exchanges) and session_id in unit.dates:
+            evidence[session_id] = datetime.fromtimestamp(unit.dates[session_id], tz=timezone.utc).strftime("%Y-%m-%d")
+    newest = max(evidence.values()) if evidence else None
+    relevant = dated = 0
+    first: bool | None = None
+    for chunk in (c for c in chunks if c):
+        text = norm("\n".join(chunk))
+        days = set()
+        for session_id, exchanges in unit.sessions:
+            for ex in exchanges:
+                user, assistant = ex.keys()
+                if ex.tags & ask.relevant and user and assistant and user in text and assistant in text:
+                    days.add(evidence.get(session_id, ""))
+        if not days:
+            continue
+        relevant += 1
+        label = _LABEL_DATE.search(chunk[0])
+        dated += bool(label and label.group(1) in days)
+        if first is None and len(set(evidence.values())) >= 2:
+            first = newest in days
+    return relevant, dated, first
+
+
+def evaluate(
+    cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limit: int | None, *, dates: bool = True
+) -> Tally:
+    """Feed each unit to a fresh memory and ask its questions in a new session; with ``dates``
+    (and a memory that takes ``clock=``), each session at its date and each question at its own."""
     tally = Tally()
     for index, unit in enumerate(units):
         if limit is not None and index >= limit:
             break
         with tempfile.TemporaryDirectory(prefix="persona-path-") as tmp:
-            mem = cls({**config, "root": tmp})
+            clock = BenchClock() if dates and takes_clock(cls) else None
+            mem = cls({**config, "root": tmp}, clock=clock) if clock is not None else cls({**config, "root": tmp})
             context = getattr(getattr(mem, "settings", None), "context", None)
             prefix = str(getattr(context, "chunk_prefix", "- "))
             try:
-                feed(mem, unit)
+                feed(mem, unit, clock)
                 for ask in unit.asks:
+                    if clock is not None and ask.when is not None:
+                        clock.set(ask.when)
                     start, cpu = time.perf_counter(), time.process_time()
                     prompt = mem.build_conversation_context(ask.question, NEW_SESSION)
                     tally.latencies.append(time.perf_counter() - start)
@@ -303,6 +414,20 @@ def evaluate(cls: type[Any], config: dict[str, Any], units: Iterator[Unit], limi
                     cat = tally.per_category.setdefault(ask.category, [0, 0])
                     cat[0] += 1
                     cat[1] += bool(relevant)
+                    kind = tally.per_type.setdefault(ask.category, Counter())
+                    rel_memories, dated, newest_first = _dated_memories(prompt, unit, ask, prefix)
+                    kind["n"] += 1
+                    kind["hit"] += bool(relevant)
+                    kind["mem"] += len(memories)
+                    kind["irr mem"] += sum(not (tags & ask.relevant) for tags in memories)
+                    kind["rel mem"] += rel_memories
+                    kind["dated"] += dated
+                    if len(answer) >= 2:
+                        kind["answers"] += 1
+                        kind["ans in prompt"] += answer in norm(memory_text)
+                    if newest_first is not None:
+                        kind["newest asked"] += 1
+                        kind["newest 1st"] += newest_first
             finally:
                 close = getattr(mem, "close", None)
                 if callable(close):
@@ -339,6 +464,24 @@ def report(set_name: str, tallies: dict[str, Tally], seconds: dict[str, float]) 
     for label, tally in tallies.items():
         cats = ", ".join(f"{cat} {100.0 * h / n:.0f} % (n={n})" for cat, (n, h) in sorted(tally.per_category.items()))
         print(f"  hit per category, {label}: {cats}")
+    for label, tally in tallies.items():
+        print(f"\n  per question type, {label}:")
+        heads = ["n", "hit", "mem/q", "irr mem/q", "dated", "ans in prompt", "newest 1st"]
+        print(f"  {'type':<28}" + "".join(f"{h:>14}" for h in heads))
+        for kind, c in sorted(tally.per_type.items()):
+            n = max(c["n"], 1)
+            cells = [
+                f"{c['n']:>14}",
+                f"{100.0 * c['hit'] / n:>13.1f}%",
+                f"{c['mem'] / n:>14.2f}",
+                f"{c['irr mem'] / n:>14.2f}",
+                f"{100.0 * c['dated'] / c['rel mem']:>13.1f}%" if c["rel mem"] else f"{'-':>14}",
+                f"{100.0 * c['ans in prompt'] / c['answers']:>13.1f}%" if c["answers"] else f"{'-':>14}",
+                f"{100.0 * c['newest 1st'] / c['newest asked']:>9.1f}% n={c['newest asked']}"
+                if c["newest asked"]
+                else f"{'-':>14}",
+            ]
+            print(f"  {kind[:27]:<28}" + "".join(cells))
 
 
 def _setup(name: str, extra: dict[str, Any]) -> tuple[str, type[Any], dict[str, Any]]:
@@ -358,6 +501,9 @@ def main(argv: list[str] | None = None) -> int:
         help='a setup as JSON: {"module": <entry point>, "config": {...}, "label": <name>}',
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N memories of each set")
+    parser.add_argument(
+        "--undated", action="store_true", help="feed no dates: the memory's own clock (the time of the run)"
+    )
     args = parser.parse_args(argv)
     if not DATA.is_dir():
         print(f"SKIPPED: the benchmark data folder {DATA} is absent (see ../shared/bench/README.md).")
@@ -381,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds: dict[str, float] = {}
         for label, cls, config in setups:
             start = time.perf_counter()
-            tallies[label] = evaluate(cls, config, units(), args.limit)
+            tallies[label] = evaluate(cls, config, units(), args.limit, dates=not args.undated)
             seconds[label] = time.perf_counter() - start
         report(set_name, tallies, seconds)
         refused, total = refused_share(units(), args.limit)

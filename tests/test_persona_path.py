@@ -77,3 +77,20 @@ def test_answer_kept_counts_what_shortening_a_long_memory_left(bench: ModuleType
     assert row["ans kept"] == pytest.approx(200 / 3)
     whole = bench.evaluate(LexicalMemory, {"context": {"memory_chars": 0}}, iter([unit]), None).row()
     assert whole["ans kept"] == 100.0 and whole["ctx chars/q"] > row["ctx chars/q"] + 1000
+
+
+def test_sessions_are_fed_at_their_dates_and_counted_dated(bench: ModuleType) -> None:
+    unit = bench.Unit("u")
+    unit.sessions = [
+        ("old", [bench.Exchange("I stream on Tuesdays.", "Tuesdays, noted.", {"a"})]),
+        ("new", [bench.Exchange("I moved my stream to Thursdays.", "Thursdays, noted.", {"b"})]),
+    ]
+    unit.dates = {"old": bench.parse_date("2023/04/23 (Sun) 18:14"), "new": bench.parse_date("8:00 pm on 8 May, 2023")}
+    unit.asks = [bench.Ask("When do I stream?", {"a", "b"}, "knowledge-update", "Thursdays", unit.dates["new"] + 86400)]
+    tally = bench.evaluate(LexicalMemory, {}, iter([unit]), None)
+    kind = tally.per_type["knowledge-update"]
+    assert kind["rel mem"] == 2 and kind["dated"] == 2  # both memories carry their session's date
+    assert kind["newest asked"] == 1 and kind["newest 1st"] == 1  # the update ranked first
+    assert kind["ans in prompt"] == 1
+    undated = bench.evaluate(LexicalMemory, {}, iter([unit]), None, dates=False).per_type["knowledge-update"]
+    assert undated["dated"] == 0  # dated today, not at the sessions' dates
