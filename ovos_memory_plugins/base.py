@@ -886,28 +886,39 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """The hits a turn injects: searched per scope, minus what the history window shows,
         consecutive exchanges of one conversation joined into one memory, each shortened to
         ``context.memory_chars`` per exchange around the query's words (:meth:`excerpt_terms`;
-        docs/recall.md)."""
+        docs/recall.md). When the utterance names a time (:meth:`recall_window`), up to half of
+        the places (rounded up) go first to what was made then: the query's matches in that
+        window, else the window's newest memories; the ordinary hits fill the rest, so a time
+        word that names the event's time rather than the conversation's does not hide them."""
         query = self.recall_query(utterance, history)
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
         in_window = shown_in_window(history)
-        hits: list[MemoryHit] = []
-        listed = False
-        window = self.recall_window(utterance)
-        if window is not None:  # the words' matches made then, else that window's newest memories
-            hits = self.search(query, session_id=scoped, top_k=k + len(in_window), window=window)
-            if not hits:
-                hits = self.made_between(window, k + len(in_window), scoped)
-                listed = bool(hits)
-        if not hits:  # no time words, or nothing in their window: ordinary recall
-            hits = self.search(query, session_id=scoped, top_k=k + len(in_window))
         r = self.settings.retrieval
         relative = r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative
-        terms = None if listed else self.word_terms(query, query=True)
-        own = self.hit_terms(hits) if terms is not None and hits else None
-        chosen = select_hits(
-            hits, limit=k, min_relative=relative, exclude=frozenset(in_window), query_terms=terms, hit_terms=own
-        )
+        terms = self.word_terms(query, query=True)
+
+        def choose(hits: list[MemoryHit], limit: int, by_words: bool = True) -> list[MemoryHit]:
+            own = self.hit_terms(hits) if by_words and terms is not None and hits else None
+            return select_hits(
+                hits,
+                limit=limit,
+                min_relative=relative,
+                exclude=frozenset(in_window),
+                query_terms=terms if by_words else None,
+                hit_terms=own,
+            )
+
+        chosen = choose(self.search(query, session_id=scoped, top_k=k + len(in_window)), k)
+        window = self.recall_window(utterance)
+        if window is not None:  # time words: what was made then comes first (docs/recall.md)
+            dated = self.search(query, session_id=scoped, top_k=k + len(in_window), window=window)
+            matched = bool(dated)
+            if not matched:  # "what did I tell you yesterday?": that window's newest memories
+                dated = self.made_between(window, k + len(in_window), scoped)
+            first = choose(dated, max(1, (k + 1) // 2), by_words=matched) if dated else []
+            seen = {h.source for h in first}
+            chosen = [*first, *(h for h in chosen if h.source not in seen)][:k]
         return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars, self.excerpt_terms)
 
     def recall_window(self, utterance: str) -> Window | None:

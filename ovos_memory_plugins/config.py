@@ -136,8 +136,8 @@ class RetrievalConfig:
     time_words: bool = option(
         True,
         doc='Time words in the utterance ("yesterday", "last week", "in May", "letzte Woche", "上周") '
-        "narrow recall to that window of time: the matching memories made then, else that window's newest "
-        "memories; an empty window falls back to ordinary recall. Needs the `dates` extra "
+        "bring what was made in that window of time first (up to half of the places: the matching memories "
+        "made then, else that window's newest memories); an empty window leaves recall as it is. Needs the `dates` extra "
         "(`pip install ovos-memory-plugins[dates]`) and a keyword index on SQLite; off without them.",
     )
 

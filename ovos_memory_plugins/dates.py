@@ -433,8 +433,9 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
     (or the parser, the ``dates`` extra, is not installed).
 
     ``dateparser`` finds the words and says their period (day, week, month, year); the window
-    is that whole period: a day from midnight, a week from Monday, a calendar month or year. A
-    date after ``now`` is no window (memories are of the past). A found date whose words are
+    is that whole period: a day from midnight, a week from Monday, a calendar month or year;
+    several ("in March and April") span from the first to the end of the last. A date after
+    ``now`` is no window (memories are of the past). A found date whose words are
     all stop words ("we" read as Wednesday) is ignored.
     """
     if not utterance.strip() or not parser_available():
@@ -450,10 +451,7 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
 
     naive = now.replace(tzinfo=None)
     settings = {"RELATIVE_BASE": naive, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True}
-    parser = _PARSER_STATE.get(("parser", code))
-    if parser is None:
-        parser = DateDataParser(languages=[code], settings=settings)
-        _PARSER_STATE[("parser", code)] = parser
+    parser = DateDataParser(languages=[code], settings=settings)  # its settings hold this turn's now
     stops = stop_words(code)
     candidates: list[str] = []
     for found, _ in search_dates(text, languages=[code], settings=settings) or []:
@@ -463,14 +461,15 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
     if not candidates:  # a phrase the search missed in a long sentence ("la semana pasada")
         folded = text.casefold()
         candidates = [p for p in _vocabulary(code)[1] if " " in p and p in folded][:1]
-    for found in sorted(candidates, key=len, reverse=True):
+    windows = []
+    for found in candidates:
         data = parser.get_date_data(found)
         when = data.date_obj
-        if when is None:
+        if when is None or when > naive + timedelta(hours=1):
             continue
-        if when > naive + timedelta(hours=1):
-            continue
-        start, end = _period_window(when, data.period or "day")
-        zone = now.tzinfo or timezone.utc
-        return start.replace(tzinfo=zone).timestamp(), end.replace(tzinfo=zone).timestamp()
-    return None
+        windows.append(_period_window(when, data.period or "day"))
+    if not windows:
+        return None
+    zone = now.tzinfo or timezone.utc  # "in March and April": from the first to the end of the last
+    since, until = min(w[0] for w in windows), max(w[1] for w in windows)
+    return since.replace(tzinfo=zone).timestamp(), until.replace(tzinfo=zone).timestamp()
