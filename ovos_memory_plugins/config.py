@@ -137,8 +137,8 @@ class RetrievalConfig:
         True,
         doc='Time words in the utterance ("yesterday", "last week", "in May", "letzte Woche", "上周") '
         "bring what was made in that window of time first (up to half of the places: the matching memories "
-        "made then, else that window's newest memories); an empty window leaves recall as it is. Needs the `dates` extra "
-        "(`pip install ovos-memory-plugins[dates]`) and a keyword index on SQLite; off without them.",
+        "made then, else that window's newest memories); an empty window leaves recall as it is. Needs the "
+        "`dates` extra (`pip install ovos-memory-plugins[dates]`) and a keyword index on SQLite; off without them.",
     )
 
 
