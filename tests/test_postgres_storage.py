@@ -352,3 +352,20 @@ def test_a_lexeme_collision_never_mixes_namespaces(db: pg.PgDatabase, monkeypatc
         for query in ("secret lighthouse", "secret", "alpha beta"):
             hits = index.search(query, 10)  # fewer, perhaps: the other's rows take candidate places
             assert all(h.source.startswith(own) for h in hits), (own, query, [h.source for h in hits])
+
+
+def test_documents_are_created_at_their_time_and_read_by_window(db: pg.PgDatabase) -> None:
+    docs = pg.PgDocuments(db, namespace())
+    docs.put(
+        [
+            Document("old", "an old exchange", "s", {"time": 1000.0}),
+            Document("mid", "a middle exchange", "s", {"time": 2000.0}),
+            Document("mid2", "another middle one", "other", {"time": 2500.0}),
+            Document("now", "undated: now", "s", {}),
+        ]
+    )
+    got = docs.get(["old", "mid"])
+    assert got["old"].created == 1000.0 and got["mid"].created == 2000.0
+    assert [d.doc_id for d in docs.made_between(1500.0, 3000.0, 10)] == ["mid2", "mid"]
+    assert [d.doc_id for d in docs.made_between(1500.0, 3000.0, 10, "s")] == ["mid"]
+    assert [d.doc_id for d in docs.made_between(0.0, 3000.0, 1)] == ["mid2"]

@@ -535,3 +535,24 @@ def test_a_history_db_of_another_backend_is_left_alone(tmp_path: Path) -> None:
     with _vector(tmp_path) as mem:
         assert mem.get_history("s") == []
     assert (tmp_path / "history.db").exists()
+
+
+def test_sqlite_documents_are_created_at_their_time_and_read_by_window(tmp_path: Path) -> None:
+    from ovos_memory_plugins.storage.engine import Document, open_storage
+
+    storage = open_storage(tmp_path / "m.db")
+    try:
+        storage.documents.put(
+            [
+                Document("old", "an old exchange", "s", {"time": 1000.0}),
+                Document("mid", "a middle exchange", "s", {"time": 2000.0}),
+                Document("mid2", "another middle one", "other", {"time": 2500.0}),
+                Document("now", "undated: now", "s", {}),
+            ]
+        )
+        got = storage.documents.get(["old", "mid"])
+        assert got["old"].created == 1000.0 and got["mid"].created == 2000.0
+        assert [d.doc_id for d in storage.documents.made_between(1500.0, 3000.0, 10)] == ["mid2", "mid"]
+        assert [d.doc_id for d in storage.documents.made_between(1500.0, 3000.0, 10, "s")] == ["mid"]
+    finally:
+        storage.close()
