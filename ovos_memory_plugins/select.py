@@ -361,7 +361,8 @@ def newer_first(
     time keeps its place); the newest gets ``metadata["newer"] = True``, which the prompt shows
     in its date label.
     """
-    timed = [i for i, h in enumerate(hits) if memory_time(h.metadata) is not None]
+    made = {i: memory_time(h.metadata) for i, h in enumerate(hits)}
+    timed = [i for i, when in made.items() if when is not None]
     if len(timed) < 2:
         return list(hits)
     wanted = terms(query)
@@ -386,7 +387,7 @@ def newer_first(
     for members in groups.values():
         if len(members) < 2:
             continue
-        by_age = sorted(members, key=lambda i: -(memory_time(hits[i].metadata) or 0.0))
+        by_age = sorted(members, key=lambda i: -(made[i] or 0.0))
         for slot, i in zip(sorted(members), by_age, strict=True):
             out[slot] = hits[i]
         newest = by_age[0]
