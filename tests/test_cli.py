@@ -717,6 +717,8 @@ def test_ingest_twice_stores_once_and_keeps_the_transcript_dates(tmp_path: Path)
     assert len(docs) == 2
     when = {d["session_id"]: d["metadata"]["time"] for d in docs}
     assert when == {"chat": 1710408600.0, "old": 1672653600.0}
+    found = cli("search", "--root", str(root), "dentist Farouk")
+    assert found.returncode == 0 and "2024-03-1" in found.stdout, found.stdout  # its date (local time zone)
 
 
 def test_import_counts_and_writes_nothing_on_a_bad_line(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,7 @@ def test_archive_search_view_delete_export(server: EditorServer, memory: InMemor
     assert status == 200
     hit = found["hits"][0]
     assert "red Gazelle" in hit["content"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", hit["when"]), "each memory shows when it was made"
     status, sessions = request(server, "GET", "/api/sessions")
     assert sessions["sessions"] == ["bedroom", "kitchen"]
     status, convo = request(server, "GET", "/api/sessions/kitchen")
@@ -360,6 +362,7 @@ def test_conversation_lists_documents_where_the_backend_can(tmp_path: Path) -> N
         status, convo = request(server, "GET", "/api/sessions/kitchen")
         assert status == 200
         assert [d["text"] for d in convo["documents"]] == ["Q: my bike is a red Gazelle\nA: noted"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", convo["documents"][0]["when"])
         status, exported = request(server, "GET", "/api/export")
         assert sorted(d["session_id"] for d in exported["documents"]) == ["bedroom", "kitchen"]
         status, gone = request(server, "DELETE", f"/api/documents/{convo['documents'][0]['id']}")
