@@ -181,6 +181,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         super().__init__(config)
         #: The memory's time source (``clock=``): an aware ``datetime`` each call.
         self.clock: Clock = clock_of(clock)
+        self._terms_cache: dict[str, frozenset[str]] = {}
         parsed = parse_config(self.config, self.options_class)
         self.config_problems = parsed.problems
         for problem in parsed.problems:
@@ -344,8 +345,15 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         (:func:`~ovos_memory_plugins.select.excerpt`): its terms without the stop words of
         :attr:`keyword_settings` (the index's ``lang`` and ``extra_stopwords``), English ones
         where the memory has no keyword index."""
-        s = self.keyword_settings
-        return excerpt_terms(query) if s is None else excerpt_terms(query, s.lang, s.extra_stopwords)
+        cache = self._terms_cache  # texts recalled again (newer_first asks for each memory's) once
+        found = cache.get(query)
+        if found is None:
+            s = self.keyword_settings
+            found = excerpt_terms(query) if s is None else excerpt_terms(query, s.lang, s.extra_stopwords)
+            if len(cache) >= 4096:
+                cache.clear()
+            cache[query] = found
+        return found
 
     def session_summary(self, session_id: str) -> str:
         """The running summary of a session's turns that left the history window, rendered as
