@@ -962,10 +962,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         session = later.metadata.get("session_id")
         if parts is None or not isinstance(session, str) or earlier.metadata.get("session_id") != session:
             return False
+        if not earlier.source or later.source != BaseRetrievalMemory.exchange_id(session, earlier.source, *parts):
+            return False
         first, then = memory_time(earlier.metadata), memory_time(later.metadata)
-        if first is not None and then is not None and abs(then - first) > CONVERSATION_GAP_S:
-            return False  # the next exchange, but hours later: another sitting, its own date
-        return bool(earlier.source) and later.source == BaseRetrievalMemory.exchange_id(session, earlier.source, *parts)
+        # the next exchange, but hours later: another sitting, with its own date
+        return first is None or then is None or abs(then - first) <= CONVERSATION_GAP_S
 
     def context_blocks(self, utterance: str, session_id: str) -> list[str]:
         """Extra system text a backend always contributes (notes, sticky notes); none here."""
