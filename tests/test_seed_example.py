@@ -28,7 +28,7 @@ def test_seed_example_recalls_a_past_exchange() -> None:
     mem.update_history(exchange("my favourite colour is teal", "teal, noted"), "s1")
     msgs = mem.build_conversation_context("teal", "s2")
     assert [m.role for m in msgs] == [MessageRole.SYSTEM, MessageRole.SYSTEM, MessageRole.USER]
-    assert "- Q: my favourite colour is teal\n  A: teal, noted" in msgs[1].content
+    assert "today] Q: my favourite colour is teal\n  A: teal, noted" in msgs[1].content  # dated, by the base
     assert msgs[-1].content == "teal"
     hits = mem.search("teal")
     assert hits[0].content == "Q: my favourite colour is teal\nA: teal, noted"
@@ -38,7 +38,7 @@ def test_seed_example_metadata_comes_back_from_the_catalogue() -> None:
     mem = SubstringMemory()
     doc = mem.store("the spare key is under the frog statue", "s1", {"ref": "k1"})
     hit = mem.search("frog statue")[0]
-    assert hit.source == doc and hit.metadata == {"ref": "k1"}
+    assert hit.source == doc and hit.metadata == {"ref": "k1", "time": hit.metadata["time"]}  # dated when stored
 
 
 class WordSubstringMemory(SubstringMemory):
