@@ -611,6 +611,15 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             stored = self.storage.history.recent(check_id(session_id, "session_id"), 1_000_000)
         return [AgentMessage(role=MessageRole(m.role), content=m.content) for m in stored]
 
+    @property
+    def storage_problem(self) -> str | None:
+        """Why nothing this memory learns outlives the process (:class:`~ovos_memory_plugins.
+        protocols.StorageStatus`): its database could not be opened and it fell back to RAM
+        (logged as an ERROR when it happened and on every recorded turn); None when it keeps
+        what it learns, or keeps it in RAM by configuration."""
+        reason = self.storage.db.fallback_reason
+        return f"nothing is being kept: {reason}" if reason else None
+
     def stats(self) -> dict[str, Any]:
         """Figures about this memory: documents, history, the storage (``storage.in_ram`` and
         ``storage.problem`` say when it fell back to RAM), the rolling summary when it is on

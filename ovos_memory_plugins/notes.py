@@ -612,6 +612,13 @@ class NotesMemory(IndexedMemory):
         header = self.options.header
         return [f"{header}\n{meter}\n{lines}" if header else f"{meter}\n{lines}"]
 
+    @property
+    def storage_problem(self) -> str | None:
+        """Why nothing this memory learns outlives the process: its database, or the notes
+        store, fell back to RAM (see the base class); None when both keep what they get."""
+        own = f"nothing is being kept: {self.store_problem}" if self.store_problem else None
+        return super().storage_problem or own
+
     def _total_chars(self, notes: list[Note]) -> int:
         with self._cache_lock:
             if notes is self._cache and self._chars is not None:

@@ -50,6 +50,7 @@ __all__ = [
     "NoteStatus",
     "NotesKeeper",
     "Retriever",
+    "StorageStatus",
     "capabilities",
     "check_context_contributor",
     "check_history_keeper",
@@ -123,6 +124,21 @@ class LocatedCompactable(Compactable, Protocol):
         """The locations :meth:`compact` works on, named as it reports them (a file path, a
         database URL without its password); empty when it has nothing to compact (a memory in
         RAM); None when not known (a composite then always calls :meth:`compact`)."""
+        ...
+
+
+@runtime_checkable
+class StorageStatus(Protocol):
+    """Something that says whether what it learns is kept (every memory built on the base, and a
+    composite through its members). A memory whose folder or database could not be opened keeps
+    on answering from RAM (a constructor never raises: the host would drop the persona); this is
+    how a front-end learns that nothing is being kept: the command fails, ``check`` reports it."""
+
+    @property
+    def storage_problem(self) -> str | None:
+        """Why nothing this memory learns outlives the process (it fell back to RAM), naming
+        the folder or database and the reason; None when it keeps what it learns (or keeps it
+        in RAM by configuration)."""
         ...
 
 
