@@ -112,9 +112,16 @@ def _role_of(message: Any) -> str:
     return str(role).lower() if role is not None else ""
 
 
-def _content_of(message: Any) -> str:
+def _content_of(message: Any, limit: int | None = None) -> str:
     content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
-    return clean_text(content) if isinstance(content, str) else ""
+    if not isinstance(content, str):
+        return ""
+    return clean_text(content if limit is None else content[:limit])  # cut first: cleaning 10 MB takes seconds
+
+
+def _length_of(message: Any) -> int:
+    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
+    return len(content) if isinstance(content, str) else 0
 
 
 def _index_tiers(index: Index, removed: int) -> dict[str, int]:
@@ -689,8 +696,22 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 db.fallback_reason,
             )
         session_id = check_id(session_id, "session_id")
-        incoming = [(_role_of(m), _content_of(m)) for m in (new_messages or [])]
-        incoming = [(role, content) for role, content in incoming if role in (USER, ASSISTANT)]
+        limit = self.settings.max_message_chars
+        incoming: list[tuple[str, str]] = []
+        cut: dict[str, int] = {}  # a message as stored -> its length before it was cut
+        for m in new_messages or []:
+            role = _role_of(m)
+            if role in (USER, ASSISTANT):
+                incoming.append((role, _content_of(m, limit)))
+                if _length_of(m) > limit:
+                    cut[incoming[-1][1]] = _length_of(m)
+                    LOG.warning(
+                        "%s: a %s message of %d characters is stored cut to %d",
+                        type(self).__name__,
+                        role,
+                        _length_of(m),
+                        limit,
+                    )
         if not incoming:
             return
         history = self.storage.history
@@ -728,6 +749,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 if self.settings.admission and is_low_signal(user, assistant):
                     continue  # low-signal: in the history window, not archived (admission.py)
                 metadata: dict[str, Any] = {"kind": "exchange", "time": time.time()}
+                if user in cut or assistant in cut:  # what was not stored, said where it shows
+                    metadata["cut"] = {k: cut[v] for k, v in (("user", user), ("assistant", assistant)) if v in cut}
                 context = self._context_before(turns, user, assistant)
                 if context:
                     metadata["context_before"] = context
