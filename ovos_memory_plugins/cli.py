@@ -951,7 +951,7 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
     except ConfigError as exc:
         problems = list(exc.problems)
     root = memory_root(cls, config)
-    kept = [] if problems else _kept_problems(cls, config, root)
+    kept, pending = ([], None) if problems else _kept_problems(cls, config, root)
     lines = []
     if problems:
         lines.append(f"{args.persona_file}: the {name} config has {len(problems)} problem(s):")
@@ -961,6 +961,11 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
     if root is not None:
         lines.append(f"memory folder: {root}" + ("" if root.is_dir() else " (not created yet)"))
     lines += [f"problem: {k}" for k in kept]
+    if pending:
+        lines.append(
+            f"notes digest: {pending} exchange(s) recorded and not digested yet; the persona digests them once"
+            " it has been quiet curate_after_idle_s seconds (curate_now() runs them at once)"
+        )
     lines += [f"warning: {w}" for w in warnings]
     data = {
         "ok": not problems and not kept,
@@ -969,29 +974,33 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
         "root": str(root) if root is not None else None,
         "problems": problems + kept,
         "warnings": warnings,
+        "pending_exchanges": pending,
     }
     output.emit(data, "\n".join(lines))
     return 1 if problems or kept else 0
 
 
-def _kept_problems(cls: type[Any], config: dict[str, Any], root: Path | None) -> list[str]:
-    """What keeps the memory from keeping what it learns (``check``): a folder that cannot be
-    created or written (found without writing), or, for a memory already kept there (or in a
-    database server), what the memory itself reports once built (read, then closed)."""
+def _kept_problems(cls: type[Any], config: dict[str, Any], root: Path | None) -> tuple[list[str], int | None]:
+    """What keeps the memory from keeping what it learns (``check``), and how many exchanges
+    wait for the notes digest (None: it has no digest, or nothing was opened): a folder that
+    cannot be created or written (found without writing), or, for a memory already kept there
+    (or in a database server), what the memory itself reports once built (read, then closed)."""
+    from ovos_memory_plugins.protocols import CurationStatus
     from ovos_memory_plugins.storage.sqlite_engine import folder_problem
 
     if root is not None and (not root.is_dir() or not any(root.iterdir())):
         why = folder_problem(root)
-        return [f"the memory folder {root} cannot be used: {why}; a persona would keep nothing"] if why else []
+        return ([f"the memory folder {root} cannot be used: {why}; a persona would keep nothing"] if why else []), None
     memory = cls(config=config)
     try:
         problem = _storage_problem(memory)
+        pending = memory.pending_exchanges() if isinstance(memory, CurationStatus) else None
     finally:
         close = getattr(memory, "close", None)
         if callable(close):
             close()
     where = f" in {root}" if root is not None else ""
-    return [f"the memory{where} cannot be used: {problem}"] if problem else []
+    return ([f"the memory{where} cannot be used: {problem}"] if problem else []), pending
 
 
 # -- demo --------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ __all__ = [
     "Capabilities",
     "Compactable",
     "ContextContributor",
+    "CurationStatus",
     "DocumentLister",
     "HistoryKeeper",
     "LocatedCompactable",
@@ -139,6 +140,16 @@ class StorageStatus(Protocol):
         """Why nothing this memory learns outlives the process (it fell back to RAM), naming
         the folder or database and the reason; None when it keeps what it learns (or keeps it
         in RAM by configuration)."""
+        ...
+
+
+@runtime_checkable
+class CurationStatus(Protocol):
+    """Something that curates the conversation later (the notes' digest) and says how much waits
+    (``ovos-memory check``; a composite with a notes member)."""
+
+    def pending_exchanges(self, session_id: str | None = None) -> int:
+        """Exchanges recorded and not digested yet (of one session, or all); they survive a restart."""
         ...
 
 
