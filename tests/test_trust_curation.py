@@ -144,3 +144,12 @@ def test_pending_curation_survives_a_restart_on_postgres(tmp_path: Path, postgre
             assert [n.text for n in second.notes()] == ["User's sister Ingrid lives in Tromsø"]
         with NotesMemory(block) as third:
             assert third.pending_exchanges() == 0
+
+
+def test_an_exchange_stored_again_with_its_turn_after_is_pending_once(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(default_chat_reply=REPLY) as server, NotesMemory(readme_block(tmp_path, server)) as mem:
+        mem.update_history(
+            exchange("should I book the dentist for Tuesday", "Shall I book it on Tuesday at nine?"), "s"
+        )
+        mem.update_history(exchange("yes please, the morning one", "Booked."), "s")  # stores the first again
+        assert mem.pending_exchanges("s") == 2
