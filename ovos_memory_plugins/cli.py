@@ -906,6 +906,24 @@ def extra_warnings(cls: type[Any], config: dict[str, Any]) -> list[str]:
     return warnings
 
 
+def _database_urls(config: dict[str, Any]) -> list[str]:
+    """The ``postgresql://`` databases a config names (its own and its members')."""
+    from ovos_memory_plugins.storage.postgres import is_postgres_url
+
+    urls = [config["database"]] if is_postgres_url(config.get("database")) else []
+    for member in config.get("members") or []:
+        if isinstance(member, dict) and isinstance(member.get("config"), dict):
+            urls += _database_urls(member["config"])
+    return list(dict.fromkeys(urls))
+
+
+def server_problems(config: dict[str, Any]) -> list[str]:
+    """Problems of the PostgreSQL servers a config names: each is reached and runs one vector query."""
+    from ovos_memory_plugins.storage.postgres import check_server
+
+    return [problem for url in _database_urls(config) for problem in check_server(url)]
+
+
 def cmd_migrate(args: argparse.Namespace, output: Output) -> int:
     from ovos_memory_plugins.storage.migrate import migrate_memory
     from ovos_memory_plugins.storage.postgres import redact_url
@@ -950,6 +968,7 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
         validate_config(config, plugin=cls)
     except ConfigError as exc:
         problems = list(exc.problems)
+    problems += server_problems(config)
     root = memory_root(cls, config)
     kept, pending = ([], None) if problems else _kept_problems(cls, config, root)
     lines = []
@@ -983,12 +1002,15 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
 def _kept_problems(cls: type[Any], config: dict[str, Any], root: Path | None) -> tuple[list[str], int | None]:
     """What keeps the memory from keeping what it learns (``check``), and how many exchanges
     wait for the notes digest (None: it has no digest, or nothing was opened): a folder that
-    cannot be created or written (found without writing), or, for a memory already kept there
-    (or in a database server), what the memory itself reports once built (read, then closed)."""
+    cannot be created or written (found without writing), or, for a memory already kept there,
+    what the memory itself reports once built (read, then closed). A memory in a database
+    server is not built (``server_problems`` checks the server, and writes nothing there)."""
     from ovos_memory_plugins.protocols import CurationStatus
     from ovos_memory_plugins.storage.sqlite_engine import folder_problem
 
-    if root is not None and (not root.is_dir() or not any(root.iterdir())):
+    if root is None:  # a database server: server_problems() checked it, and nothing is written there
+        return [], None
+    if not root.is_dir() or not any(root.iterdir()):
         why = folder_problem(root)
         return ([f"the memory folder {root} cannot be used: {why}; a persona would keep nothing"] if why else []), None
     memory = cls(config=config)
