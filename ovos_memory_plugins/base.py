@@ -82,8 +82,8 @@ from ovos_memory_plugins.storage.engine import (
     StoredDocument,
     check_id,
     compact_database,
-    open_storage,
 )
+from ovos_memory_plugins.storage.registry import open_storage
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.storage.summary_store import open_summary_store
 from ovos_memory_plugins.summary import RollingSummary
@@ -280,8 +280,13 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """Refuse, when the class is defined, a hook combination that cannot forget.
 
         Raises TypeError naming the class and the missing hook (see :func:`forget_problems`).
+        A class that writes its own ``context_blocks`` without saying whether it contributes
+        text is declared a contributor here, once (``contributes_context``), so a third-party
+        backend written before the declaration existed keeps its notes in the prompt.
         """
         super().__init_subclass__(**kwargs)
+        if "context_blocks" in cls.__dict__ and "contributes_context" not in cls.__dict__:
+            cls.contributes_context = True
         problems = forget_problems(cls)
         if problems:
             raise TypeError(f"{cls.__module__}.{cls.__qualname__}: " + "; ".join(problems))

@@ -29,14 +29,14 @@ protocols below, never through a class's private attributes or method names they
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ovos_memory_plugins.common import MemoryHit, normalize_content
+from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.errors import BackendError
+from ovos_memory_plugins.storage.records import Note, note_id, words_key  # their old home
 
 __all__ = [
     "Capabilities",
@@ -151,48 +151,6 @@ class CurationStatus(Protocol):
     def pending_exchanges(self, session_id: str | None = None) -> int:
         """Exchanges recorded and not digested yet (of one session, or all); they survive a restart."""
         ...
-
-
-@dataclass(frozen=True)
-class Note:
-    """One note, curated or sticky: a durable fact shown to the model.
-
-    Attributes:
-        id: exact and stable (derived from the content); verbs accept it in place of a description.
-        text: the fact, one line.
-        date: when it was learned, ``YYYY-MM`` or ``YYYY-MM-DD`` (``""`` when unknown).
-        session_id: the session it was learned in (``""`` when unknown); ``forget_session`` removes it.
-        retired_on: the day it stopped being true (``YYYY-MM-DD``); None while it is active.
-        metadata: what was stored with it.
-    """
-
-    id: str
-    text: str
-    date: str = ""
-    session_id: str = ""
-    retired_on: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-
-    @property
-    def active(self) -> bool:
-        """Whether the note is still true (not retired)."""
-        return self.retired_on is None
-
-
-_TRAILING = " \t\r\n.。!！?？;；,，…"
-
-
-def words_key(text: str) -> str:
-    """What makes two notes "the same words": NFKC, case-folded, spacing collapsed, end
-    punctuation dropped ("My bike is red." is "my bike is red")."""
-    return normalize_content(text).rstrip(_TRAILING)
-
-
-def note_id(text: str) -> str:
-    """The id of a curated note: ``n-`` and a digest of its words (:func:`words_key`), so it
-    stays the same across processes, restarts and stores."""
-    digest = hashlib.sha256(words_key(text).encode("utf-8", "surrogatepass")).hexdigest()
-    return "n-" + digest[:16]
 
 
 #: What a notes verb did. ``duplicate`` (already noted), ``ambiguous`` (too close to call),
@@ -316,17 +274,19 @@ def _defines(member: Any, method: str) -> bool:
     if not callable(getattr(member, method, None)):
         return False
     if method == "context_blocks":
-        from ovos_memory_plugins.base import BaseRetrievalMemory
-
-        return getattr(type(member), method, None) is not BaseRetrievalMemory.context_blocks
+        # a memory built on the base declares it (the base's own context_blocks is always empty)
+        declared = getattr(type(member), "contributes_context", None)
+        return True if declared is None else bool(declared)
     return True
 
 
 def capabilities(member: Any, name: str | None = None) -> Capabilities:
     """Check ``member`` against the three protocols and say which it meets.
 
-    A method that is present is checked by signature; a ``context_blocks`` inherited unchanged
-    from :class:`~ovos_memory_plugins.base.BaseRetrievalMemory` (always empty) does not count.
+    A method that is present is checked by signature; a ``context_blocks`` of a class that
+    declares ``contributes_context = False`` (every memory built on
+    :class:`~ovos_memory_plugins.base.BaseRetrievalMemory` that does not write its own) does not
+    count.
     Raises :class:`BackendError` naming the member when a present method cannot be called as
     the protocol says, or when the member meets none of the three.
     """
