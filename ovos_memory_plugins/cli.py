@@ -42,13 +42,13 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from ovos_memory_plugins import loader
 from ovos_memory_plugins.dates import stamp
 from ovos_memory_plugins.errors import ConfigError, OvosMemoryPluginError
 
 __all__ = ["DOCS_URL", "main"]
 
-GROUP = "opm.agents.memory"
-PREFIX = "ovos-memory-plugin-"
+PREFIX = loader.PREFIX
 DEFAULT_MODULE = PREFIX + "lexical"
 #: Where the documentation lives (an installed wheel carries no docs folder).
 DOCS_URL = "https://github.com/OpenVoiceOS/ovos-memory-plugins/blob/main/docs"
@@ -195,31 +195,14 @@ def _progress(total: int, unit: str, output: Output, quiet: bool) -> Any:
 # -- choosing the memory -----------------------------------------------------------------------
 
 
-def _entry_points() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
-
-
 def plugin_name(name: str) -> str:
     """The entry-point name for ``name`` (``lexical`` -> ``ovos-memory-plugin-lexical``)."""
-    known = _entry_points()
-    if name in known:
-        return name
-    if PREFIX + name in known:
-        return PREFIX + name
-    ours = sorted(n for n in known if n.startswith(PREFIX))
-    raise CommandError(
-        f"no memory plugin named {name!r} is installed; installed: {', '.join(ours) or 'none'}"
-        f" (short names work too: {', '.join(n[len(PREFIX) :] for n in ours)})"
-    )
+    return loader.resolve_plugin_name(name)
 
 
 def plugin_class(name: str) -> type[Any]:
     """Import the plugin class of entry point ``name`` (only that one: no other plugin is imported)."""
-    ep = _entry_points()[name]
-    try:
-        return ep.load()  # type: ignore[no-any-return]
-    except Exception as exc:
-        raise CommandError(f"memory plugin {name!r} could not be imported: {exc}") from exc
+    return loader.plugin_class(name)
 
 
 def _read_file(path: str) -> str:
@@ -230,38 +213,14 @@ def _read_file(path: str) -> str:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _json_object(text: str, what: str, error: type[Exception]) -> dict[str, Any]:
-    """``text`` parsed as a JSON object; ``error`` naming ``what`` and the problem otherwise."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
-    if not isinstance(data, dict):
-        raise error(f"{what} must hold a JSON object")
-    return data
-
-
 def read_persona(path: str) -> dict[str, Any]:
-    """Read a persona JSON file; raise :class:`CommandError` naming the problem."""
-    return _json_object(_read_file(path), path, CommandError)
+    """Read a persona JSON file; raise :class:`~ovos_memory_plugins.loader.PersonaFileError` naming the problem."""
+    return loader.read_persona(path)
 
 
 def persona_memory(path: str) -> tuple[str, dict[str, Any]]:
     """The ``(module, config block)`` a persona file selects."""
-    persona = read_persona(path)
-    module = persona.get("memory_module")
-    if not module:
-        raise CommandError(
-            f'{path} names no memory_module; add e.g. "memory_module": "{DEFAULT_MODULE}"'
-            if "memory_module" not in persona
-            else f'{path} disables memory ("memory_module": {json.dumps(module)})'
-        )
-    if not isinstance(module, str):
-        raise CommandError(f"{path}: memory_module must be a string, not {json.dumps(module)}")
-    block = persona.get(module) or {}
-    if not isinstance(block, dict):
-        raise CommandError(f"{path}: the block {module!r} must be a JSON object")
-    return module, dict(block)
+    return loader.persona_memory(read_persona(path), path)
 
 
 def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -274,7 +233,10 @@ def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         module, config = args.module or DEFAULT_MODULE, {}
     if args.config:
         text = _read_file(args.config[1:]) if args.config.startswith("@") else args.config
-        config.update(_json_object(text, "--config", UsageError))
+        try:
+            config.update(loader.parse_json_object(text, "--config"))
+        except loader.PersonaFileError as exc:
+            raise UsageError(str(exc)) from exc
     if args.root:
         config["root"] = args.root
     if args.namespace:
@@ -310,12 +272,24 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
         )
     root = memory_root(cls, config)
     if read_only and root is not None and not root.is_dir():
+        from ovos_memory_plugins.storage.sqlite_engine import folder_problem
+
+        why = folder_problem(root)
+        if why:
+            raise CommandError(f"the memory folder {root} cannot be used: {why}; nothing was read")
         raise CommandError(
             f"no memory in {root}: nothing was ever stored there (check --persona, --namespace or --root);"
             " nothing was created"
         )
     before = _files_under(root) if read_only and root is not None else None
     memory = cls(config=config)
+    problem = _storage_problem(memory)
+    if problem is not None:  # answering from RAM would report success and keep nothing
+        close = getattr(memory, "close", None)
+        if callable(close):
+            close()
+        where = f" in {root}" if root is not None else ""
+        raise CommandError(f"the {name} memory{where} cannot be used: {problem}; nothing was read or changed")
     try:
         yield memory
     finally:
@@ -329,6 +303,14 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
                     f"warning: {root} held no {name} memory: opening it created {', '.join(new)};"
                     " does --module (or the persona's memory_module) match the memory kept there?"
                 )
+
+
+def _storage_problem(memory: Any) -> str | None:
+    """Why ``memory`` keeps nothing it learns (:class:`~ovos_memory_plugins.protocols.StorageStatus`),
+    or None."""
+    from ovos_memory_plugins.protocols import StorageStatus
+
+    return memory.storage_problem if isinstance(memory, StorageStatus) else None
 
 
 def _files_under(root: Path) -> set[Path]:
@@ -779,9 +761,7 @@ SYSTEM_DROPPING_ENGINES = ("ovos-chat-openai-plugin",)
 
 def _sends_system(cls: type[Any], config: dict[str, Any]) -> bool:
     """Whether the memory puts text in a SYSTEM message (its inject mode, a prompt, notes)."""
-    from ovos_memory_plugins.base import BaseRetrievalMemory
-
-    contributes = getattr(cls, "context_blocks", None) is not BaseRetrievalMemory.context_blocks
+    contributes = bool(getattr(cls, "contributes_context", False))
     return (
         config.get("inject_mode", "system") in ("system", "system_prompt", "tool")
         or bool(config.get("system_prompt"))
@@ -861,7 +841,7 @@ def _embedder_specs(cls: type[Any], config: dict[str, Any]) -> list[Any]:
         specs.append(config.get("embedder", default))
     for member in config.get("members") or [] if "members" in fields else []:
         if isinstance(member, dict) and isinstance(member.get("module"), str):
-            with contextlib.suppress(CommandError):
+            with contextlib.suppress(CommandError, OvosMemoryPluginError):
                 specs += _embedder_specs(plugin_class(plugin_name(member["module"])), member.get("config") or {})
     return specs
 
@@ -954,6 +934,7 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
         problems = list(exc.problems)
     problems += server_problems(config)
     root = memory_root(cls, config)
+    kept, pending = ([], None) if problems else _kept_problems(cls, config, root)
     lines = []
     if problems:
         lines.append(f"{args.persona_file}: the {name} config has {len(problems)} problem(s):")
@@ -962,17 +943,50 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
         lines.append(f"{args.persona_file}: the {name} config is valid")
     if root is not None:
         lines.append(f"memory folder: {root}" + ("" if root.is_dir() else " (not created yet)"))
+    lines += [f"problem: {k}" for k in kept]
+    if pending:
+        lines.append(
+            f"notes digest: {pending} exchange(s) recorded and not digested yet; the persona digests them once"
+            " it has been quiet curate_after_idle_s seconds (curate_now() runs them at once)"
+        )
     lines += [f"warning: {w}" for w in warnings]
     data = {
-        "ok": not problems,
+        "ok": not problems and not kept,
         "checked": True,
         "module": name,
         "root": str(root) if root is not None else None,
-        "problems": problems,
+        "problems": problems + kept,
         "warnings": warnings,
+        "pending_exchanges": pending,
     }
     output.emit(data, "\n".join(lines))
-    return 1 if problems else 0
+    return 1 if problems or kept else 0
+
+
+def _kept_problems(cls: type[Any], config: dict[str, Any], root: Path | None) -> tuple[list[str], int | None]:
+    """What keeps the memory from keeping what it learns (``check``), and how many exchanges
+    wait for the notes digest (None: it has no digest, or nothing was opened): a folder that
+    cannot be created or written (found without writing), or, for a memory already kept there,
+    what the memory itself reports once built (read, then closed). A memory in a database
+    server is not built (``server_problems`` checks the server, and writes nothing there)."""
+    from ovos_memory_plugins.protocols import CurationStatus
+    from ovos_memory_plugins.storage.sqlite_engine import folder_problem
+
+    if root is None:  # a database server: server_problems() checked it, and nothing is written there
+        return [], None
+    if not root.is_dir() or not any(root.iterdir()):
+        why = folder_problem(root)
+        return ([f"the memory folder {root} cannot be used: {why}; a persona would keep nothing"] if why else []), None
+    memory = cls(config=config)
+    try:
+        problem = _storage_problem(memory)
+        pending = memory.pending_exchanges() if isinstance(memory, CurationStatus) else None
+    finally:
+        close = getattr(memory, "close", None)
+        if callable(close):
+            close()
+    where = f" in {root}" if root is not None else ""
+    return ([f"the memory{where} cannot be used: {problem}"] if problem else []), pending
 
 
 # -- demo --------------------------------------------------------------------------------------

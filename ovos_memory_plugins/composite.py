@@ -87,6 +87,7 @@ from ovos_memory_plugins.protocols import (
     DocumentLister,
     LocatedCompactable,
     NotesKeeper,
+    StorageStatus,
     capabilities,
 )
 from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window
@@ -272,10 +273,13 @@ def parse_members(raw: Sequence[Any]) -> tuple[list[MemberSpec], list[str]]:
 
 
 def _load_member_class(module: str) -> type[Any] | None:
-    from ovos_plugin_manager.agents import load_memory_plugin
+    """The class of the member plugin ``module``; None when none of that name is installed."""
+    from ovos_memory_plugins import loader
 
-    cls = load_memory_plugin(module)
-    return cls if isinstance(cls, type) else None
+    try:
+        return loader.plugin_class(module)
+    except loader.PluginNotFound:
+        return None
 
 
 class _Member:
@@ -333,6 +337,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
     """
 
     options_class: ClassVar[type[Any] | None] = CompositeOptions
+    contributes_context: ClassVar[bool] = True
 
     def __init__(
         self, config: dict[str, Any] | None = None, *, llm: ChatLLM | None = None, clock: Clock | None = None
@@ -997,6 +1002,18 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 return None
             out.update(places)
         return frozenset(out)
+
+    @property
+    def storage_problem(self) -> str | None:
+        """Why something a member learns does not outlive the process (:class:`~ovos_memory_plugins.
+        protocols.StorageStatus`): each member's problem, named; None when every member keeps
+        what it learns."""
+        problems = []
+        for m in self._members:
+            problem = m.instance.storage_problem if isinstance(m.instance, StorageStatus) else None
+            if problem:
+                problems.append(f"member {m.name!r}: {problem}")
+        return "; ".join(problems) or None
 
     def stats(self) -> dict[str, Any]:
         """The composite's settings and each member's own ``stats()``."""

@@ -566,6 +566,7 @@ class StickyMemory(BaseRetrievalMemory):
     archives_exchanges: ClassVar[bool] = False
     options_class: ClassVar[type[Any] | None] = StickyOptions
     persistent: ClassVar[bool] = True
+    contributes_context: ClassVar[bool] = True
     #: Its search only finds what its block already shows every turn: a composite leaves it out
     #: of fused recall (declared, not guessed from the module name).
     composite_recall: ClassVar[bool] = False
@@ -871,6 +872,13 @@ class StickyMemory(BaseRetrievalMemory):
             "notes_bytes": self.storage.db.size_bytes(),
             **({"storage_problem": self.store_problem} if self.store_problem else {}),
         }
+
+    @property
+    def storage_problem(self) -> str | None:
+        """Why nothing this memory learns outlives the process: its database, or the notes'
+        tables, fell back to RAM (see the base class); None when it keeps what it gets."""
+        own = f"nothing is being kept: {self.store_problem}" if self.store_problem else None
+        return super().storage_problem or own
 
     def _close(self) -> None:
         self.store_db.close()

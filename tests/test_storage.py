@@ -538,7 +538,8 @@ def test_a_history_db_of_another_backend_is_left_alone(tmp_path: Path) -> None:
 
 
 def test_sqlite_documents_are_created_at_their_time_and_read_by_window(tmp_path: Path) -> None:
-    from ovos_memory_plugins.storage.engine import Document, open_storage
+    from ovos_memory_plugins.storage import open_storage
+    from ovos_memory_plugins.storage.engine import Document
 
     storage = open_storage(tmp_path / "m.db")
     try:
