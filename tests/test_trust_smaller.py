@@ -1,0 +1,121 @@
+"""Issue 27, item 8: the smaller promises that broke where features meet, each on real parts.
+
+* another program's SQLite file named as ``db_path`` is refused, never adopted;
+* an identical exchange said twice comes back once from ``search()``, on every backend;
+* read-only commands write nothing, whatever ``--module`` says; after ``migrate --to DIR`` the
+  notes are where the same memory with ``"root": DIR`` keeps them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trust_helpers import LEXICAL, Backend, run_cli
+
+from ovos_memory_plugins.lexical import LexicalMemory
+from ovos_memory_plugins.vector import VectorMemory
+
+#: our files' SQLite application_id ("OMEM"), as storage/sqlite.py sets it
+APPLICATION_ID = 0x4F4D454D
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def table_names(path: Path) -> set[str]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        conn.close()
+
+
+def application_id(path: Path) -> int:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("PRAGMA application_id").fetchone()[0])
+    finally:
+        conn.close()
+
+
+# -- another program's database ------------------------------------------------------------------
+
+
+def foreign_file(path: Path, *, app_id: int = 0, tables: bool = True) -> Path:
+    """Another program's SQLite file: a table of its own (or only its application_id)."""
+    conn = sqlite3.connect(path)
+    if app_id:
+        conn.execute(f"PRAGMA application_id = {app_id}")
+    if tables:
+        conn.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT)")
+        conn.execute("INSERT INTO accounts (owner) VALUES ('somebody else')")
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("app_id", "tables"),
+    [(0, True), (0x5A5A5A5A, False), (0x5A5A5A5A, True)],
+    ids=["tables-of-its-own", "foreign-application-id", "both"],
+)
+@pytest.mark.parametrize("cls", [LexicalMemory, VectorMemory], ids=["lexical", "vector"])
+def test_another_programs_database_is_refused_and_left_untouched(
+    tmp_path: Path, cls: type[Any], app_id: int, tables: bool
+) -> None:
+    path = foreign_file(tmp_path / "their.db", app_id=app_id, tables=tables)
+    before, names = digest(path), table_names(path)
+    config: dict[str, Any] = {"db_path": str(path)}
+    if cls is VectorMemory:
+        config.update(embedder="hash", background_reembed=False)
+    mem = cls(config)
+    try:
+        reason = mem.stats()["storage"]["problem"]
+        assert reason and "not a memory database of ovos-memory-plugins" in reason and str(path) in reason
+        mem.update_history([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}], "s")
+    finally:
+        mem.close()
+    assert table_names(path) == names, "tables were added to another program's database"
+    assert digest(path) == before, "another program's database was changed"
+
+
+def test_the_command_names_the_file_and_changes_nothing(tmp_path: Path) -> None:
+    path = foreign_file(tmp_path / "their.db")
+    before = digest(path)
+    backend = Backend("lexical-db-path", LEXICAL.module, {"db_path": str(path)})
+    done = run_cli(backend, tmp_path / "m", "remember", "--document", "the spare key is under the flowerpot")
+    assert f"{path} is not a memory database of ovos-memory-plugins" in done.stderr, done.stderr
+    assert "accounts" in done.stderr and "Traceback" not in done.stderr
+    assert digest(path) == before
+
+
+def test_our_files_are_marked_and_our_earlier_unmarked_files_still_open(tmp_path: Path) -> None:
+    mem = LexicalMemory({"root": str(tmp_path / "new")})
+    mem.store("the boiler was serviced in May", session_id="s")
+    mem.close()
+    new = tmp_path / "new" / "lexical.db"
+    assert application_id(new) == APPLICATION_ID
+
+    # a file of an earlier release: our tables, no application_id yet
+    old = tmp_path / "old" / "lexical.db"
+    old.parent.mkdir()
+    conn = sqlite3.connect(old)
+    conn.execute(
+        "CREATE TABLE _migrations (store TEXT NOT NULL, name TEXT NOT NULL, applied_at REAL NOT NULL,"
+        " PRIMARY KEY (store, name))"
+    )
+    conn.commit()
+    conn.close()
+    mem = LexicalMemory({"root": str(tmp_path / "old")})
+    try:
+        assert mem.stats()["storage"]["problem"] is None
+        mem.store("the boiler was serviced in May", session_id="s")
+        assert mem.search("boiler", top_k=3)
+    finally:
+        mem.close()
+    assert application_id(old) == APPLICATION_ID
