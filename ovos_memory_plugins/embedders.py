@@ -424,8 +424,13 @@ class HashingEmbedder:
 # -- OpenAI-compatible -----------------------------------------------------------------------
 
 
-#: The default total deadline of one request to an embedding server or plugin, in seconds.
+#: The default total deadline of one request to an embedding server or plugin, in seconds
+#: (documents: a turn's exchange, and the background re-embedding's batches).
 DEFAULT_EMBED_TIMEOUT = 10.0
+#: The default total deadline of a query's embedding, in seconds: the turn waits for it before
+#: anything is spoken, so a hung server costs a voice turn this once (then the back-off), not
+#: :data:`DEFAULT_EMBED_TIMEOUT`.
+DEFAULT_QUERY_TIMEOUT = 1.5
 
 
 def _positive(value: Any, key: str, zero: bool = False) -> float:
@@ -478,10 +483,12 @@ class OpenAIEmbedder:
         dimensions: ask the server for shorter vectors (text-embedding-3 models); None for the
             model's own size.
         batch_size: texts per request.
-        timeout: the total deadline of one request in seconds (connecting, waiting and
-            reading together: a server that trickles its reply is cut off at the deadline).
-            A failed request is not retried here (the vector backend keeps the document and
-            embeds it later).
+        timeout: the total deadline of one request of documents in seconds (connecting,
+            waiting and reading together: a server that trickles its reply is cut off at the
+            deadline). A failed request is not retried here (the vector backend keeps the
+            document and embeds it later).
+        query_timeout: the total deadline of a query's embedding (the turn waits for it
+            before the reply is spoken); at most ``timeout``.
         backoff_s, backoff_max_s: after a failure, requests fail at once for ``backoff_s``
             seconds, doubling per consecutive failure up to ``backoff_max_s``
             (:class:`~ovos_memory_plugins.guard.CallGuard`).
@@ -503,6 +510,7 @@ class OpenAIEmbedder:
         client: Any = None,
         backoff_s: float = DEFAULT_BACKOFF_S,
         backoff_max_s: float = DEFAULT_BACKOFF_MAX_S,
+        query_timeout: float = DEFAULT_QUERY_TIMEOUT,
     ) -> None:
         self.model = _required_name(model, "model", "a model name")
         if dimensions is not None and int(dimensions) < 1:
@@ -516,6 +524,7 @@ class OpenAIEmbedder:
             f"embedding server {self.base_url or 'api.openai.com'}", timeout, backoff_s, backoff_max_s
         )
         self.timeout = self.guard.deadline_s
+        self.query_timeout = min(_positive(query_timeout, "query_timeout"), self.timeout)
         key = api_key or _env("OVOS_MEMORY_EMBEDDING_API_KEY", "OPENAI_API_KEY") or "none"
         if client is None:
             import openai
@@ -528,7 +537,7 @@ class OpenAIEmbedder:
             prefixes = ":" + hashlib.sha256(f"{query_prefix}\x00{document_prefix}".encode()).hexdigest()[:8]
         self.id = f"openai:{model}:{dim}{prefixes}"
 
-    def _request(self, texts: list[str]) -> list[list[float]]:
+    def _request(self, texts: list[str], deadline_s: float) -> list[list[float]]:
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
@@ -536,7 +545,7 @@ class OpenAIEmbedder:
             if self.dimensions is not None:
                 kwargs["dimensions"] = self.dimensions
             try:
-                reply = self.guard.call(self._client.embeddings.create, **kwargs)
+                reply = self.guard.call_within(deadline_s, self._client.embeddings.create, **kwargs)
                 data = sorted(reply.data, key=lambda item: item.index)
                 vectors = [list(item.embedding) for item in data]
             except ServiceUnavailable:
@@ -550,11 +559,11 @@ class OpenAIEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Document vectors (``document_prefix`` + text)."""
-        return self._request([self.document_prefix + t for t in texts])
+        return self._request([self.document_prefix + t for t in texts], self.timeout)
 
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
-        """Query vectors (``query_prefix`` + text)."""
-        return self._request([self.query_prefix + t for t in texts])
+        """Query vectors (``query_prefix`` + text), within ``query_timeout``."""
+        return self._request([self.query_prefix + t for t in texts], self.query_timeout)
 
 
 # -- OPM plugins ---------------------------------------------------------------------------
@@ -635,6 +644,7 @@ EMBEDDER_KEYS: dict[str, set[str]] = {
         "dimensions",
         "batch_size",
         "timeout",
+        "query_timeout",
         "backoff_s",
         "backoff_max_s",
         "query_prefix",

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from trust_helpers import LEXICAL, Backend, run_cli
 
+from ovos_memory_plugins.fakes import Delay, ScriptedOpenAIServer
 from ovos_memory_plugins.lexical import LexicalMemory
+from ovos_memory_plugins.testing import exchange
 from ovos_memory_plugins.vector import VectorMemory
 
 #: our files' SQLite application_id ("OMEM"), as storage/sqlite.py sets it
@@ -119,3 +122,31 @@ def test_our_files_are_marked_and_our_earlier_unmarked_files_still_open(tmp_path
     finally:
         mem.close()
     assert application_id(old) == APPLICATION_ID
+
+
+# -- a hung embedding server, with the defaults --------------------------------------------------
+
+#: a voice turn's whole budget: the context before the reply, the record after it
+VOICE_TURN_S = 3.0
+
+
+def test_a_hung_embedding_server_costs_a_voice_turn_under_three_seconds_with_defaults(tmp_path: Path) -> None:
+    """Only ``model`` and ``base_url`` configured: every deadline is the package's default."""
+    with ScriptedOpenAIServer() as server:
+        server.queue_embeddings(*(Delay(60.0) for _ in range(20)))
+        embedder = {"type": "openai", "model": "m", "base_url": server.base_url}
+        mem = VectorMemory({"root": str(tmp_path), "embedder": embedder})
+        try:
+            turns = []
+            for i in range(3):
+                start = time.monotonic()
+                messages = mem.build_conversation_context(f"where did I put the spare key {i}", "s")
+                mem.update_history(exchange(f"where did I put the spare key {i}", "Under the pot."), "s")
+                turns.append(time.monotonic() - start)
+                assert messages[-1].content == f"where did I put the spare key {i}"
+            assert turns[0] <= VOICE_TURN_S, turns
+            assert all(t < 0.5 for t in turns[1:]), turns
+        finally:
+            start = time.monotonic()
+            mem.close()
+            assert time.monotonic() - start < 1.0
