@@ -156,6 +156,10 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     default_prompt_min_relative: ClassVar[float | None] = None
     #: The name of this memory's one database file under ``root``.
     database_file: ClassVar[str] = "history.db"
+    #: Other files under the memory's folder that hold a memory of this class (its own files
+    #: besides the database, and those of earlier releases it moves in): with the database
+    #: file, what tells a read-only command that the folder holds this memory (:meth:`stored_files`).
+    kept_files: ClassVar[tuple[str, ...]] = ()
     #: True when every copy of a document lives in the memory's storage (documents table and
     #: indexes), so the base deletes without a ``_delete_documents`` hook.
     stores_in_storage: ClassVar[bool] = False
@@ -198,6 +202,21 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         if cls.persistent or memory.root:
             return resolve_file(memory, cls.configured_db_path(options), cls.database_file)
         return None
+
+    @classmethod
+    def stored_files(cls, memory: MemoryConfig, options: Any) -> list[Path]:
+        """The files any of which holds a memory of this class with these settings, known
+        before it is built: its database file (and the shared file of earlier releases it
+        would copy), then :attr:`kept_files` under its folder. Empty when it keeps nothing in
+        files (RAM, or a database server). A read-only command builds nothing when none exists."""
+        if memory.database:
+            return []
+        where = cls.database_path(memory, options)
+        if where is None:
+            return []
+        files = [where[0], *([where[1]] if where[1] is not None else [])]
+        root = resolve_root(memory)
+        return files + [root / name for name in cls.kept_files]
 
     def _database_path(self) -> tuple[Path, Path | None] | None:
         """This memory's database file and the shared file of earlier releases it may adopt

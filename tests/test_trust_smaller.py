@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trust_helpers import LEXICAL, Backend, run_cli
+from trust_helpers import (
+    ALL_BACKENDS,
+    COMPOSITE,
+    LEXICAL,
+    NOTES_FILE,
+    VECTOR_NUMPY,
+    Backend,
+    backend_params,
+    run_cli,
+)
 
 from ovos_memory_plugins.fakes import Delay, ScriptedOpenAIServer
 from ovos_memory_plugins.lexical import LexicalMemory
@@ -150,3 +159,74 @@ def test_a_hung_embedding_server_costs_a_voice_turn_under_three_seconds_with_def
             start = time.monotonic()
             mem.close()
             assert time.monotonic() - start < 1.0
+
+
+# -- read-only commands write nothing --------------------------------------------------------------
+
+READ_ONLY = [["search", "spare key"], ["stats"], ["export"]]
+
+
+def listing(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (hidden ones, -wal and -shm included) with its SHA-256."""
+    return {str(p.relative_to(root)): digest(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def folder_of(backend: Backend, root: Path) -> None:
+    mem = backend.open(root)
+    try:
+        mem.update_history(exchange("where is the spare key", "Under the blue flower pot."), "s")
+        if backend.notes:
+            mem.remember("the spare key is under the blue flower pot", session_id="s")
+    finally:
+        mem.close()
+
+
+SINGLE = [b for b in ALL_BACKENDS if b is not COMPOSITE]
+
+
+@pytest.mark.parametrize("backend", backend_params(SINGLE))
+def test_a_read_only_command_with_the_wrong_module_writes_nothing(tmp_path: Path, backend: Backend) -> None:
+    """A folder kept by one backend, read with another's ``--module``: exit 1, naming the
+    folder; not one file created or changed."""
+    owner = LEXICAL if backend.module != LEXICAL.module else VECTOR_NUMPY
+    root = tmp_path / "m"
+    folder_of(owner, root)
+    before = listing(root)
+    commands = [*READ_ONLY, ["notes"]] if backend.notes else READ_ONLY
+    for argv in commands:
+        done = run_cli(backend, root, *argv)
+        assert done.returncode == 1, (argv, done.stdout, done.stderr)
+        assert f"no {backend.module} memory in {root}" in done.stderr and "nothing was created" in done.stderr
+        assert listing(root) == before, f"{argv} with --module {backend.module} wrote into {owner.name}'s folder"
+
+
+@pytest.mark.parametrize("backend", backend_params())
+def test_a_read_only_command_with_the_right_module_writes_nothing(tmp_path: Path, backend: Backend) -> None:
+    root = tmp_path / "m"
+    folder_of(backend, root)
+    before = listing(root)
+    for argv in [*READ_ONLY, ["notes"]] if backend.notes else READ_ONLY:
+        done = run_cli(backend, root, *argv)
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)
+        assert "warning" not in done.stderr, (argv, done.stderr)
+        assert listing(root) == before, f"{argv} changed {sorted(set(listing(root).items()) ^ set(before.items()))}"
+
+
+def test_notes_after_migrate_to_a_folder_are_where_that_folder_keeps_them(tmp_path: Path) -> None:
+    """``migrate --to DIR`` of a notes memory with ``MEMORY.md``: the first ``notes`` on DIR
+    lists them, warns of nothing and writes nothing."""
+    source, target = tmp_path / "a", tmp_path / "b"
+    folder_of(NOTES_FILE, source)
+    done = run_cli(NOTES_FILE, source, "migrate", "--to", str(target))
+    assert done.returncode == 0, done.stderr
+    before = listing(target)
+    assert "MEMORY.md" in before, f"the notes of a file store belong in {target}/MEMORY.md: {sorted(before)}"
+    done = run_cli(NOTES_FILE, target, "notes")
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    assert "the spare key is under the blue flower pot" in done.stdout
+    assert listing(target) == before
+    mem = NOTES_FILE.open(target)
+    try:
+        assert [n.text for n in mem.list_notes()] == ["the spare key is under the blue flower pot"]
+    finally:
+        mem.close()
