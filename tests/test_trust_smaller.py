@@ -8,9 +8,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
+import os
 import sqlite3
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +235,59 @@ def test_notes_after_migrate_to_a_folder_are_where_that_folder_keeps_them(tmp_pa
         assert [n.text for n in mem.list_notes()] == ["the spare key is under the blue flower pot"]
     finally:
         mem.close()
+
+
+# -- a full disk ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MB tmpfs filled to the last byte (root only: skipped, with the reason, elsewhere)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        with contextlib.suppress(OSError), open(mount / "filler", "wb", buffering=0) as f:
+            while True:
+                f.write(b"x" * 1024)
+                f.flush()
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def open_files_under(folder: Path) -> list[str]:
+    """The files this process holds open under ``folder`` (``/proc/self/fd``)."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(folder)):
+                out.append(target)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("backend", backend_params())
+def test_close_releases_every_file_after_a_full_disk(full_disk: Path, backend: Backend) -> None:
+    """Opened, used and closed on a full disk: the memory says it keeps nothing, and after
+    ``close()`` not one file under the disk is still open (without the garbage collector's help)."""
+    root = full_disk / "m"
+    gc.collect()
+    gc.disable()
+    try:
+        mem = backend.open(root)
+        try:
+            mem.build_conversation_context("where is the spare key", "s")
+            mem.update_history(exchange("where is the spare key", "Under the blue flower pot."), "s")
+            if backend.notes:
+                with contextlib.suppress(Exception):
+                    mem.remember("the spare key is under the blue flower pot", session_id="s")
+        finally:
+            mem.close()
+        assert open_files_under(full_disk) == [], "files still open after close()"
+    finally:
+        gc.enable()

@@ -206,9 +206,6 @@ class Database:
             # reject): another program's file stays exactly as it was
             reason = None if self.in_ram else self._retry(lambda: foreign_reason(self.conn, self.path))
             if reason is not None:
-                if not injected:
-                    with contextlib.suppress(sqlite3.Error):
-                        self.conn.close()
                 raise StorageError(reason)
             self.conn.row_factory = sqlite3.Row
             if self.path != ":memory:":
@@ -216,8 +213,15 @@ class Database:
             self.conn.execute(f"PRAGMA synchronous = {synchronous}")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA secure_delete = ON")
-        except database_errors as exc:
-            raise StorageError(f"cannot use database {self.path}: {exc}") from exc
+        except BaseException as exc:
+            # a connection this constructor opened is closed here (a full disk fails the WAL
+            # switch): nobody else holds it, and the garbage collector may not run for a while
+            if not injected:
+                with contextlib.suppress(Exception):
+                    self.conn.close()
+            if isinstance(exc, database_errors):
+                raise StorageError(f"cannot use database {self.path}: {exc}") from exc
+            raise
 
     # -- execution ---------------------------------------------------------------------------
 
