@@ -51,7 +51,7 @@ import threading
 import time
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar
@@ -908,14 +908,18 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             if self._closed:
                 return
             self._closed = True
-            try:
-                for index in self.indexes:
-                    index.close()
-                self._close()
-            finally:
-                if self._summary is not None:
-                    self._summary.close()
-                self.storage.close()
+            # every step runs whatever the one before did (a full disk fails the keyword
+            # index's last flush): a failure is logged, never left holding a file open
+            steps: list[Callable[[], None]] = [index.close for index in self.indexes]
+            steps.append(self._close)
+            if self._summary is not None:
+                steps.append(self._summary.close)
+            steps.append(self.storage.close)
+            for step in steps:
+                try:
+                    step()
+                except Exception:
+                    LOG.exception("%s: a step of close() failed; the rest is closed", type(self).__name__)
 
 
 def search_request(query: Any, top_k: int | None, default_k: int) -> tuple[str, int] | None:

@@ -461,5 +461,5 @@ class Database:
         with self.lock:
             if not self._closed:
                 self._closed = True
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(Exception):  # sqlean's errors are not sqlite3's
                     self.conn.close()
