@@ -302,3 +302,37 @@ def test_close_releases_every_file_after_a_full_disk(small_disk: Path, backend: 
         assert open_files_under(small_disk) == [], "files still open after close()"
     finally:
         gc.enable()
+
+
+# -- an exchange said again --------------------------------------------------------------------------
+
+
+def said_twice(mem: Any) -> list[Any]:
+    """The same exchange said twice in one session, other turns between (each time a new id:
+    ids chain on the exchange before), then searched."""
+    for text in ("what is the wifi password", "how is the weather", "what is the wifi password", "tell me a joke"):
+        answer = {"what is the wifi password": "It is tangerine42.", "how is the weather": "Sunny."}.get(text, "No.")
+        mem.build_conversation_context(text, "s")
+        mem.update_history(exchange(text, answer), "s")
+    return [h for h in mem.search("wifi password tangerine42", top_k=10) if "tangerine42" in h.content]
+
+
+@pytest.mark.parametrize("backend", backend_params([b for b in ALL_BACKENDS if b.archives]))
+def test_an_exchange_said_twice_is_found_once(tmp_path: Path, backend: Backend) -> None:
+    mem = backend.open(tmp_path / "m")
+    try:
+        assert len(said_twice(mem)) == 1
+        assert len([h for h in mem.search("wifi password", "s", 10) if "tangerine42" in h.content]) == 1
+    finally:
+        mem.close()
+
+
+@pytest.mark.parametrize("cls", [LexicalMemory, VectorMemory], ids=["lexical", "vector"])
+def test_an_exchange_said_twice_is_found_once_on_postgres(postgres_url: str, cls: type[Any]) -> None:
+    extra: dict[str, Any] = {"embedder": "hash", "hybrid": True} if cls is VectorMemory else {}
+    mem = cls({"database": postgres_url, "namespace": f"said-twice-{cls.__name__.lower()}", **extra})
+    try:
+        mem.forget_all()
+        assert len(said_twice(mem)) == 1
+    finally:
+        mem.close()
