@@ -334,15 +334,13 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
 
 def _refuse_a_folder_of_another_memory(name: str, cls: type[Any], config: dict[str, Any], root: Path) -> None:
     """For a read-only command: a :class:`CommandError` when none of the files a memory of
-    ``cls`` keeps (``stored_files``) is there, before anything is built, so a wrong
-    ``--module`` creates no ``history.db`` or ``vector.db`` in another memory's folder."""
-    from ovos_memory_plugins.base import BaseRetrievalMemory
+    ``cls`` keeps (``stored_files``: every member's, for a composite) is there, before anything
+    is built, so a wrong ``--module`` creates no ``history.db`` or ``vector.db`` in another
+    memory's folder. Nothing is refused when the files cannot be known (an empty list)."""
     from ovos_memory_plugins.config import parse_config
 
-    if not (isinstance(cls, type) and issubclass(cls, BaseRetrievalMemory)):
-        return  # the composite: its members' files are checked after the fact (the warning)
-    parsed = parse_config(config, cls.options_class)
-    files = cls.stored_files(parsed.memory, parsed.options)
+    parsed = parse_config(config, getattr(cls, "options_class", None))
+    files = cls.stored_files(parsed.memory, parsed.options)  # the base's and the composite's
     if not files or any(f.exists() for f in files):
         return
     held = sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []

@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from trust_helpers import (
     ALL_BACKENDS,
-    COMPOSITE,
     LEXICAL,
     NOTES_FILE,
     VECTOR_NUMPY,
@@ -186,10 +185,7 @@ def folder_of(backend: Backend, root: Path) -> None:
         mem.close()
 
 
-SINGLE = [b for b in ALL_BACKENDS if b is not COMPOSITE]
-
-
-@pytest.mark.parametrize("backend", backend_params(SINGLE))
+@pytest.mark.parametrize("backend", backend_params())
 def test_a_read_only_command_with_the_wrong_module_writes_nothing(tmp_path: Path, backend: Backend) -> None:
     """A folder kept by one backend, read with another's ``--module``: exit 1, naming the
     folder; not one file created or changed."""
