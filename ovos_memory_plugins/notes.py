@@ -345,6 +345,7 @@ class NotesMemory(IndexedMemory):
     persistent: ClassVar[bool] = True
     #: ``MEMORY.md`` and ``RETIRED.md`` (the file store), ``notes.db`` (an earlier release's).
     kept_files: ClassVar[tuple[str, ...]] = ("MEMORY.md", "RETIRED.md", "notes.db")
+    contributes_context: ClassVar[bool] = True
     options: NotesOptions
 
     def __init__(
@@ -1192,6 +1193,11 @@ class NotesMemory(IndexedMemory):
             and self._clock() >= self._next_dream_try
         ):
             self._schedule("dream", "budget")
+
+    @property
+    def can_dream(self) -> bool:
+        """Whether :meth:`dream` can work: a language model is configured (declared, for front-ends)."""
+        return self._llm is not None
 
     def dream(self) -> DreamResult:
         """Rewrite the whole list with one model call, now, in this thread.
