@@ -579,6 +579,8 @@ class OPMEmbedder:
         timeout: the total deadline of one call into the plugin, in seconds (a plugin that
             calls a server may hang); the call runs in a worker thread and is abandoned at
             the deadline.
+        query_timeout: the total deadline of a query's embedding (the turn waits for it);
+            at most ``timeout``.
         backoff_s, backoff_max_s: the back-off after a failure, as for :class:`OpenAIEmbedder`.
 
     The id is ``opm:<module>:<model>`` where ``<model>`` is the config's ``model`` key (or
@@ -593,11 +595,13 @@ class OPMEmbedder:
         timeout: float = DEFAULT_EMBED_TIMEOUT,
         backoff_s: float = DEFAULT_BACKOFF_S,
         backoff_max_s: float = DEFAULT_BACKOFF_MAX_S,
+        query_timeout: float = DEFAULT_QUERY_TIMEOUT,
     ) -> None:
         self.module = _required_name(module, "module", "a plugin name")
         self.config = dict(config or {})
         self.guard = _service_guard(f"embeddings plugin {module}", timeout, backoff_s, backoff_max_s)
         self.timeout = self.guard.deadline_s
+        self.query_timeout = min(_positive(query_timeout, "query_timeout"), self.timeout)
         if plugin is None:
             from ovos_plugin_manager.embeddings import load_text_embeddings_plugin
 
@@ -621,8 +625,16 @@ class OPMEmbedder:
     def embed(self, texts: list[str]) -> list[Any]:
         """Vectors from the plugin's ``get_embeddings_batch`` (or one ``get_embeddings`` per
         text), all within one deadline."""
+        return self._call(texts, self.timeout)
+
+    def embed_queries(self, texts: list[str]) -> list[Any]:
+        """Like :meth:`embed`, within ``query_timeout`` (the plugin embeds queries and
+        documents alike)."""
+        return self._call(texts, self.query_timeout)
+
+    def _call(self, texts: list[str], deadline_s: float) -> list[Any]:
         try:
-            return self.guard.call(self._embed, list(texts))
+            return self.guard.call_within(deadline_s, self._embed, list(texts))
         except ServiceUnavailable:
             raise
         except Exception as exc:
@@ -650,7 +662,7 @@ EMBEDDER_KEYS: dict[str, set[str]] = {
         "query_prefix",
         "document_prefix",
     },
-    "opm": {"module", "config", "timeout", "backoff_s", "backoff_max_s"},
+    "opm": {"module", "config", "timeout", "query_timeout", "backoff_s", "backoff_max_s"},
     "local": {"model", "threads"},
 }
 

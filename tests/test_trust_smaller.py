@@ -14,6 +14,7 @@ import hashlib
 import os
 import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,9 @@ from trust_helpers import (
     run_cli,
 )
 
+from ovos_memory_plugins.embedders import OPMEmbedder
 from ovos_memory_plugins.fakes import Delay, ScriptedOpenAIServer
+from ovos_memory_plugins.guard import DeadlineExceeded, ServiceUnavailable
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.testing import exchange
 from ovos_memory_plugins.vector import VectorMemory
@@ -332,3 +335,25 @@ def test_an_exchange_said_twice_is_found_once_on_postgres(postgres_url: str, cls
         assert len(said_twice(mem)) == 1
     finally:
         mem.close()
+
+
+def test_a_hung_opm_embeddings_plugin_costs_a_query_its_own_deadline() -> None:
+    """An OPM text-embeddings plugin that never returns: a query gives up at ``query_timeout``
+    (1.5 s by default), not at the documents' ``timeout`` (10 s)."""
+    release = threading.Event()
+
+    class Hung:
+        def get_embeddings(self, text: str) -> list[float]:
+            release.wait(30)
+            return [1.0, 0.0]
+
+    embedder = OPMEmbedder("hung-plugin", plugin=Hung())
+    try:
+        start = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            embedder.embed_queries(["where is the spare key"])
+        assert time.monotonic() - start < 2.5
+        with pytest.raises(ServiceUnavailable):  # then the back-off: at once
+            embedder.embed(["a document"])
+    finally:
+        release.set()
