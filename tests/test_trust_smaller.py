@@ -96,6 +96,7 @@ def test_another_programs_database_is_refused_and_left_untouched(
     try:
         reason = mem.stats()["storage"]["problem"]
         assert reason and "not a memory database of ovos-memory-plugins" in reason and str(path) in reason
+        assert mem.storage_problem and "nothing is being kept" in mem.storage_problem  # declared, as for any folder
         mem.update_history([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}], "s")
     finally:
         mem.close()
@@ -108,6 +109,7 @@ def test_the_command_names_the_file_and_changes_nothing(tmp_path: Path) -> None:
     before = digest(path)
     backend = Backend("lexical-db-path", LEXICAL.module, {"db_path": str(path)})
     done = run_cli(backend, tmp_path / "m", "remember", "--document", "the spare key is under the flowerpot")
+    assert done.returncode == 1, (done.stdout, done.stderr)
     assert f"{path} is not a memory database of ovos-memory-plugins" in done.stderr, done.stderr
     assert "accounts" in done.stderr and "Traceback" not in done.stderr
     assert digest(path) == before

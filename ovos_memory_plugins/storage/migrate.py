@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.protocols import Note
-from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument, open_storage
+from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
@@ -43,6 +43,7 @@ from ovos_memory_plugins.storage.notes_store import (
     notes_store_for,
     rewrites_for,
 )
+from ovos_memory_plugins.storage.registry import open_storage
 from ovos_memory_plugins.storage.sticky_store import copy_sticky, sticky_store_for
 from ovos_memory_plugins.storage.summary_store import OLD_TABLE as OLD_SUMMARIES
 from ovos_memory_plugins.storage.summary_store import SummaryStore
