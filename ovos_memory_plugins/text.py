@@ -178,7 +178,30 @@ def _stop_cover(units: list[str] | str, stops: frozenset[str]) -> list[bool]:
 
 def _prepare(text: str) -> str:
     text = _MARKER.sub(" ", _LABEL.sub(" ", clean_text(text)))
+    if text.isascii():  # NFKC leaves ASCII as it is, and casefold() is lower() there
+        return text.lower()
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+#: :data:`_TOKEN` on ASCII text: there it matches exactly these words (no spaceless runs, no
+#: combining marks, no typographic apostrophe), one group, so ``findall`` gives the words.
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+
+
+def _ascii_terms(text: str, stops: frozenset[str] | None) -> list[str]:
+    """:func:`_analyze` of prepared ASCII text. A word without an apostrophe folds to itself
+    and only words of four letters or more are stemmed, so numbers and short words skip the
+    caches (a counter or a code in every text would otherwise fill them)."""
+    out: list[str] = []
+    for word in _ASCII_WORD.findall(text):
+        word = word[:MAX_WORD_CHARS]
+        if "'" in word:
+            folded = fold_word(word)
+            if folded and (stops is None or folded not in stops):
+                out.append(_stem(folded))
+        elif stops is None or word not in stops:
+            out.append(_stem(word) if len(word) > 3 and word.isalpha() else word)
+    return out
 
 
 def _analyze(text: str, stops: frozenset[str] | None, unigrams: bool = False) -> list[str]:
@@ -187,8 +210,11 @@ def _analyze(text: str, stops: frozenset[str] | None, unigrams: bool = False) ->
     With ``unigrams``, each character of a spaceless run of two or more is a term too (after
     the run's bigrams).
     """
+    prepared = _prepare(text)
+    if prepared.isascii():
+        return _ascii_terms(prepared, stops)
     out: list[str] = []
-    for run, word in _TOKEN.findall(_prepare(text)):
+    for run, word in _TOKEN.findall(prepared):
         if word:
             word = word[:MAX_WORD_CHARS]  # a 1 MB "word" (a blob, a key held down) stays cheap
             if stops is None:
