@@ -270,6 +270,13 @@ def _row(label: str, r: dict[str, Any]) -> str:
     )
 
 
+def _ratio(mine: float, other: float, lower_is_better: bool) -> float:
+    """How many times better ``mine`` is than ``other`` (above 1: mine is better)."""
+    if not (mine and other):
+        return float("nan")
+    return other / mine if lower_is_better else mine / other
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("versions", nargs="*", default=["."], help=". or a path, git:<commit>, python:<interpreter>")
@@ -290,10 +297,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [int(s) for s in args.exchanges.split(",") if s.strip()]
     load = os.getloadavg()
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in line),
-        "?",
-    )
+    models = [
+        line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in line
+    ]
+    cpu = models[0] if models else "?"
     print(f"# host's path: {os.cpu_count()} CPUs ({cpu}), load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     results: list[dict[str, Any]] = []
     worktrees: list[Path] = []
@@ -319,10 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                 first = medians[versions[0].label]
                 for version in versions[1:]:
                     other = medians[version.label]
-                    ratios = [
-                        (other[k] / first[k] if lower else first[k] / other[k]) if first[k] and other[k] else float("nan")
-                        for k, _, lower in FIGURES
-                    ]
+                    ratios = [_ratio(first[k], other[k], lower) for k, _, lower in FIGURES]
                     print(
                         f"{versions[0].label[:20]} vs {version.label[:12]:<12} "
                         + "".join(f"{x:>9.2f}x" for x in ratios)

@@ -55,7 +55,7 @@ def clean_text(text: str) -> str:
     """``text`` without NUL and other control characters (tab and newlines stay) and with lone
     surrogates replaced by U+FFFD, so it can be encoded as UTF-8 and stored anywhere."""
     text = _CONTROL.sub(" ", text)
-    return _SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def cut_long(text: str, size: int, at: str = " ", lowest: int = 0) -> list[str]:
@@ -188,10 +188,31 @@ def _prepare(text: str) -> str:
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 
 
+#: The index terms of ASCII words that need work (stemming, an apostrophe), at most
+#: :data:`_ASCII_CACHE_SIZE` of them (emptied when full).
+_ascii_index: dict[str, str] = {}
+_ASCII_CACHE_SIZE = 50_000
+
+
+def _ascii_index_term(word: str) -> str:
+    """An ASCII word's index term (the cache's miss path)."""
+    cut = word[:MAX_WORD_CHARS]
+    if "'" not in cut and not (len(cut) > 3 and cut.isalpha()):
+        return cut  # numbers and short words are their own terms: never cached
+    term = _stem(fold_word(cut)) if "'" in cut else _stem(cut)
+    if len(_ascii_index) >= _ASCII_CACHE_SIZE:
+        _ascii_index.clear()
+    _ascii_index[word] = term
+    return term
+
+
 def _ascii_terms(text: str, stops: frozenset[str] | None) -> list[str]:
     """:func:`_analyze` of prepared ASCII text. A word without an apostrophe folds to itself
     and only words of four letters or more are stemmed, so numbers and short words skip the
     caches (a counter or a code in every text would otherwise fill them)."""
+    if stops is None:  # a document's terms: one dictionary look-up per word
+        get = _ascii_index.get
+        return [get(w) or _ascii_index_term(w) for w in _ASCII_WORD.findall(text)]
     out: list[str] = []
     for word in _ASCII_WORD.findall(text):
         word = word[:MAX_WORD_CHARS]

@@ -202,15 +202,22 @@ def bm25_scores(
             if col:
                 length += col.count(" ") + 1
         norm = base + per_term * length
+        weighted = [(columns[i], w) for i, w in columns_weighted if i < len(columns) and columns[i]]
+        # one substring test per term on the whole row first (a term holds no space, so it is in
+        # the joined row exactly when it is in one of its columns): most terms are in few rows
+        whole = " ".join([col for col, _ in weighted])
         padded: dict[int, str] = {}
         score = 0.0
         for term, spaced, factor in terms:
+            if term not in whole:
+                continue
             tf = 0.0
-            for i, weight in columns_weighted:
-                if i < len(columns) and term in columns[i]:  # a substring test first: cheap, usually false
-                    if i not in padded:  # every term between two spaces of its own: count() is exact
-                        padded[i] = " " + columns[i].replace(" ", "  ") + " "
-                    tf += weight * padded[i].count(spaced)
+            for j, (col, weight) in enumerate(weighted):
+                if term in col:  # a substring test first: cheap, often false
+                    pad = padded.get(j)
+                    if pad is None:  # every term between two spaces of its own: count() is exact
+                        pad = padded[j] = " " + col.replace(" ", "  ") + " "
+                    tf += weight * pad.count(spaced)
             if tf:
                 score += factor * tf / (tf + norm)
         scores.append(score)
