@@ -42,6 +42,7 @@ expression, so no query text is ever an FTS5 operator.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -138,7 +139,13 @@ def query_counts(query: str, settings: KeywordSettings) -> Counter[str]:
     """A query's terms and how often each counts, at most ``max_query_terms`` distinct ones.
 
     The last line's terms count ``last_line_weight`` times (the newest text matters most).
+    A turn asks twice (the search, the prompt's term filter): the last few are remembered.
     """
+    return Counter(dict(_query_counts(query, settings)))
+
+
+@functools.lru_cache(maxsize=32)
+def _query_counts(query: str, settings: KeywordSettings) -> tuple[tuple[str, int], ...]:
     extra = list(settings.extra_stopwords)
     lines = query.strip().rsplit("\n", 1)
     terms = query_terms(lines[-1], settings.lang, extra_stopwords=extra, unigrams=True)
@@ -149,7 +156,7 @@ def query_counts(query: str, settings: KeywordSettings) -> Counter[str]:
     if len(counts) > settings.max_query_terms:
         newest = list(dict.fromkeys(reversed(terms)))[: settings.max_query_terms]
         counts = Counter({t: counts[t] for t in newest})
-    return counts
+    return tuple(counts.items())
 
 
 def match_expression(counts: Counter[str]) -> str:
