@@ -188,8 +188,8 @@ def _prepare(text: str) -> str:
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 
 
-#: The index terms of ASCII words that need work (stemming, an apostrophe), at most
-#: :data:`_ASCII_CACHE_SIZE` of them (emptied when full).
+#: The index terms of ASCII words without digits (a vocabulary: words with digits are their own
+#: terms and never kept), at most :data:`_ASCII_CACHE_SIZE` of them (emptied when full).
 _ascii_index: dict[str, str] = {}
 _ASCII_CACHE_SIZE = 50_000
 
@@ -197,9 +197,12 @@ _ASCII_CACHE_SIZE = 50_000
 def _ascii_index_term(word: str) -> str:
     """An ASCII word's index term (the cache's miss path)."""
     cut = word[:MAX_WORD_CHARS]
-    if "'" not in cut and not (len(cut) > 3 and cut.isalpha()):
-        return cut  # numbers and short words are their own terms: never cached
-    term = _stem(fold_word(cut)) if "'" in cut else _stem(cut)
+    if "'" in cut:
+        term = _stem(fold_word(cut))
+    elif cut.isalpha():
+        term = _stem(cut) if len(cut) > 3 else cut
+    else:
+        return cut  # a word with digits is its own term: never cached (counters, codes, dates)
     if len(_ascii_index) >= _ASCII_CACHE_SIZE:
         _ascii_index.clear()
     _ascii_index[word] = term
@@ -208,8 +211,8 @@ def _ascii_index_term(word: str) -> str:
 
 def _ascii_terms(text: str, stops: frozenset[str] | None) -> list[str]:
     """:func:`_analyze` of prepared ASCII text. A word without an apostrophe folds to itself
-    and only words of four letters or more are stemmed, so numbers and short words skip the
-    caches (a counter or a code in every text would otherwise fill them)."""
+    and only words of four letters or more are stemmed; words with digits skip the caches (a
+    counter or a code in every text would otherwise fill them)."""
     if stops is None:  # a document's terms: one dictionary look-up per word
         get = _ascii_index.get
         return [get(w) or _ascii_index_term(w) for w in _ASCII_WORD.findall(text)]
