@@ -124,6 +124,14 @@ def _length_of(message: Any) -> int:
     return len(content) if isinstance(content, str) else 0
 
 
+def _needs_context(user: str, previous: str) -> bool:
+    """:func:`~ovos_memory_plugins.select.needs_context` of a user turn after ``previous``; its
+    terms are counted only when the rest of the rule holds (most turns follow no question)."""
+    if not needs_context(0, user, previous):
+        return False
+    return needs_context(len(set(query_terms(user, None, unigrams=True))), user, previous)
+
+
 def _index_tiers(index: Index, removed: int) -> dict[str, int]:
     """What an index's ``remove``/``remove_all`` removed, per tier (a ForgetReport names them)."""
     if isinstance(removed, ForgetReport) and removed.tiers:
@@ -796,24 +804,37 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                     history.tag_exchange(session_id, tag_tail)
                 history.append(session_id, incoming, keep, previous_id if exchanges else None, tags)
 
-            # One transaction (one durable commit) for the messages and the exchange documents;
-            # should the documents fail, the messages are recorded alone.
+            leaving = self._leaving_window(turns, len(exchanges)) if exchanges else []
+            summary = self._summary
+            # an extractive fold is a read and a write: it joins the turn's transaction (no second
+            # commit); a model's fold runs after it, outside the lock (a call may take seconds)
+            fold_now = bool(leaving) and summary is not None and not summary.calls_model
+
+            def fold() -> None:
+                if summary is not None:
+                    try:
+                        summary.fold(session_id, leaving)
+                    except Exception:
+                        LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+
+            # One transaction (one durable commit) for the messages, the exchange documents and an
+            # extractive fold; should the documents fail, the messages are recorded alone.
             try:
                 with self.storage.atomic():
                     record_history()
                     self._put_prepared(docs, prepared)
+                    if fold_now:
+                        fold()
             except Exception:
                 if not docs:
                     raise
                 LOG.exception("%s: could not store exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
                 with self.storage.atomic():
                     record_history()
-            leaving = self._leaving_window(turns, len(exchanges)) if exchanges else []
-        if leaving and self._summary is not None:  # outside the lock: a model call may take seconds
-            try:
-                self._summary.fold(session_id, leaving)
-            except Exception:
-                LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+                    if fold_now:
+                        fold()
+        if leaving and not fold_now:
+            fold()
 
     @staticmethod
     def _context_before(turns: Sequence[tuple[str, str]], user: str, assistant: str) -> str:
@@ -822,7 +843,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             if turns[i] == (ASSISTANT, assistant) and turns[i - 1] == (USER, user):
                 if i >= 2 and turns[i - 2][0] == ASSISTANT and turns[i - 2][1].strip():
                     previous = turns[i - 2][1]
-                    if needs_context(len(set(query_terms(user, None, unigrams=True))), user, previous):
+                    if _needs_context(user, previous):
                         return clip_context(previous)
                 return ""
         return ""
@@ -856,7 +877,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         if self.settings.admission and is_low_signal(prev_user, prev_assistant):
             return []
         metadata: dict[str, Any] = {"kind": "exchange", "time": time.time(), "context_after": clip_context(user)}
-        if earlier and needs_context(len(set(query_terms(prev_user, None, unigrams=True))), prev_user, earlier):
+        if earlier and _needs_context(prev_user, earlier):
             metadata["context_before"] = clip_context(earlier)
         return [Document(doc_id, exchange_text(prev_user, prev_assistant), session_id, metadata)]
 
