@@ -65,6 +65,7 @@ def _low_signal_sentence(sentence: str, phrases: frozenset[str], words: frozense
     return all(w in words for w in norm.split())
 
 
+@functools.lru_cache(maxsize=1024)  # the rolling summary asks again of the exchanges admission saw
 def is_low_signal(user: str, assistant: str) -> bool:
     """Whether an exchange is small talk or a command not worth archiving (see the module doc)."""
     if len(assistant.strip()) > MAX_REPLY_CHARS:

@@ -50,7 +50,7 @@ import logging
 import threading
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
@@ -133,6 +133,14 @@ def _length_of(message: Any) -> int:
     return len(content) if isinstance(content, str) else 0
 
 
+def _needs_context(user: str, previous: str) -> bool:
+    """:func:`~ovos_memory_plugins.select.needs_context` of a user turn after ``previous``; its
+    terms are counted only when the rest of the rule holds (most turns follow no question)."""
+    if not needs_context(0, user, previous):
+        return False
+    return needs_context(len(set(query_terms(user, None, unigrams=True))), user, previous)
+
+
 def _index_tiers(index: Index, removed: int) -> dict[str, int]:
     """What an index's ``remove``/``remove_all`` removed, per tier (a ForgetReport names them)."""
     if isinstance(removed, ForgetReport) and removed.tiers:
@@ -179,6 +187,10 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     default_prompt_min_relative: ClassVar[float | None] = None
     #: The name of this memory's one database file under ``root``.
     database_file: ClassVar[str] = "history.db"
+    #: Other files under the memory's folder that hold a memory of this class (its own files
+    #: besides the database, and those of earlier releases it moves in): with the database
+    #: file, what tells a read-only command that the folder holds this memory (:meth:`stored_files`).
+    kept_files: ClassVar[tuple[str, ...]] = ()
     #: True when every copy of a document lives in the memory's storage (documents table and
     #: indexes), so the base deletes without a ``_delete_documents`` hook.
     stores_in_storage: ClassVar[bool] = False
@@ -224,6 +236,21 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         if cls.persistent or memory.root:
             return resolve_file(memory, cls.configured_db_path(options), cls.database_file)
         return None
+
+    @classmethod
+    def stored_files(cls, memory: MemoryConfig, options: Any) -> list[Path]:
+        """The files any of which holds a memory of this class with these settings, known
+        before it is built: its database file (and the shared file of earlier releases it
+        would copy), then :attr:`kept_files` under its folder. Empty when it keeps nothing in
+        files (RAM, or a database server). A read-only command builds nothing when none exists."""
+        if memory.database:
+            return []
+        where = cls.database_path(memory, options)
+        if where is None:
+            return []
+        files = [where[0], *([where[1]] if where[1] is not None else [])]
+        root = resolve_root(memory)
+        return files + [root / name for name in cls.kept_files]
 
     def _database_path(self) -> tuple[Path, Path | None] | None:
         """This memory's database file and the shared file of earlier releases it may adopt
@@ -833,24 +860,37 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                     history.tag_exchange(session_id, tag_tail)
                 history.append(session_id, incoming, keep, previous_id if exchanges else None, tags, created=now)
 
-            # One transaction (one durable commit) for the messages and the exchange documents;
-            # should the documents fail, the messages are recorded alone.
+            leaving = self._leaving_window(turns, len(exchanges)) if exchanges else []
+            summary = self._summary
+            # an extractive fold is a read and a write: it joins the turn's transaction (no second
+            # commit); a model's fold runs after it, outside the lock (a call may take seconds)
+            fold_now = bool(leaving) and summary is not None and not summary.calls_model
+
+            def fold() -> None:
+                if summary is not None:
+                    try:
+                        summary.fold(session_id, leaving)
+                    except Exception:
+                        LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+
+            # One transaction (one durable commit) for the messages, the exchange documents and an
+            # extractive fold; should the documents fail, the messages are recorded alone.
             try:
                 with self.storage.atomic():
                     record_history()
                     self._put_prepared(docs, prepared)
+                    if fold_now:
+                        fold()
             except Exception:
                 if not docs:
                     raise
                 LOG.exception("%s: could not store exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
                 with self.storage.atomic():
                     record_history()
-            leaving = self._leaving_window(turns, len(exchanges)) if exchanges else []
-        if leaving and self._summary is not None:  # outside the lock: a model call may take seconds
-            try:
-                self._summary.fold(session_id, leaving)
-            except Exception:
-                LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+                    if fold_now:
+                        fold()
+        if leaving and not fold_now:
+            fold()
 
     @staticmethod
     def _context_before(turns: Sequence[tuple[str, str]], user: str, assistant: str) -> str:
@@ -859,7 +899,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             if turns[i] == (ASSISTANT, assistant) and turns[i - 1] == (USER, user):
                 if i >= 2 and turns[i - 2][0] == ASSISTANT and turns[i - 2][1].strip():
                     previous = turns[i - 2][1]
-                    if needs_context(len(set(query_terms(user, None, unigrams=True))), user, previous):
+                    if _needs_context(user, previous):
                         return clip_context(previous)
                 return ""
         return ""
@@ -896,7 +936,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         made = known.metadata.get("time") if known is not None else None
         stamp = made if isinstance(made, (int, float)) else self.now()  # it keeps its own time
         metadata: dict[str, Any] = {"kind": "exchange", "time": stamp, "context_after": clip_context(user)}
-        if earlier and needs_context(len(set(query_terms(prev_user, None, unigrams=True))), prev_user, earlier):
+        if earlier and _needs_context(prev_user, earlier):
             metadata["context_before"] = clip_context(earlier)
         return [Document(doc_id, exchange_text(prev_user, prev_assistant), session_id, metadata)]
 
@@ -1039,14 +1079,18 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             if self._closed:
                 return
             self._closed = True
-            try:
-                for index in self.indexes:
-                    index.close()
-                self._close()
-            finally:
-                if self._summary is not None:
-                    self._summary.close()
-                self.storage.close()
+            # every step runs whatever the one before did (a full disk fails the keyword
+            # index's last flush): a failure is logged, never left holding a file open
+            steps: list[Callable[[], None]] = [index.close for index in self.indexes]
+            steps.append(self._close)
+            if self._summary is not None:
+                steps.append(self._summary.close)
+            steps.append(self.storage.close)
+            for step in steps:
+                try:
+                    step()
+                except Exception:
+                    LOG.exception("%s: a step of close() failed; the rest is closed", type(self).__name__)
 
 
 def search_request(query: Any, top_k: int | None, default_k: int) -> tuple[str, int] | None:

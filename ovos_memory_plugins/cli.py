@@ -281,6 +281,8 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
             f"no memory in {root}: nothing was ever stored there (check --persona, --namespace or --root);"
             " nothing was created"
         )
+    if read_only and root is not None:
+        _refuse_a_folder_of_another_memory(name, cls, config, root)
     before = _files_under(root) if read_only and root is not None else None
     memory = cls(config=config)
     problem = _storage_problem(memory)
@@ -303,6 +305,25 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
                     f"warning: {root} held no {name} memory: opening it created {', '.join(new)};"
                     " does --module (or the persona's memory_module) match the memory kept there?"
                 )
+
+
+def _refuse_a_folder_of_another_memory(name: str, cls: type[Any], config: dict[str, Any], root: Path) -> None:
+    """For a read-only command: a :class:`CommandError` when none of the files a memory of
+    ``cls`` keeps (``stored_files``: every member's, for a composite) is there, before anything
+    is built, so a wrong ``--module`` creates no ``history.db`` or ``vector.db`` in another
+    memory's folder. Nothing is refused when the files cannot be known (an empty list)."""
+    from ovos_memory_plugins.config import parse_config
+
+    parsed = parse_config(config, getattr(cls, "options_class", None))
+    files = cls.stored_files(parsed.memory, parsed.options)  # the base's and the composite's
+    if not files or any(f.exists() for f in files):
+        return
+    held = sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else []
+    holds = f"it holds {', '.join(held)}" if held else "it is empty"
+    raise CommandError(
+        f"no {name} memory in {root}: {files[0].name} is not there ({holds}); does --module (or the"
+        " persona's memory_module) match the memory kept there? nothing was created"
+    )
 
 
 def _storage_problem(memory: Any) -> str | None:

@@ -426,23 +426,32 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         sets no ``namespace`` is keyed by :func:`member_namespace` (``<namespace>.<member
         name>``), so members of one database never share rows, as on SQLite where each has its
         own folder."""
-        cfg = dict(spec.config)
-        s = self.settings
-        if "root" not in cfg and "namespace" not in cfg:
-            # the member adds the namespace itself (namespaces always isolate), so its folder is
-            # <root>/<name>/<namespace>, and the files earlier releases kept in <root>/<name> are
-            # adopted once by its storage
-            base = Path(s.root).expanduser() if s.root else self.root
-            cfg["root"] = str(base / spec.name)
-        ours = cls is None or (isinstance(cls, type) and issubclass(cls, BaseRetrievalMemory))
-        if ours and s.database and "database" not in cfg:
-            cfg["database"] = s.database
-        if cfg.get("database") and "namespace" not in cfg:
-            cfg["namespace"] = member_namespace(s.namespace, spec.name)
-        cfg.setdefault("scope", s.scope)
-        cfg.setdefault("namespace", s.namespace)
-        cfg.setdefault("max_history", s.max_history)
-        return cfg
+        return _member_config(self.settings, self.root, spec, cls)
+
+    @classmethod
+    def stored_files(cls, memory: MemoryConfig, options: Any) -> list[Path]:
+        """The files any of which holds a composite with these settings: its members'
+        (``stored_files`` of each member class of this package, with the config the member
+        would be built with); empty when a member's files cannot be known (a plugin that is
+        not built on the base, or not installed): then nothing is refused on their account."""
+        if not isinstance(options, CompositeOptions):
+            return []
+        specs, _ = parse_members(options.members)
+        root = resolve_root(memory)
+        files: list[Path] = []
+        for spec in specs:
+            try:
+                member_cls = _load_member_class(spec.module)
+            except Exception:
+                return []
+            if member_cls is None or not issubclass(member_cls, BaseRetrievalMemory):
+                return []
+            parsed = parse_config(_member_config(memory, root, spec, member_cls), member_cls.options_class)
+            own = member_cls.stored_files(parsed.memory, parsed.options)
+            if not own:
+                return []  # a member in RAM or on a database server: it may hold the memory
+            files.extend(own)
+        return files
 
     def _load(self, spec: MemberSpec) -> _Member | None:
         label = f"member {spec.name!r} ({spec.module})"
@@ -1085,6 +1094,27 @@ def _takes_clock(cls: type[Any]) -> bool:
         return "clock" in inspect.signature(cls.__init__).parameters
     except (TypeError, ValueError):
         return False
+
+
+def _member_config(s: MemoryConfig, root: Path, spec: MemberSpec, cls: type[Any] | None) -> dict[str, Any]:
+    """The config a member is built with, from the composite's settings ``s`` and folder
+    ``root`` (see :meth:`CompositeMemory.member_config`)."""
+    cfg = dict(spec.config)
+    if "root" not in cfg and "namespace" not in cfg:
+        # the member adds the namespace itself (namespaces always isolate), so its folder is
+        # <root>/<name>/<namespace>, and the files earlier releases kept in <root>/<name> are
+        # adopted once by its storage
+        base = Path(s.root).expanduser() if s.root else root
+        cfg["root"] = str(base / spec.name)
+    ours = cls is None or (isinstance(cls, type) and issubclass(cls, BaseRetrievalMemory))
+    if ours and s.database and "database" not in cfg:
+        cfg["database"] = s.database
+    if cfg.get("database") and "namespace" not in cfg:
+        cfg["namespace"] = member_namespace(s.namespace, spec.name)
+    cfg.setdefault("scope", s.scope)
+    cfg.setdefault("namespace", s.namespace)
+    cfg.setdefault("max_history", s.max_history)
+    return cfg
 
 
 def _places_of(cls: type[Any], config: dict[str, Any]) -> frozenset[str]:

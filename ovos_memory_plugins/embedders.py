@@ -430,8 +430,13 @@ class HashingEmbedder:
 # -- OpenAI-compatible -----------------------------------------------------------------------
 
 
-#: The default total deadline of one request to an embedding server or plugin, in seconds.
+#: The default total deadline of one request to an embedding server or plugin, in seconds
+#: (documents: a turn's exchange, and the background re-embedding's batches).
 DEFAULT_EMBED_TIMEOUT = 10.0
+#: The default total deadline of a query's embedding, in seconds: the turn waits for it before
+#: anything is spoken, so a hung server costs a voice turn this once (then the back-off), not
+#: :data:`DEFAULT_EMBED_TIMEOUT`.
+DEFAULT_QUERY_TIMEOUT = 1.5
 #: Bytes of an embedding server's reply read at most: a batch of 64 vectors of 3,072 floats as
 #: JSON is about 4 MB; a longer body fails the request (docs/reliability.md, "Limits").
 MAX_REPLY_BYTES = 32 * 1024 * 1024
@@ -487,10 +492,12 @@ class OpenAIEmbedder:
         dimensions: ask the server for shorter vectors (text-embedding-3 models); None for the
             model's own size.
         batch_size: texts per request.
-        timeout: the total deadline of one request in seconds (connecting, waiting and
-            reading together: a server that trickles its reply is cut off at the deadline).
-            A failed request is not retried here (the vector backend keeps the document and
-            embeds it later).
+        timeout: the total deadline of one request of documents in seconds (connecting,
+            waiting and reading together: a server that trickles its reply is cut off at the
+            deadline). A failed request is not retried here (the vector backend keeps the
+            document and embeds it later).
+        query_timeout: the total deadline of a query's embedding (the turn waits for it
+            before the reply is spoken); at most ``timeout``.
         backoff_s, backoff_max_s: after a failure, requests fail at once for ``backoff_s``
             seconds, doubling per consecutive failure up to ``backoff_max_s``
             (:class:`~ovos_memory_plugins.guard.CallGuard`).
@@ -512,6 +519,7 @@ class OpenAIEmbedder:
         client: Any = None,
         backoff_s: float = DEFAULT_BACKOFF_S,
         backoff_max_s: float = DEFAULT_BACKOFF_MAX_S,
+        query_timeout: float = DEFAULT_QUERY_TIMEOUT,
     ) -> None:
         self.model = _required_name(model, "model", "a model name")
         if dimensions is not None and int(dimensions) < 1:
@@ -525,6 +533,7 @@ class OpenAIEmbedder:
             f"embedding server {self.base_url or 'api.openai.com'}", timeout, backoff_s, backoff_max_s
         )
         self.timeout = self.guard.deadline_s
+        self.query_timeout = min(_positive(query_timeout, "query_timeout"), self.timeout)
         key = api_key or _env("OVOS_MEMORY_EMBEDDING_API_KEY", "OPENAI_API_KEY") or "none"
         if client is None:
             import openai
@@ -543,7 +552,7 @@ class OpenAIEmbedder:
             prefixes = ":" + hashlib.sha256(f"{query_prefix}\x00{document_prefix}".encode()).hexdigest()[:8]
         self.id = f"openai:{model}:{dim}{prefixes}"
 
-    def _request(self, texts: list[str]) -> list[list[float]]:
+    def _request(self, texts: list[str], deadline_s: float) -> list[list[float]]:
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
@@ -551,7 +560,7 @@ class OpenAIEmbedder:
             if self.dimensions is not None:
                 kwargs["dimensions"] = self.dimensions
             try:
-                reply = self.guard.call(self._client.embeddings.create, **kwargs)
+                reply = self.guard.call_within(deadline_s, self._client.embeddings.create, **kwargs)
                 data = sorted(reply.data, key=lambda item: item.index)
                 vectors = [list(item.embedding) for item in data]
             except ServiceUnavailable:
@@ -565,11 +574,11 @@ class OpenAIEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Document vectors (``document_prefix`` + text)."""
-        return self._request([self.document_prefix + t for t in texts])
+        return self._request([self.document_prefix + t for t in texts], self.timeout)
 
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
-        """Query vectors (``query_prefix`` + text)."""
-        return self._request([self.query_prefix + t for t in texts])
+        """Query vectors (``query_prefix`` + text), within ``query_timeout``."""
+        return self._request([self.query_prefix + t for t in texts], self.query_timeout)
 
 
 # -- OPM plugins ---------------------------------------------------------------------------
@@ -585,6 +594,8 @@ class OPMEmbedder:
         timeout: the total deadline of one call into the plugin, in seconds (a plugin that
             calls a server may hang); the call runs in a worker thread and is abandoned at
             the deadline.
+        query_timeout: the total deadline of a query's embedding (the turn waits for it);
+            at most ``timeout``.
         backoff_s, backoff_max_s: the back-off after a failure, as for :class:`OpenAIEmbedder`.
 
     The id is ``opm:<module>:<model>`` where ``<model>`` is the config's ``model`` key (or
@@ -599,11 +610,13 @@ class OPMEmbedder:
         timeout: float = DEFAULT_EMBED_TIMEOUT,
         backoff_s: float = DEFAULT_BACKOFF_S,
         backoff_max_s: float = DEFAULT_BACKOFF_MAX_S,
+        query_timeout: float = DEFAULT_QUERY_TIMEOUT,
     ) -> None:
         self.module = _required_name(module, "module", "a plugin name")
         self.config = dict(config or {})
         self.guard = _service_guard(f"embeddings plugin {module}", timeout, backoff_s, backoff_max_s)
         self.timeout = self.guard.deadline_s
+        self.query_timeout = min(_positive(query_timeout, "query_timeout"), self.timeout)
         if plugin is None:
             from ovos_plugin_manager.embeddings import load_text_embeddings_plugin
 
@@ -627,8 +640,16 @@ class OPMEmbedder:
     def embed(self, texts: list[str]) -> list[Any]:
         """Vectors from the plugin's ``get_embeddings_batch`` (or one ``get_embeddings`` per
         text), all within one deadline."""
+        return self._call(texts, self.timeout)
+
+    def embed_queries(self, texts: list[str]) -> list[Any]:
+        """Like :meth:`embed`, within ``query_timeout`` (the plugin embeds queries and
+        documents alike)."""
+        return self._call(texts, self.query_timeout)
+
+    def _call(self, texts: list[str], deadline_s: float) -> list[Any]:
         try:
-            return self.guard.call(self._embed, list(texts))
+            return self.guard.call_within(deadline_s, self._embed, list(texts))
         except ServiceUnavailable:
             raise
         except Exception as exc:
@@ -650,12 +671,13 @@ EMBEDDER_KEYS: dict[str, set[str]] = {
         "dimensions",
         "batch_size",
         "timeout",
+        "query_timeout",
         "backoff_s",
         "backoff_max_s",
         "query_prefix",
         "document_prefix",
     },
-    "opm": {"module", "config", "timeout", "backoff_s", "backoff_max_s"},
+    "opm": {"module", "config", "timeout", "query_timeout", "backoff_s", "backoff_max_s"},
     "local": {"model", "threads"},
 }
 

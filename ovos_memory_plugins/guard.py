@@ -160,6 +160,14 @@ class CallGuard:
         An exception from ``fn`` is re-raised as is (after being counted); a timeout raises
         :class:`DeadlineExceeded`; a call during the back-off raises :class:`ServiceUnavailable`.
         """
+        return self.call_within(self.deadline_s, fn, *args, **kwargs)
+
+    def call_within(self, deadline_s: float, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Like :meth:`call`, with this call's own total deadline (a call a turn waits for,
+        such as a query's embedding, gets a shorter one than a batch made in the background);
+        the back-off and the counters are the service's, shared with :meth:`call`."""
+        if not deadline_s > 0:
+            raise ValueError(f"deadline_s must be > 0, not {deadline_s!r}")
         with self._lock:
             wait = self._retry_at - self._clock()
             if wait > 0:
@@ -178,9 +186,9 @@ class CallGuard:
 
         worker = threading.Thread(target=run, name=f"ovos-memory-call:{self.name}", daemon=True)
         worker.start()
-        worker.join(self.deadline_s)
+        worker.join(deadline_s)
         if worker.is_alive():
-            error: BaseException = DeadlineExceeded(f"{self.name}: no complete answer within {self.deadline_s:g} s")
+            error: BaseException = DeadlineExceeded(f"{self.name}: no complete answer within {deadline_s:g} s")
             self._failed(error, timeout=True)
             raise error
         if "error" in box:

@@ -85,7 +85,8 @@ class LexicalOptions:
         0.4,
         doc="Weight of the previous turn's words in a dialogue turn (a `Speaker:` line or a recorded "
         "exchange) of the same session: replies such as 'yes, last Tuesday' are found by what they "
-        "answer. 0 turns it off.",
+        "answer. 0 turns it off. Costs about a fifth of a turn's CPU time on large memories "
+        "(docs/benchmarks.md, the host's path).",
         minimum=0,
     )
     last_line_weight: int = option(

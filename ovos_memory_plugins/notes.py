@@ -363,6 +363,8 @@ class NotesMemory(IndexedMemory):
 
     options_class: ClassVar[type[Any] | None] = NotesOptions
     persistent: ClassVar[bool] = True
+    #: ``MEMORY.md`` and ``RETIRED.md`` (the file store), ``notes.db`` (an earlier release's).
+    kept_files: ClassVar[tuple[str, ...]] = ("MEMORY.md", "RETIRED.md", "notes.db")
     contributes_context: ClassVar[bool] = True
     options: NotesOptions
 

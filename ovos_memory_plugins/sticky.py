@@ -566,6 +566,8 @@ class StickyMemory(BaseRetrievalMemory):
     archives_exchanges: ClassVar[bool] = False
     options_class: ClassVar[type[Any] | None] = StickyOptions
     persistent: ClassVar[bool] = True
+    #: ``sticky.db``: an earlier release's file, moved in on open.
+    kept_files: ClassVar[tuple[str, ...]] = ("sticky.db",)
     contributes_context: ClassVar[bool] = True
     #: Its search only finds what its block already shows every turn: a composite leaves it out
     #: of fused recall (declared, not guessed from the module name).

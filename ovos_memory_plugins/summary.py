@@ -114,6 +114,11 @@ class RollingSummary:
         self.llm = llm
         self._lock = threading.Lock()
 
+    @property
+    def calls_model(self) -> bool:
+        """Whether a fold asks a language model (seconds); False: extractive, local and quick."""
+        return self.llm is not None
+
     def text(self, session_id: str) -> str:
         """The session's summary ('' when it has none)."""
         return self.store.get(session_id)[0]

@@ -55,7 +55,7 @@ def clean_text(text: str) -> str:
     """``text`` without NUL and other control characters (tab and newlines stay) and with lone
     surrogates replaced by U+FFFD, so it can be encoded as UTF-8 and stored anywhere."""
     text = _CONTROL.sub(" ", text)
-    return _SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def cut_long(text: str, size: int, at: str = " ", lowest: int = 0) -> list[str]:
@@ -178,7 +178,54 @@ def _stop_cover(units: list[str] | str, stops: frozenset[str]) -> list[bool]:
 
 def _prepare(text: str) -> str:
     text = _MARKER.sub(" ", _LABEL.sub(" ", clean_text(text)))
+    if text.isascii():  # NFKC leaves ASCII as it is, and casefold() is lower() there
+        return text.lower()
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+#: :data:`_TOKEN` on ASCII text: there it matches exactly these words (no spaceless runs, no
+#: combining marks, no typographic apostrophe), one group, so ``findall`` gives the words.
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+
+
+#: The index terms of ASCII words without digits (a vocabulary: words with digits are their own
+#: terms and never kept), at most :data:`_ASCII_CACHE_SIZE` of them (emptied when full).
+_ascii_index: dict[str, str] = {}
+_ASCII_CACHE_SIZE = 50_000
+
+
+def _ascii_index_term(word: str) -> str:
+    """An ASCII word's index term (the cache's miss path)."""
+    cut = word[:MAX_WORD_CHARS]
+    if "'" in cut:
+        term = _stem(fold_word(cut))
+    elif cut.isalpha():
+        term = _stem(cut) if len(cut) > 3 else cut
+    else:
+        return cut  # a word with digits is its own term: never cached (counters, codes, dates)
+    if len(_ascii_index) >= _ASCII_CACHE_SIZE:
+        _ascii_index.clear()
+    _ascii_index[word] = term
+    return term
+
+
+def _ascii_terms(text: str, stops: frozenset[str] | None) -> list[str]:
+    """:func:`_analyze` of prepared ASCII text. A word without an apostrophe folds to itself
+    and only words of four letters or more are stemmed; words with digits skip the caches (a
+    counter or a code in every text would otherwise fill them)."""
+    if stops is None:  # a document's terms: one dictionary look-up per word
+        get = _ascii_index.get
+        return [get(w) or _ascii_index_term(w) for w in _ASCII_WORD.findall(text)]
+    out: list[str] = []
+    for word in _ASCII_WORD.findall(text):
+        word = word[:MAX_WORD_CHARS]
+        if "'" in word:
+            folded = fold_word(word)
+            if folded and (stops is None or folded not in stops):
+                out.append(_stem(folded))
+        elif stops is None or word not in stops:
+            out.append(_stem(word) if len(word) > 3 and word.isalpha() else word)
+    return out
 
 
 def _analyze(text: str, stops: frozenset[str] | None, unigrams: bool = False) -> list[str]:
@@ -187,8 +234,11 @@ def _analyze(text: str, stops: frozenset[str] | None, unigrams: bool = False) ->
     With ``unigrams``, each character of a spaceless run of two or more is a term too (after
     the run's bigrams).
     """
+    prepared = _prepare(text)
+    if prepared.isascii():
+        return _ascii_terms(prepared, stops)
     out: list[str] = []
-    for run, word in _TOKEN.findall(_prepare(text)):
+    for run, word in _TOKEN.findall(prepared):
         if word:
             word = word[:MAX_WORD_CHARS]  # a 1 MB "word" (a blob, a key held down) stays cheap
             if stops is None:

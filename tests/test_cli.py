@@ -654,8 +654,10 @@ def test_read_only_commands_create_nothing_and_name_the_folder(tmp_path: Path) -
     done = cli("export", "--root", str(root))
     assert done.returncode == 0 and f"exported 1 document(s) from {root}" in done.stderr
     assert "warning" not in done.stderr, "reading a memory with its own module creates nothing"
+    files = sorted(p.name for p in root.iterdir())
     done = cli("notes", "--module", "sticky", "--root", str(root))  # the wrong module for that folder
-    assert f"warning: {root} held no ovos-memory-plugin-sticky memory: opening it created" in done.stderr
+    assert done.returncode == 1 and f"no ovos-memory-plugin-sticky memory in {root}" in one_line(done.stderr)
+    assert sorted(p.name for p in root.iterdir()) == files, "a read-only command with the wrong module created files"
 
 
 def test_forget_says_when_it_found_nothing(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ import json
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -169,9 +169,8 @@ class StoredDocument:
     new: bool = False
 
 
-@dataclass(frozen=True)
-class StoredMessage:
-    """A message read back from the history store."""
+class StoredMessage(NamedTuple):
+    """A message read back from the history store (a named tuple: every turn reads a few dozen)."""
 
     role: str
     content: str

@@ -97,7 +97,7 @@ class SqliteHistory:
             "SELECT role, content FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
             (session_id, max(limit, 0)),
         )
-        return [StoredMessage(r[0], r[1]) for r in reversed(rows)]
+        return [StoredMessage(*r) for r in reversed(rows)]
 
     def last_exchange_id(self, session_id: str) -> str:
         """The id of the session's newest exchange document, ``""`` when it has none."""

@@ -42,6 +42,7 @@ expression, so no query text is ever an FTS5 operator.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -130,14 +131,21 @@ def document_terms(text: str) -> tuple[str, str, bool]:
     dialogue turn (a recorded ``Q:`` exchange or a ``Speaker:`` line)."""
     head, body = split_head(text)
     turn = text.lstrip().startswith("Q:") or (bool(head) and not head.endswith("]"))
-    return " ".join(tokenize(body, unigrams=True)), " ".join(tokenize(head, unigrams=True)), turn
+    head_terms = " ".join(tokenize(head, unigrams=True)) if head else ""
+    return " ".join(tokenize(body, unigrams=True)), head_terms, turn
 
 
 def query_counts(query: str, settings: KeywordSettings) -> Counter[str]:
     """A query's terms and how often each counts, at most ``max_query_terms`` distinct ones.
 
     The last line's terms count ``last_line_weight`` times (the newest text matters most).
+    A turn asks twice (the search, the prompt's term filter): the last few are remembered.
     """
+    return Counter(dict(_query_counts(query, settings)))
+
+
+@functools.lru_cache(maxsize=32)
+def _query_counts(query: str, settings: KeywordSettings) -> tuple[tuple[str, int], ...]:
     extra = list(settings.extra_stopwords)
     lines = query.strip().rsplit("\n", 1)
     terms = query_terms(lines[-1], settings.lang, extra_stopwords=extra, unigrams=True)
@@ -148,7 +156,7 @@ def query_counts(query: str, settings: KeywordSettings) -> Counter[str]:
     if len(counts) > settings.max_query_terms:
         newest = list(dict.fromkeys(reversed(terms)))[: settings.max_query_terms]
         counts = Counter({t: counts[t] for t in newest})
-    return counts
+    return tuple(counts.items())
 
 
 def match_expression(counts: Counter[str]) -> str:
@@ -201,15 +209,22 @@ def bm25_scores(
             if col:
                 length += col.count(" ") + 1
         norm = base + per_term * length
+        weighted = [(columns[i], w) for i, w in columns_weighted if i < len(columns) and columns[i]]
+        # one substring test per term on the whole row first (a term holds no space, so it is in
+        # the joined row exactly when it is in one of its columns): most terms are in few rows
+        whole = " ".join([col for col, _ in weighted])
         padded: dict[int, str] = {}
         score = 0.0
         for term, spaced, factor in terms:
+            if term not in whole:
+                continue
             tf = 0.0
-            for i, weight in columns_weighted:
-                if i < len(columns) and term in columns[i]:  # a substring test first: cheap, usually false
-                    if i not in padded:  # every term between two spaces of its own: count() is exact
-                        padded[i] = " " + columns[i].replace(" ", "  ") + " "
-                    tf += weight * padded[i].count(spaced)
+            for j, (col, weight) in enumerate(weighted):
+                if term in col:  # a substring test first: cheap, often false
+                    pad = padded.get(j)
+                    if pad is None:  # every term between two spaces of its own: count() is exact
+                        pad = padded[j] = " " + col.replace(" ", "  ") + " "
+                    tf += weight * pad.count(spaced)
             if tf:
                 score += factor * tf / (tf + norm)
         scores.append(score)
@@ -268,6 +283,9 @@ class SqliteKeywordIndex:
         self._count: tuple[tuple[int, int], int] | None = None
         self._averages_cache: tuple[tuple[int, int], tuple[int, float] | None] | None = None
         self._df: dict[str, tuple[int, int]] = {}
+        #: The stored terms (body and head) of the last search's hits, by document id, and the
+        #: state they were read in: ``own_terms`` of those hits then needs no read.
+        self._hit_terms: tuple[tuple[int, int], dict[str, frozenset[str]]] | None = None
         self._vocab = False
         self.fts = bool(self.settings.use_fts5 and sqlite_layer.fts5_available())
         self.secure_delete = self.fts and sqlite3.sqlite_version_info >= (3, 42, 0)
@@ -505,34 +523,39 @@ class SqliteKeywordIndex:
             return self._search_fallback(counts, k, session_id, window)
         if self._pending or self._has_pending():
             self._index_pending()
-        kept = self._prune(counts)
+        key = self._state()  # one look at the file's version for the whole search
+        kept = self._prune(counts, key)
         column_weights = self.settings.column_weights
         # A large memory ranks with k1 = RESCORE_K1. FTS5's k1 is fixed, but its bm25 with every
         # column weight times c ranks as bm25 with k1 / c (tf (k1 + 1) / (c tf + k1 N) c = tf (k1 + 1)
         # / (tf + k1 / c N)), and its score times (RESCORE_K1 + 1) / (BM25_K1 + 1) is that bm25.
-        large = self.count() >= PRUNE_MIN_DOCUMENTS
+        large = self.count(key) >= PRUNE_MIN_DOCUMENTS
         saturation = BM25_K1 / RESCORE_K1 if large else 1.0
         weights = ", ".join(repr(w * saturation) for w in column_weights)
         match = match_expression(kept)
         if len(kept) < len(counts):  # terms were left out: every term ranks the candidates again
-            return self._rescored(counts, match, weights, column_weights, int(k), session_id, window)
+            return self._rescored(counts, match, weights, column_weights, int(k), session_id, key, window)
         factor = (RESCORE_K1 + 1) / (BM25_K1 + 1) if large else 1.0
+        # the hits' own terms come along (prompt selection asks for them next: own_terms)
         columns = "d.doc_id, d.session_id, d.content, d.metadata"
         where, params = _document_filter(session_id, window)
         if not where:  # rank in the index, then read the few winning rows
             rows = self.db.query(
-                f"SELECT {columns}, f.score FROM (SELECT rowid, -bm25(keyword_fts, {weights}) AS score"
-                " FROM keyword_fts WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?) AS f"
-                " JOIN documents AS d ON d.id = f.rowid ORDER BY f.score DESC",
+                f"SELECT {columns}, f.score, t.body_terms, t.head_terms FROM (SELECT rowid,"
+                f" -bm25(keyword_fts, {weights}) AS score FROM keyword_fts WHERE keyword_fts MATCH ?"
+                " ORDER BY score DESC LIMIT ?) AS f JOIN documents AS d ON d.id = f.rowid"
+                " JOIN keyword_terms AS t ON t.id = f.rowid ORDER BY f.score DESC",
                 (match, int(k)),
             )
         else:
             rows = self.db.query(
-                f"SELECT {columns}, -bm25(keyword_fts, {weights}) AS score"
+                f"SELECT {columns}, -bm25(keyword_fts, {weights}) AS score, t.body_terms, t.head_terms"
                 " FROM keyword_fts JOIN documents AS d ON d.id = keyword_fts.rowid"
+                " JOIN keyword_terms AS t ON t.id = keyword_fts.rowid"
                 f" WHERE keyword_fts MATCH ?{where} ORDER BY score DESC LIMIT ?",
                 (match, *params, int(k)),
             )
+        self._hit_terms = (key, {r[0]: frozenset(f"{r[5]} {r[6]}".split()) for r in rows})
         return [self._hit(r, float(r[4]) * factor) for r in rows]
 
     def _rescored(
@@ -543,6 +566,7 @@ class SqliteKeywordIndex:
         column_weights: Sequence[float],
         k: int,
         session_id: str | None,
+        key: tuple[int, int],
         window: tuple[float, float] | None = None,
     ) -> list[MemoryHit]:
         """The best :data:`RESCORE_CANDIDATES` matches of the kept terms (``weights``: FTS5's
@@ -566,10 +590,10 @@ class SqliteKeywordIndex:
                 (match, *params, fetch),
             )
         scores = [float(r[1]) for r in found]
-        averages = self._averages() if found else None
+        averages = self._averages(key) if found else None
         if averages is not None:
             n, avg_length = averages
-            df = self._document_frequencies(list(counts), self.count())
+            df = self._document_frequencies(list(counts), self.count(key))
             columns = [(r[2], r[3], r[4]) for r in found]
             scores = bm25_scores(counts, columns, df, n, avg_length, column_weights, k1=RESCORE_K1)
         best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][1])))[:k]
@@ -583,12 +607,26 @@ class SqliteKeywordIndex:
                 f"SELECT id, doc_id, session_id, content, metadata FROM documents WHERE id IN ({marks})", ids
             )
         }
+        self._hit_terms = (
+            key,
+            {
+                rows[i][1]: frozenset(f"{found[j][2]} {found[j][3]}".split())
+                for i, j in zip(ids, best, strict=True)
+                if i in rows
+            },
+        )
         return [self._hit(rows[i][1:], scores[j]) for i, j in zip(ids, best, strict=True) if i in rows]
 
-    def _averages(self) -> tuple[int, float] | None:
+    def _state(self) -> tuple[int, int]:
+        """What RAM caches of the file are keyed on: its version (other processes' commits) and
+        this index's own writes."""
+        return (self.db.data_version(), self._writes)
+
+    def _averages(self, key: tuple[int, int] | None = None) -> tuple[int, float] | None:
         """``(documents, average terms per document)`` from FTS5's averages record (None when
-        unreadable: the search then keeps the index's own scores)."""
-        key = (self.db.data_version(), self._writes)
+        unreadable: the search then keeps the index's own scores); ``key``: :meth:`_state`,
+        when the caller has it."""
+        key = key or self._state()
         if self._averages_cache is not None and self._averages_cache[0] == key:
             return self._averages_cache[1]
         try:
@@ -601,17 +639,18 @@ class SqliteKeywordIndex:
         self._averages_cache = (key, found)
         return found
 
-    def count(self) -> int:
-        """How many documents the index holds (cached until this or another process writes)."""
-        key = (self.db.data_version(), self._writes)
+    def count(self, key: tuple[int, int] | None = None) -> int:
+        """How many documents the index holds (cached until this or another process writes;
+        ``key``: :meth:`_state`, when the caller has it)."""
+        key = key or self._state()
         if self._count is None or self._count[0] != key:
             table = "keyword_fts_docsize" if self.fts else "keyword_terms"
             self._count = (key, int(self.db.scalar(f"SELECT count(*) FROM {table}") or 0))
         return self._count[1]
 
-    def _prune(self, counts: Counter[str]) -> Counter[str]:
+    def _prune(self, counts: Counter[str], key: tuple[int, int] | None = None) -> Counter[str]:
         """On a large memory, leave out terms that cost much and tell little (module docstring)."""
-        n = self.count()
+        n = self.count(key)
         if n < PRUNE_MIN_DOCUMENTS or not counts:
             return counts
         df = self._document_frequencies(list(counts), n)
@@ -648,9 +687,15 @@ class SqliteKeywordIndex:
 
     def own_terms(self, doc_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """Each document's own stored terms (its text and head, not the turn before it), by id;
-        documents without terms are left out. One read per 500 ids."""
+        documents without terms are left out. The last search's hits are answered from what it
+        read (while nothing was written since); other ids, one read per 500."""
         ids = list(dict.fromkeys(doc_ids))
         out: dict[str, frozenset[str]] = {}
+        memo = self._hit_terms
+        if memo is not None and ids:
+            known = memo[1]
+            if all(i in known for i in ids) and memo[0] == self._state():
+                return {i: known[i] for i in ids}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))

@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.protocols import Note
 from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument
-from ovos_memory_plugins.storage.notes_store import Rewrites, move_notes, notes_store_for, rewrites_for
+from ovos_memory_plugins.storage.notes_store import (
+    FileNotesStore,
+    NotesStore,
+    Rewrites,
+    move_notes,
+    notes_store_for,
+    rewrites_for,
+)
 from ovos_memory_plugins.storage.registry import open_storage
 from ovos_memory_plugins.storage.sticky_store import copy_sticky, sticky_store_for
 from ovos_memory_plugins.storage.summary_store import OLD_TABLE as OLD_SUMMARIES
@@ -270,9 +277,11 @@ def copy_summaries(source: Storage, target: Storage) -> int:
     if not (_holds(source, "memory_summaries") or _holds(source, OLD_SUMMARIES)):
         return 0
     rows = SummaryStore(source.db, _namespace(source)).items()
+    # the target gets the summary schema even without rows: the memory opening it later must
+    # find what it keeps in place (a read-only command on the copy then writes nothing)
+    dst = SummaryStore(target.db, _namespace(target))
     if not rows:
         return 0
-    dst = SummaryStore(target.db, _namespace(target))
     with target.atomic():  # committed like any write (a fold's own commit skips the flush)
         for session_id, summary, folded in rows:
             dst.put(session_id, summary, folded)
@@ -284,7 +293,8 @@ def copy_summaries(source: Storage, target: Storage) -> int:
 @runtime_checkable
 class NotesInFiles(Protocol):
     """A memory that keeps notes in files under its ``root`` (the notes' ``"store": "file"``):
-    :func:`migrate_memory` carries them and their undo history into the target's database."""
+    :func:`migrate_memory` carries them and their undo history where the same memory keeps
+    them at the target (PostgreSQL: the database; a folder: ``MEMORY.md`` there)."""
 
     def file_notes(self) -> list[Note]:
         """The notes kept in files: the active ones in order, then the retired ones (empty when
@@ -307,11 +317,20 @@ def _copy_rewrites(source: Rewrites, target: Rewrites, depth: int = 1000) -> Non
 
 
 def _carry_file_notes(memory: NotesInFiles, namespace: str, target: Storage, target_root: Path) -> int:
-    """Put the notes a memory keeps in files into ``target``'s notes table, and its undo history
-    (files under ``root``, or rows on PostgreSQL) where the target keeps it."""
+    """Put the notes a memory keeps in files where the same memory keeps them at the target:
+    on PostgreSQL its notes table; in a folder, ``MEMORY.md`` and ``RETIRED.md`` under the
+    target's folder (the same memory with ``"root": <folder>`` reads them there, and would
+    otherwise move rows of the table out into a new ``MEMORY.md`` on its first start); and the
+    undo history (files under ``root``, or rows on PostgreSQL) where the target keeps it."""
     notes = memory.file_notes()
     if notes:
-        dst = notes_store_for(target.db, _namespace(target))
+        dst: NotesStore = (
+            notes_store_for(target.db, _namespace(target))
+            if target.db.engine == "postgresql"
+            else FileNotesStore(target_root)
+        )
+        if isinstance(dst, FileNotesStore):
+            target_root.mkdir(parents=True, exist_ok=True)
         with dst.transaction():
             have = dst.load()
             texts = {n.text for n in have}

@@ -111,6 +111,12 @@ __all__ = [
 # The budget was 1,000 here: measured among 93,681 documents (benchmarks/postgres_bench.py,
 # docs/benchmarks.md), LoCoMo R@10 41.3 against SQLite's 57.4, and identical to it with 3,000,
 # for about 2 ms more server CPU per search per 1,000 postings.
+#: While the server is unreachable, a background thread tries one direct connection this often
+#: (seconds; the first try sooner): calls fail at once meanwhile, and resume within about this
+#: long after the server is back, instead of when the doubling back-off and the pool's own
+#: reconnection back-off both run out (26.7 s after a 15 s outage, before).
+PROBE_INTERVAL_S = 0.5
+
 #: A namespace's vectors are searched through the HNSW index from this many on (exact below).
 HNSW_MIN_VECTORS = 20_000
 #: How long cached figures (document count, average length) stay fresh (seconds).
@@ -356,8 +362,8 @@ class PgDatabase:
     ) -> None:
         try:
             import psycopg
+            import psycopg_pool  # noqa: F401  (the extra's pool: a clear error here, not at the first pool)
             from psycopg.conninfo import conninfo_to_dict
-            from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise StorageError(
                 "a postgresql:// database needs the 'postgres' extra: pip install 'ovos-memory-plugins[postgres]'"
@@ -371,7 +377,6 @@ class PgDatabase:
         self._lock = threading.Lock()
         self._closed = False
         self._vacuuming = False
-        self._down_until = 0.0
         self._failures = 0
         self._in_use = 0  # pooled connections lent to calls now
         ms = max(int(statement_timeout * 1000), 1)
@@ -403,24 +408,37 @@ class PgDatabase:
         except psycopg.Error as exc:
             raise StorageError(f"cannot use PostgreSQL at {self.path}: {_one_line(exc)}") from exc
         self.vector = vector
-        self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            url,
+        self.connect_timeout = connect_timeout
+        self._probing = False
+        self._stop = threading.Event()
+        try:
+            self.pool: ConnectionPool[psycopg.Connection[Any]] = self._open_pool()
+        except Exception as exc:
+            raise StorageError(f"cannot open a connection pool to {self.path}: {_one_line(exc)}") from exc
+
+    def _open_pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        """A new pool with its first connection made (raises what connecting raised)."""
+        from psycopg_pool import ConnectionPool
+
+        pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            self.url,
             kwargs={**self._kwargs, "autocommit": True},
             min_size=1,
             max_size=self.max_connections,
-            timeout=pool_timeout,
+            timeout=self.pool_timeout,
             open=False,
-            configure=_register_vector if vector else None,
+            configure=_register_vector if self.vector else None,
             # no ping per checkout (a round trip each): a connection that broke fails its call
             # once (a StorageError, then the back-off) and the pool replaces it
-            reconnect_timeout=max(connect_timeout * 6, 30.0),
+            reconnect_timeout=max(self.connect_timeout * 6, 30.0),
             name="ovos-memory",
         )
         try:
-            self.pool.open(wait=True, timeout=max(connect_timeout * 2, 1.0))
-        except Exception as exc:
-            self.pool.close()
-            raise StorageError(f"cannot open a connection pool to {self.path}: {_one_line(exc)}") from exc
+            pool.open(wait=True, timeout=max(self.connect_timeout * 2, 1.0))
+        except BaseException:
+            pool.close(timeout=0.5)
+            raise
+        return pool
 
     @property
     def location(self) -> str:
@@ -462,9 +480,11 @@ class PgDatabase:
 
         if self._closed:
             raise StorageError(f"database {self.path} is closed")
-        wait = self._down_until - time.monotonic()
-        if wait > 0:  # back-off: fail at once instead of waiting for the pool on every call
-            raise StorageError(f"PostgreSQL at {self.path} is unreachable; trying again in {wait:.0f} s")
+        if self._probing:  # the server was lost: fail at once instead of waiting for the pool on every call
+            raise StorageError(
+                f"PostgreSQL at {self.path} is unreachable; calls resume as soon as it answers again"
+                f" (trying every {PROBE_INTERVAL_S:g} s)"
+            )
         conn: psycopg.Connection[Any] | None = None
         try:
             with self.pool.connection(timeout=self.pool_timeout) as conn:
@@ -493,13 +513,53 @@ class PgDatabase:
             self._failures = 0
 
     def _backoff(self) -> None:
-        """After a lost connection (or no free one in time): refuse calls for 1, 2, 4, ... up to 30 seconds."""
+        """After a lost connection (or no free one in time): refuse calls at once until the
+        server answers a direct connection again (:meth:`_probe`, in the background, every
+        :data:`PROBE_INTERVAL_S`), then resume on a new pool. Without the probe, the pool
+        would wait out its own reconnection back-off (up to 16 s) after the server is back."""
         self._failures += 1
-        delay = min(2.0 ** (self._failures - 1), 30.0)
-        self._down_until = time.monotonic() + delay
         if self._closed:  # a background step (VACUUM) cut short by close(): nothing to report
             return
-        LOG.warning("PostgreSQL at %s: connection failed; calls fail fast for %.0f s", self.path, delay)
+        with self._lock:
+            if self._probing or self._closed:
+                return
+            self._probing = True
+        LOG.warning(
+            "PostgreSQL at %s: connection failed; calls fail fast until it answers again (trying every %g s)",
+            self.path,
+            PROBE_INTERVAL_S,
+        )
+        threading.Thread(target=self._probe, name="ovos-memory-pg-probe", daemon=True).start()
+
+    def _probe(self) -> None:
+        """Until the server answers (or :meth:`close`): one direct connection per
+        :data:`PROBE_INTERVAL_S` (each within ``connect_timeout``); then a new pool replaces the
+        one whose connections died with the server, and calls resume."""
+        import psycopg
+
+        tries = 0
+        while not self._stop.wait(PROBE_INTERVAL_S / 2 if tries == 0 else PROBE_INTERVAL_S):
+            tries += 1
+            try:
+                psycopg.connect(self.url, autocommit=True, **self._kwargs).close()
+                pool = self._open_pool()
+            except Exception as exc:  # still down (or not yet accepting): try again
+                LOG.debug("PostgreSQL at %s: still unreachable (%s)", self.path, _one_line(exc))
+                continue
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    old, self.pool = self.pool, pool
+                    self._failures = 0
+                    self._probing = False
+            if closed:
+                pool.close(timeout=0.5)
+                return
+            old.close(timeout=0.5)
+            LOG.warning("PostgreSQL at %s: reachable again after %d tries; calls resume", self.path, tries)
+            return
+        with self._lock:
+            self._probing = False
 
     @property
     def in_transaction(self) -> bool:
@@ -680,6 +740,7 @@ class PgDatabase:
             if self._closed:
                 return
             self._closed = True
+        self._stop.set()
         self.pool.close(timeout=2.0)
 
 

@@ -43,6 +43,11 @@ COMPACT_WAIT_MS = 2_000
 #: How long a purge after a delete waits for other connections before leaving the WAL for later.
 PURGE_WAIT_MS = 250
 
+#: SQLite's ``PRAGMA application_id`` of the files this package creates ("OMEM"): a file with
+#: another program's id is refused, never adopted (files of earlier releases have 0 and are
+#: recognised by their ``_migrations`` table).
+APPLICATION_ID = 0x4F4D454D
+
 #: Bound parameters per ``IN (...)`` list (SQLite's default limit is 32,766; stay well below).
 CHUNK = 500
 
@@ -102,6 +107,44 @@ def fts5_available() -> bool:
     return _fts5
 
 
+def foreign_reason(conn: Any, path: str) -> str | None:
+    """Why the database on ``conn`` is not a memory database of this package; None when it is.
+
+    Ours: a new or empty file, a file marked with :data:`APPLICATION_ID`, or one of an earlier
+    release (unmarked, with our ``_migrations`` table). Anything else (another program's
+    ``application_id`` or ``user_version``, or tables without our bookkeeping table) is
+    another program's: a ``db_path`` naming it must not get our tables added, nor its journal
+    mode changed.
+    """
+    app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    if app_id == APPLICATION_ID:
+        return None
+    if app_id != 0:
+        return (
+            f"{path} is not a memory database of ovos-memory-plugins (it belongs to another program:"
+            f" SQLite application_id {app_id:#010x}); refusing to change it. Point db_path or root elsewhere"
+        )
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+            " ORDER BY name"
+        )
+    ]
+    ours = "_migrations" in tables and {"store", "name", "applied_at"} <= {
+        r[1] for r in conn.execute("PRAGMA table_info(_migrations)")
+    }
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if ours or not (tables or version):
+        return None
+    held = [f"{len(tables)} table(s) of another program: {', '.join(tables[:5])}"] if tables else []
+    held += [f"user_version {version}"] if version else []
+    return (
+        f"{path} is not a memory database of ovos-memory-plugins (it holds {'; '.join(held)});"
+        " refusing to add tables to it. Point db_path or root elsewhere"
+    )
+
+
 class Database:
     """A SQLite database shared by the threads of one process.
 
@@ -141,6 +184,7 @@ class Database:
         self._after_commit: list[Callable[[], None]] = []
         self._closed = False
         self.busy_timeout_ms = busy_timeout_ms
+        injected = connection is not None
         if connection is None:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -156,16 +200,28 @@ class Database:
         driver = sys.modules.get(type(connection).__module__)
         self._locked_errors: tuple[type[Exception], ...] = _driver_errors(driver, "OperationalError")
         database_errors = _driver_errors(driver, "DatabaseError")
-        self.conn.row_factory = sqlite3.Row
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            # before WAL is turned on (and before the stdlib's Row, which another driver's rows
+            # reject): another program's file stays exactly as it was
+            reason = None if self.in_ram else self._retry(lambda: foreign_reason(self.conn, self.path))
+            if reason is not None:
+                raise StorageError(reason)
+            self.conn.row_factory = sqlite3.Row
             if self.path != ":memory:":
                 self._retry(lambda: self.conn.execute("PRAGMA journal_mode = WAL"))
             self.conn.execute(f"PRAGMA synchronous = {synchronous}")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA secure_delete = ON")
-        except database_errors as exc:
-            raise StorageError(f"cannot use database {self.path}: {exc}") from exc
+        except BaseException as exc:
+            # a connection this constructor opened is closed here (a full disk fails the WAL
+            # switch): nobody else holds it, and the garbage collector may not run for a while
+            if not injected:
+                with contextlib.suppress(Exception):
+                    self.conn.close()
+            if isinstance(exc, database_errors):
+                raise StorageError(f"cannot use database {self.path}: {exc}") from exc
+            raise
 
     # -- execution ---------------------------------------------------------------------------
 
@@ -279,6 +335,7 @@ class Database:
                 return []  # the common case: nothing to do, no write lock taken
             applied: list[str] = []
             with self.atomic() as conn:
+                self._claim(conn)
                 conn.execute(
                     "CREATE TABLE IF NOT EXISTS _migrations ("
                     " store TEXT NOT NULL, name TEXT NOT NULL, applied_at REAL NOT NULL,"
@@ -295,6 +352,15 @@ class Database:
                     )
                     applied.append(migration.name)
             return applied
+
+    def _claim(self, conn: sqlite3.Connection) -> None:
+        """Inside the write transaction of :meth:`migrate`: refuse a file that is not ours
+        (:func:`foreign_reason`, checked again under the lock), else mark it ours."""
+        reason = foreign_reason(conn, self.path)
+        if reason is not None:
+            raise StorageError(reason)
+        if int(conn.execute("PRAGMA application_id").fetchone()[0]) != APPLICATION_ID:
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
     def _applied(self, store: str) -> set[str]:
         if not self.table_exists("_migrations"):
@@ -395,5 +461,5 @@ class Database:
         with self.lock:
             if not self._closed:
                 self._closed = True
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(Exception):  # sqlean's errors are not sqlite3's
                     self.conn.close()

@@ -428,7 +428,11 @@ def open_database(path: str | Path, vector_extension: bool = False) -> tuple[Dat
             except Exception as exc:
                 raise StorageError(f"cannot open database {path}: {exc}") from exc
             if hasattr(conn, "enable_load_extension") and _load_sqlite_vec(conn):
-                db = Database(path, connection=conn)
+                try:
+                    db = Database(path, connection=conn)
+                except StorageError:
+                    conn.close()
+                    raise
                 # Database installs the stdlib's Row, which another driver's cursors reject
                 db.conn.row_factory = getattr(module, "Row", None)
                 return db, name
