@@ -692,26 +692,36 @@ class NotesMemory(IndexedMemory):
         assert match.note is not None
         return match.note
 
-    def forget(self, description: str) -> NoteChange:
+    @staticmethod
+    def _in_session(notes: list[Note], session_id: str | None) -> list[Note]:
+        """The notes a verb may pick: every one (None), else only those learned in ``session_id``."""
+        return notes if session_id is None else [n for n in notes if n.session_id == session_id]
+
+    def forget(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Delete the note ``description`` names (its exact id, or words naming it; retired
         notes included), for real: every copy with its words, active or retired, and its lines
-        in ``MEMORY.md.bak`` and the undo history. Close calls change nothing (``ambiguous``)."""
+        in ``MEMORY.md.bak`` and the undo history. Close calls change nothing (``ambiguous``).
+        With ``session_id`` only the notes learned in that session are candidates, and only
+        its copies go."""
         with self._mutex, self._notes_store.transaction():
-            picked = self._match(description, self.list_notes(include_retired=True))
+            picked = self._match(description, self.list_notes(include_retired=True, session_id=session_id))
             if isinstance(picked, NoteChange):
                 return picked
             key = words_key(picked.text)
-            self._notes_store.remove(lambda n: words_key(n.text) == key)
+            self._notes_store.remove(
+                lambda n: words_key(n.text) == key and (session_id is None or n.session_id == session_id)
+            )
             self._saved(self._notes_store.load())
         self._notes_store.checkpoint()
         self._scrub({key})
         return NoteChange("forgotten", note=picked, message=f"forgot: {picked.text}")
 
-    def update(self, description: str, new_fact: str) -> NoteChange:
+    def update(self, description: str, new_fact: str, *, session_id: str | None = None) -> NoteChange:
         """Replace the active note ``description`` names with ``new_fact`` (dated this month).
 
         The old note is retired (kept with its dates, out of the prompt), the new one takes its
-        place. Ambiguous descriptions change nothing and return the candidates.
+        place. Ambiguous descriptions change nothing and return the candidates. With
+        ``session_id`` only the notes learned in that session are candidates.
         """
         parsed = self._fact(new_fact)
         if isinstance(parsed, NoteChange):
@@ -719,7 +729,7 @@ class NotesMemory(IndexedMemory):
         text, given = parsed
         with self._mutex, self._notes_store.transaction():
             notes = self._notes_store.load()
-            picked = self._match(description, notes)
+            picked = self._match(description, self._in_session(notes, session_id))
             if isinstance(picked, NoteChange):
                 return picked
             old = picked
@@ -736,21 +746,23 @@ class NotesMemory(IndexedMemory):
         self._after_growth()
         return NoteChange("updated", note=old, replaced_by=new, message=f"updated: {old.text} -> {text}")
 
-    def retire(self, description: str) -> NoteChange:
+    def retire(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Mark the active note ``description`` names as no longer true (kept in the retired
-        notes, out of the prompt; recall can still show it, marked)."""
+        notes, out of the prompt; recall can still show it, marked). With ``session_id`` only
+        the notes learned in that session are candidates."""
         with self._mutex, self._notes_store.transaction():
-            picked = self._match(description, self._notes_store.load())
+            picked = self._match(description, self._in_session(self._notes_store.load(), session_id))
             if isinstance(picked, NoteChange):
                 return picked
             self._notes_store.retire([picked], self._day())
             self._saved(self._notes_store.load())
         return NoteChange("retired", note=picked, message=f"retired: {picked.text}")
 
-    def restore(self, description: str) -> NoteChange:
-        """Make the retired note ``description`` names active again."""
+    def restore(self, description: str, *, session_id: str | None = None) -> NoteChange:
+        """Make the retired note ``description`` names active again (with ``session_id``: only
+        one learned in that session)."""
         with self._mutex, self._notes_store.transaction():
-            picked = self._match(description, self._notes_store.retired())
+            picked = self._match(description, self._in_session(self._notes_store.retired(), session_id))
             if isinstance(picked, NoteChange):
                 return picked
             self._notes_store.restore([picked])

@@ -207,7 +207,13 @@ class NotesKeeper(Protocol):
 
     A ``description`` is a note's exact id or words that name it; a verb picks the one note the
     description names (retired notes included where that makes sense) and changes nothing when
-    two are too close to call (``ambiguous``, with ``candidates``).
+    two are too close to call (``ambiguous``, with ``candidates``). With ``session_id`` a verb
+    picks only among the notes learned in that session (those ``list_notes(session_id=...)``
+    lists): a caller scoped to one session (the tool box with ``scope: session``) never
+    changes, forgets or quotes another session's note.
+
+    ``forget`` removes the text for good, from every tier (no retired copy kept); ``retire`` is
+    for a fact that stopped being true (shown as such, restorable).
     """
 
     def list_notes(self, *, include_retired: bool = False, session_id: str | None = None) -> list[Note]:
@@ -218,19 +224,19 @@ class NotesKeeper(Protocol):
         """Add a note (``duplicate`` when already noted)."""
         ...
 
-    def forget(self, description: str) -> NoteChange:
+    def forget(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Delete the note the description names, from every tier (no retired copy kept)."""
         ...
 
-    def update(self, description: str, new_fact: str) -> NoteChange:
+    def update(self, description: str, new_fact: str, *, session_id: str | None = None) -> NoteChange:
         """Replace the note the description names with ``new_fact``."""
         ...
 
-    def retire(self, description: str) -> NoteChange:
+    def retire(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Mark the note no longer true (kept, shown as such where the memory does that)."""
         ...
 
-    def restore(self, description: str) -> NoteChange:
+    def restore(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Make a retired note active again."""
         ...
 
