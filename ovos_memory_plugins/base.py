@@ -523,6 +523,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             tiers["backend"] += int(self._delete_documents(list(ids)) or 0)
         tiers["documents"] += self.storage.documents.remove(ids)
         tiers["history_messages"] += self.storage.history.remove_exchanges(found)
+        if self._summary is not None:
+            # the running summary of a session may quote any of its exchanges that left the
+            # window (in a model's words too): it goes with them, and is rebuilt from later turns
+            for session in sorted({d.session_id for d in found if exchange_parts(d.text) is not None}):
+                tiers["summaries"] += self._summary.forget(session)
         return tiers
 
     def _report(self, tiers: Counter[str]) -> ForgetReport:
@@ -531,7 +536,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Delete documents by id from every tier (documents, indexes, the exchange's history
-        messages, the backend's own store); return how many existed, as a
+        messages, the running summary of an exchange's session, the backend's own store);
+        return how many existed, as a
         :class:`~ovos_memory_plugins.storage.engine.ForgetReport` (an int with ``.tiers``).
         Raises if the backend cannot delete."""
         ids = [check_id(d, "doc_id") for d in dict.fromkeys(doc_ids)]

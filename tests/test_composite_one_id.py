@@ -1,0 +1,179 @@
+"""One exchange, one id, in every member of a composite, whatever the order writers ran in.
+
+Four processes (``multiprocessing``, spawn, started together on a barrier) write one session of
+one real composite (a keyword member and a vector member, each its own SQLite file) at once, as
+four personas' workers, satellites or a persona and the ``ovos-memory`` command would. Each
+member's file then holds every exchange under the same id as the other member's file does.
+Deleting by the ids the composite lists (``delete``, the ``ovos-memory forget`` command, the
+editor, the tool box's ``forget_memory``) leaves the text in no byte of any member's file, and
+a member that cannot delete makes the call fail, naming it, after the others deleted.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trust_helpers import Backend, editor_call, files_holding, prompt_text, run_cli
+
+from ovos_memory_plugins.composite import CompositeMemory
+from ovos_memory_plugins.errors import IncompleteForgetError
+from ovos_memory_plugins.testing import exchange
+from ovos_memory_plugins.toolbox import MemoryToolBox
+
+PROCESSES = 4
+TURNS = 12
+SESSION = "kitchen"
+
+COMPOSITE = Backend(
+    "composite-keyword-vector",
+    "ovos-memory-plugin-composite",
+    {
+        # every member records the turn before the next one: the order of writers is the only variable
+        "write_timeout_ms": 60000,
+        "members": [
+            {"module": "ovos-memory-plugin-lexical"},
+            {
+                "module": "ovos-memory-plugin-vector",
+                "config": {"embedder": "hash", "hybrid": False, "background_reembed": False},
+            },
+        ],
+    },
+)
+
+_barrier: Any = None
+
+
+def _init(barrier: Any) -> None:
+    global _barrier
+    _barrier = barrier
+    import ovos_memory_plugins.composite  # noqa: F401  # imported before the race starts
+
+
+def canary(worker: int, turn: int) -> str:
+    return f"Zorblat{worker}q{turn}"
+
+
+def _writer(args: tuple[str, int]) -> str:
+    """Open the composite, wait for the others, record TURNS exchanges of one session."""
+    root, worker = args
+    try:
+        mem = COMPOSITE.open(root)
+        try:
+            _barrier.wait(timeout=60)
+            for turn in range(TURNS):
+                word = canary(worker, turn)
+                ask = f"my {word} locker holds the spare keys"
+                mem.build_conversation_context(ask, SESSION)
+                mem.update_history(exchange(ask, f"noted: the {word} locker"), SESSION)
+        finally:
+            mem.close()
+    except Exception:
+        return traceback.format_exc()
+    return ""
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[Any]:
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(PROCESSES, initializer=_init, initargs=(ctx.Barrier(PROCESSES),)) as p:
+        yield p
+
+
+def member_ids(mem: CompositeMemory) -> dict[str, dict[str, str]]:
+    """Each member's documents: member name -> {text: id}."""
+    return {
+        name: {d["text"]: d["id"] for d in member.iter_documents() if d["metadata"].get("kind") == "exchange"}
+        for name, member in mem.members.items()
+    }
+
+
+@pytest.fixture
+def written(tmp_path: Path, pool: Any) -> Path:
+    """A composite's folder after four processes wrote one session at once."""
+    root = tmp_path / "ada"
+    errors = pool.map(_writer, [(str(root), w) for w in range(PROCESSES)], chunksize=1)
+    assert errors == [""] * PROCESSES, "\n".join(errors)
+    return root
+
+
+def test_four_writers_one_session_every_member_has_the_same_ids(written: Path) -> None:
+    with COMPOSITE.open(written) as mem:
+        ids = member_ids(mem)
+        keyword, vector = ids["lexical"], ids["vector"]
+        assert len(keyword) == PROCESSES * TURNS and set(keyword) == set(vector), "an exchange is missing"
+        differing = [text for text in keyword if keyword[text] != vector[text]]
+        assert differing == [], f"{len(differing)} of {len(keyword)} exchanges have another id in each member"
+        listed = [d["id"] for d in mem.iter_documents()]
+        assert len(listed) == len(set(listed)) == PROCESSES * TURNS, "the composite lists each exchange once"
+
+
+def listed_ids(mem: CompositeMemory, worker: int) -> list[str]:
+    """The ids the composite lists (as export and the editor show them) of one writer's exchanges."""
+    return [d["id"] for d in mem.iter_documents() if f"Zorblat{worker}q" in d["text"]]
+
+
+def words_of(worker: int) -> list[str]:
+    return [canary(worker, t) for t in range(TURNS)]
+
+
+@pytest.mark.parametrize("front_end", ["python", "command", "editor", "tool"])
+def test_a_delete_by_the_listed_id_leaves_no_copy_in_any_member(written: Path, front_end: str) -> None:
+    mem = COMPOSITE.open(written)
+    try:
+        gone = listed_ids(mem, 0)
+        assert len(gone) == TURNS
+        assert files_holding(written, *words_of(0)), "the exchanges are on disk before"
+        if front_end == "python":
+            assert mem.delete(gone) == TURNS
+        elif front_end == "command":
+            done = run_cli(COMPOSITE, written, "forget", *gone)  # another process, the persona's open
+            assert done.returncode == 0, (done.stdout, done.stderr)
+            assert f"{TURNS} document(s) deleted" in done.stdout
+        elif front_end == "editor":
+            from ovos_memory_plugins.editor import EditorServer
+
+            with EditorServer(mem) as server:
+                for doc_id in gone:
+                    status, reply = editor_call(server, "DELETE", f"/api/documents/{doc_id}")
+                    assert status == 200, reply
+        else:
+            box = MemoryToolBox(memory=mem)
+            for doc_id in gone:
+                out = box.call_tool("forget_memory", {"description": doc_id}).model_dump()
+                assert out["ok"] is True and out["status"] == "forgotten", out
+        assert listed_ids(mem, 0) == []
+        holding = files_holding(written, *words_of(0))
+        assert holding == [], f"a member still keeps a copy: {holding}"
+        question = "which locker holds the spare keys, " + ", ".join(words_of(0)[:3])
+        assert not any(w in prompt_text(mem, question, SESSION) for w in words_of(0))
+        assert len(listed_ids(mem, 1)) == TURNS, "the other writers' exchanges stay"
+    finally:
+        mem.close()
+    assert files_holding(written, *words_of(0)) == []
+
+
+def test_a_member_that_cannot_delete_reaches_the_caller(tmp_path: Path) -> None:
+    root = tmp_path / "ada"
+    with COMPOSITE.open(root) as mem:
+        mem.update_history(exchange("my Quibbix locker holds the keys", "noted"), SESSION)
+        doc_id = next(d["id"] for d in mem.iter_documents() if "Quibbix" in d["text"])
+        mem.members["vector"].close()  # its database is gone from under it: it cannot delete
+        with pytest.raises(IncompleteForgetError) as failed:
+            mem.delete([doc_id])
+        assert "member 'vector'" in str(failed.value) and failed.value.done == 1
+        assert list(failed.value.failures) == ["member 'vector'"]
+        assert not any("Quibbix" in d["text"] for d in mem.members["lexical"].iter_documents()), "the others deleted"
+        with pytest.raises(IncompleteForgetError, match="member 'vector'"):
+            mem.forget_session(SESSION)
+        with pytest.raises(IncompleteForgetError, match="member 'vector'"):
+            mem.forget_all()
+        box = MemoryToolBox(memory=mem)
+        mem.members["lexical"].store("the Quibbix umbrella is blue", SESSION)
+        umbrella = mem.members["lexical"].document_id(SESSION, "the Quibbix umbrella is blue")
+        out = box.call_tool("forget_memory", {"description": umbrella}).model_dump()
+        assert out["ok"] is False and "IncompleteForgetError" in out["error"], out
