@@ -73,6 +73,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from ovos_memory_plugins.common import MemoryHit, normalize_content
+from ovos_memory_plugins.notebook import QUOTE_CHARS, match_note
 from ovos_memory_plugins.protocols import DocumentLister, Note, NoteChange, NotesKeeper, Retriever
 from ovos_memory_plugins.ranking import BM25Ranker
 
@@ -778,7 +779,10 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
         if self.notes is not None:
             # forgetting removes the text for good (every tier); retiring is for facts that
             # stopped being true, which update_memory does
-            change = self.notes.forget(args.description, **self._session_kw())
+            note = self._pick_note(args.description, "forget_memory")
+            if isinstance(note, ChangeOutput):
+                return note
+            change = self.notes.forget(note.id, **self._session_kw())
             if change and change.note is not None:
                 LOG.info("%s: forgot note %s for good", self.toolbox_id, change.note.id)
             return self._change_output(change, "forget_memory")
@@ -825,6 +829,23 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
             message=change.message or default,
             error="" if ok else (change.message or default),
         )
+
+    def _pick_note(self, description: str, tool: str) -> Note | ChangeOutput:
+        """The one note ``description`` names among the notes the calling session sees (its id,
+        its exact words, or a quoted piece of it at least 20 characters long), or a result:
+        ``not_found``, or ``ambiguous`` with the candidates and their ids. Loose words never
+        forget a note (forgetting is for good): the model gets the candidate and its id."""
+        assert self.notes is not None
+        notes = self.notes.list_notes(include_retired=True, session_id=self._scoped(self.session_id))
+        match = match_note(description, notes)
+        if match.status == "ambiguous":
+            return _ambiguous([_note_item(n) for n in match.candidates], tool)
+        if match.note is None:
+            return self._change_output(NoteChange("not_found"), tool)
+        key = normalize_content(description)
+        if match.exact or (len(key) >= QUOTE_CHARS and key in normalize_content(match.note.text)):
+            return match.note
+        return _ambiguous([_note_item(match.note)], tool)
 
     def _pick_document(self, description: str, tool: str) -> MemoryItem | ChangeOutput:
         """The one document ``description`` names (its id, its exact text, or a quoted piece of it),

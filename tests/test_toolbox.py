@@ -239,8 +239,11 @@ def test_notes_verbs(caplog: pytest.LogCaptureFixture) -> None:
     amb = call(b, "forget_memory", description="is red")
     assert amb["status"] == "ambiguous" and len(amb["candidates"]) == 2 and "Which one" in amb["message"]
     assert len(notes.active) == 2
+    loose = call(b, "forget_memory", description="bike")  # loose words never forget: the model gets the id
+    assert loose["status"] == "ambiguous" and [c["text"] for c in loose["candidates"]] == ["The user's bike is red."]
+    assert len(notes.active) == 2
     with caplog.at_level(logging.INFO, logger="ovos_memory_plugins.toolbox"):
-        gone = call(b, "forget_memory", description="bike")
+        gone = call(b, "forget_memory", description=loose["candidates"][0]["id"])
     assert gone["ok"] is True and gone["status"] == "forgotten"  # for good, never retired
     assert notes.retired == [] and [n.text for n in notes.active] == ["The user's car is red."]
     assert "forgot note" in caplog.text and gone["item"]["id"] in caplog.text
@@ -256,7 +259,7 @@ def test_forget_mode_retire_is_reported_and_forget_still_deletes() -> None:
     b = MemoryToolBox(config={"forget_mode": "retire"}, memory=notes)
     assert any("forget_mode" in p and "update_memory" in p for p in b.config_problems)
     call(b, "remember", fact="The user's bike is red.")
-    out = call(b, "forget_memory", description="bike")
+    out = call(b, "forget_memory", description="The user's bike is red.")
     assert out["status"] == "forgotten" and notes.active == [] and notes.retired == []
     assert MemoryToolBox(config={"forget_mode": "delete"}, memory=notes).config_problems == []
 
