@@ -177,3 +177,56 @@ def test_a_member_that_cannot_delete_reaches_the_caller(tmp_path: Path) -> None:
         umbrella = mem.members["lexical"].document_id(SESSION, "the Quibbix umbrella is blue")
         out = box.call_tool("forget_memory", {"description": umbrella}).model_dump()
         assert out["ok"] is False and "IncompleteForgetError" in out["error"], out
+
+
+NOTES_COMPOSITE = Backend(
+    "composite-notes-sticky",
+    "ovos-memory-plugin-composite",
+    {
+        "members": [
+            {"module": "ovos-memory-plugin-lexical"},
+            {"module": "ovos-memory-plugin-notes", "config": {"store": "sqlite"}},
+            {"module": "ovos-memory-plugin-sticky"},
+        ]
+    },
+)
+
+
+@pytest.mark.parametrize("front_end", ["python", "command", "editor", "tool"])
+def test_forgetting_a_note_removes_every_members_copy(tmp_path: Path, front_end: str) -> None:
+    """One fact kept by two members (sticky notes caught the spoken ask, curated notes were told it
+    too) under two ids: forgetting it by the id or words the composite shows removes both."""
+    root = tmp_path / "ada"
+    secret = "Wombat9931"
+    mem = NOTES_COMPOSITE.open(root)
+    try:
+        mem.build_conversation_context(f"remember that my bank PIN is {secret}", "ava")  # sticky notes it
+        assert mem.remember(f"my bank PIN is {secret}", session_id="ava").status == "added"  # the notes member
+        mem.remember("my boat is moored in Lisbon", session_id="ava")
+        keepers = {name: m for name, m in mem.members.items() if callable(getattr(m, "list_notes", None))}
+        holders = [name for name, m in keepers.items() if any(secret in n.text for n in m.list_notes())]
+        assert sorted(holders) == ["notes", "sticky"], holders
+        note_id = next(n.id for n in mem.list_notes() if secret in n.text)
+        if front_end == "python":
+            change = mem.forget("bank PIN")
+            assert change.status == "forgotten", change
+        elif front_end == "command":
+            done = run_cli(NOTES_COMPOSITE, root, "forget", "--match", "bank PIN")
+            assert done.returncode == 0, (done.stdout, done.stderr)
+        elif front_end == "editor":
+            from ovos_memory_plugins.editor import EditorServer
+
+            with EditorServer(mem) as server:
+                status, reply = editor_call(server, "DELETE", f"/api/notes/items?id={note_id}")
+                assert status == 200, reply
+        else:
+            out = MemoryToolBox(memory=mem).call_tool("forget_memory", {"description": note_id}).model_dump()
+            assert out["ok"] is True and out["status"] == "forgotten", out
+        for name, member in keepers.items():
+            kept = [n.text for n in member.list_notes(include_retired=True) if secret in n.text]
+            assert kept == [], f"member {name} keeps {kept}"
+        assert any("Lisbon" in n.text for n in mem.list_notes()), "the other note stays"
+        assert secret not in prompt_text(mem, "what is my bank PIN", "ava")
+    finally:
+        mem.close()
+    assert files_holding(root, secret) == []
