@@ -152,12 +152,14 @@ timers, prices). Most conversations add nothing: then return empty lists.
 Write each fact as one short self-contained sentence about the user, in the user's language.
 If the conversation shows that a listed fact is no longer true, REPLACE it: give its number and \
 the new fact. If the new fact could be true alongside the old one, it is NEW: add it and keep \
-the old one. RETIRE a number without a replacement only when the user said it stopped being true.
+the old one. RETIRE a number without a replacement only when the user said it stopped being true. \
+FORGET a number when the user asked you to forget it or delete it (it is removed for good).
 Also write "episode": a self-contained summary of the conversation in one to three sentences \
 (names, places and dates spelled out), or "" when nothing worth recalling later was said.
 
 Reply with JSON only:
-{"new": ["fact", ...], "replace": [{"number": 3, "fact": "new fact"}], "retire": [5], "episode": "..."}"""
+{"new": ["fact", ...], "replace": [{"number": 3, "fact": "new fact"}], "retire": [5], "forget": [], \
+"episode": "..."}"""
 
 DREAM_PROMPT = """You tidy a list of durable facts about a user. Rewrite the whole list:
 - merge near-duplicates into one line; split a line that holds two facts into two lines;
@@ -291,6 +293,8 @@ class DigestResult:
     added: list[Note] = field(default_factory=list)
     retired: list[Note] = field(default_factory=list)
     episode: str = ""
+    #: the notes the user asked to forget, removed for good (every copy, backups, undo history)
+    forgotten: list[Note] = field(default_factory=list)
 
 
 @dataclass
@@ -1119,7 +1123,9 @@ class NotesMemory(IndexedMemory):
             fact = self._admit(facts[0]) if facts else None
             if numbers and fact and 1 <= numbers[0] <= len(shown):
                 replaces.append((shown[numbers[0] - 1], fact))
+        forgets = [shown[n - 1] for n in self._numbers(data.get("forget")) if 1 <= n <= len(shown)]
         retires = [shown[n - 1] for n in self._numbers(data.get("retire")) if 1 <= n <= len(shown)]
+        retires = [n for n in retires if n not in forgets]
         added: list[Note] = []
         retired: list[Note] = []
         if new_facts or replaces or retires:
@@ -1159,8 +1165,11 @@ class NotesMemory(IndexedMemory):
                     retired = to_retire
                 self._notes_store.save(kept)
                 self._saved(kept)
+        forgotten = [c.note for c in (self.forget(n.id) for n in forgets) if c and c.note is not None]
         episode = data.get("episode")
         episode = " ".join(episode.split()) if isinstance(episode, str) else ""
+        if forgotten:  # the summary of a conversation asking to forget may quote what it forgot
+            episode = ""
         if episode and self.index is not None:
             try:
                 self.store(episode, session_id, {"kind": "episode", "time": self._clock()})
@@ -1169,7 +1178,7 @@ class NotesMemory(IndexedMemory):
                 LOG.exception("NotesMemory: could not archive the episode summary")
         self._counts["facts_added"] += len(added)
         self._counts["facts_retired"] += len(retired)
-        return DigestResult("applied", added=added, retired=retired, episode=episode)
+        return DigestResult("applied", added=added, retired=retired, episode=episode, forgotten=forgotten)
 
     # -- dreaming --------------------------------------------------------------------------------
 
