@@ -11,13 +11,17 @@ a member that cannot delete makes the call fail, naming it, after the others del
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
+import os
 import traceback
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_toolbox_scope import kept_anywhere
 from trust_helpers import Backend, editor_call, files_holding, prompt_text, run_cli
 
 from ovos_memory_plugins.composite import CompositeMemory
@@ -29,23 +33,30 @@ PROCESSES = 4
 TURNS = 12
 SESSION = "kitchen"
 
-COMPOSITE = Backend(
-    "composite-keyword-vector",
-    "ovos-memory-plugin-composite",
-    {
-        # every member records the turn before the next one: the order of writers is the only variable
-        "write_timeout_ms": 60000,
-        "members": [
-            {"module": "ovos-memory-plugin-lexical"},
-            {
-                "module": "ovos-memory-plugin-vector",
-                "config": {"embedder": "hash", "hybrid": False, "background_reembed": False},
-            },
-        ],
-    },
-)
+COMPOSITE_CONFIG: dict[str, Any] = {
+    # every member records the turn before the next one: the order of writers is the only variable
+    "write_timeout_ms": 60000,
+    "members": [
+        {"module": "ovos-memory-plugin-lexical"},
+        {
+            "module": "ovos-memory-plugin-vector",
+            "config": {"embedder": "hash", "hybrid": False, "background_reembed": False},
+        },
+    ],
+}
+COMPOSITE = Backend("composite-keyword-vector", "ovos-memory-plugin-composite", COMPOSITE_CONFIG)
 
 _barrier: Any = None
+_runs = itertools.count()
+
+
+def composite_on(url: str | None) -> Backend:
+    """The keyword + vector composite on SQLite files (None) or on the PostgreSQL database ``url``
+    (its members each in their own namespace of a namespace of its own)."""
+    if url is None:
+        return COMPOSITE
+    config = {**COMPOSITE_CONFIG, "database": url, "namespace": f"oneid{os.getpid()}x{next(_runs)}"}
+    return Backend(COMPOSITE.name, COMPOSITE.module, config)
 
 
 def _init(barrier: Any) -> None:
@@ -54,19 +65,19 @@ def _init(barrier: Any) -> None:
     import ovos_memory_plugins.composite  # noqa: F401  # imported before the race starts
 
 
-def canary(worker: int, turn: int) -> str:
-    return f"Zorblat{worker}q{turn}"
+def canary(tag: str, worker: int, turn: int) -> str:
+    return f"Zorblat{tag}w{worker}q{turn}"
 
 
-def _writer(args: tuple[str, int]) -> str:
+def _writer(args: tuple[Backend, str, str, int]) -> str:
     """Open the composite, wait for the others, record TURNS exchanges of one session."""
-    root, worker = args
+    backend, root, tag, worker = args
     try:
-        mem = COMPOSITE.open(root)
+        mem = backend.open(root)
         try:
             _barrier.wait(timeout=60)
             for turn in range(TURNS):
-                word = canary(worker, turn)
+                word = canary(tag, worker, turn)
                 ask = f"my {word} locker holds the spare keys"
                 mem.build_conversation_context(ask, SESSION)
                 mem.update_history(exchange(ask, f"noted: the {word} locker"), SESSION)
@@ -92,17 +103,39 @@ def member_ids(mem: CompositeMemory) -> dict[str, dict[str, str]]:
     }
 
 
-@pytest.fixture
-def written(tmp_path: Path, pool: Any) -> Path:
-    """A composite's folder after four processes wrote one session at once."""
+@dataclass
+class Written:
+    """A composite after four processes wrote one session of it at once."""
+
+    backend: Backend
+    root: Path
+    url: str | None
+    tag: str
+
+    def words(self, worker: int) -> list[str]:
+        return [canary(self.tag, worker, t) for t in range(TURNS)]
+
+    def kept(self, worker: int) -> list[str]:
+        """Where any of ``worker``'s words is still stored (files under root, rows in the server)."""
+        return [where for word in self.words(worker) for where in kept_anywhere(self.root, self.url, word)]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def written(request: pytest.FixtureRequest, tmp_path: Path, pool: Any) -> Written:
+    url: str | None = None
+    if request.param == "postgresql":
+        pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
+        url = request.getfixturevalue("postgres_url")
+    backend = composite_on(url)
     root = tmp_path / "ada"
-    errors = pool.map(_writer, [(str(root), w) for w in range(PROCESSES)], chunksize=1)
+    tag = f"{os.getpid()}r{next(_runs)}"
+    errors = pool.map(_writer, [(backend, str(root), tag, w) for w in range(PROCESSES)], chunksize=1)
     assert errors == [""] * PROCESSES, "\n".join(errors)
-    return root
+    return Written(backend, root, url, tag)
 
 
-def test_four_writers_one_session_every_member_has_the_same_ids(written: Path) -> None:
-    with COMPOSITE.open(written) as mem:
+def test_four_writers_one_session_every_member_has_the_same_ids(written: Written) -> None:
+    with written.backend.open(written.root) as mem:
         ids = member_ids(mem)
         keyword, vector = ids["lexical"], ids["vector"]
         assert len(keyword) == PROCESSES * TURNS and set(keyword) == set(vector), "an exchange is missing"
@@ -112,26 +145,24 @@ def test_four_writers_one_session_every_member_has_the_same_ids(written: Path) -
         assert len(listed) == len(set(listed)) == PROCESSES * TURNS, "the composite lists each exchange once"
 
 
-def listed_ids(mem: CompositeMemory, worker: int) -> list[str]:
+def listed_ids(mem: CompositeMemory, written: Written, worker: int) -> list[str]:
     """The ids the composite lists (as export and the editor show them) of one writer's exchanges."""
-    return [d["id"] for d in mem.iter_documents() if f"Zorblat{worker}q" in d["text"]]
-
-
-def words_of(worker: int) -> list[str]:
-    return [canary(worker, t) for t in range(TURNS)]
+    prefix = f"Zorblat{written.tag}w{worker}q"
+    return [d["id"] for d in mem.iter_documents() if prefix in d["text"]]
 
 
 @pytest.mark.parametrize("front_end", ["python", "command", "editor", "tool"])
-def test_a_delete_by_the_listed_id_leaves_no_copy_in_any_member(written: Path, front_end: str) -> None:
-    mem = COMPOSITE.open(written)
+def test_a_delete_by_the_listed_id_leaves_no_copy_in_any_member(written: Written, front_end: str) -> None:
+    backend, root = written.backend, written.root
+    mem = backend.open(root)
     try:
-        gone = listed_ids(mem, 0)
+        gone = listed_ids(mem, written, 0)
         assert len(gone) == TURNS
-        assert files_holding(written, *words_of(0)), "the exchanges are on disk before"
+        assert written.kept(0), "the exchanges are stored before"
         if front_end == "python":
             assert mem.delete(gone) == TURNS
         elif front_end == "command":
-            done = run_cli(COMPOSITE, written, "forget", *gone)  # another process, the persona's open
+            done = run_cli(backend, root, "forget", *gone)  # another process, the persona's open
             assert done.returncode == 0, (done.stdout, done.stderr)
             assert f"{TURNS} document(s) deleted" in done.stdout
         elif front_end == "editor":
@@ -146,15 +177,15 @@ def test_a_delete_by_the_listed_id_leaves_no_copy_in_any_member(written: Path, f
             for doc_id in gone:
                 out = box.call_tool("forget_memory", {"description": doc_id}).model_dump()
                 assert out["ok"] is True and out["status"] == "forgotten", out
-        assert listed_ids(mem, 0) == []
-        holding = files_holding(written, *words_of(0))
+        assert listed_ids(mem, written, 0) == []
+        holding = written.kept(0)
         assert holding == [], f"a member still keeps a copy: {holding}"
-        question = "which locker holds the spare keys, " + ", ".join(words_of(0)[:3])
-        assert not any(w in prompt_text(mem, question, SESSION) for w in words_of(0))
-        assert len(listed_ids(mem, 1)) == TURNS, "the other writers' exchanges stay"
+        question = "which locker holds the spare keys, " + ", ".join(written.words(0)[:3])
+        assert not any(w in prompt_text(mem, question, SESSION) for w in written.words(0))
+        assert len(listed_ids(mem, written, 1)) == TURNS, "the other writers' exchanges stay"
     finally:
         mem.close()
-    assert files_holding(written, *words_of(0)) == []
+    assert written.kept(0) == []
 
 
 def test_a_member_that_cannot_delete_reaches_the_caller(tmp_path: Path) -> None:
