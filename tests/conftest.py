@@ -6,7 +6,7 @@ from importlib.metadata import distribution
 from pathlib import Path
 
 import pytest
-from pg_server import postgres_server, postgres_url  # noqa: F401  # the throwaway PostgreSQL fixtures
+from pg_server import postgres_server, postgres_url, watch_for_crash  # noqa: F401  # the throwaway PostgreSQL fixtures
 
 
 @pytest.fixture(autouse=True)
