@@ -85,7 +85,9 @@ from ovos_memory_plugins.protocols import (
     Capabilities,
     Compactable,
     DocumentLister,
+    ForgetNotifier,
     LocatedCompactable,
+    Note,
     NoteChange,
     NotesKeeper,
     capabilities,
@@ -502,7 +504,35 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         recall = _flag(spec.recall, instance, "composite_recall", True)
         member = _Member(spec, instance, caps, semantic, recall)
         member.places = places
+        if isinstance(instance, ForgetNotifier):  # it tells when it forgot a note, however asked
+            instance.add_forget_listener(functools.partial(self._copies_forgotten, spec.name))
         return member
+
+    def _copies_forgotten(self, source: str, note: Note) -> None:
+        """Member ``source`` forgot ``note`` (a verb, a delete by id, a spoken "forget …" it acted
+        on in its own turn): every other notes member deletes its notes with the same words, by
+        their exact ids (only the note's session's under ``scope: session``). A member that
+        fails is logged as an error: a turn never raises, and the explicit ``forget`` of the
+        composite tries again and raises."""
+        if getattr(_PROPAGATING, "on", False):
+            return  # a copy forgotten here tells us again: already handled
+        _PROPAGATING.on = True
+        try:
+            key = words_key(note.text)
+            scoped: dict[str, Any] = {}
+            if self.settings.scope == "session" and note.session_id:
+                scoped = {"session_id": note.session_id}
+            for m in self.__dict__.get("_members") or []:
+                if m.name == source or not isinstance(m.instance, NotesKeeper):
+                    continue
+                try:
+                    for n in m.instance.list_notes(include_retired=True, **scoped):
+                        if words_key(n.text) == key:
+                            m.instance.forget(n.id, **scoped)
+                except Exception as exc:
+                    LOG.error("CompositeMemory: member %r could not forget its copy of a note: %s", m.name, exc)
+        finally:
+            _PROPAGATING.on = False
 
     def _skip(self, spec: MemberSpec, reason: str) -> _Member | None:
         LOG.error("CompositeMemory: %s", reason)
@@ -1150,6 +1180,10 @@ def _report(m: _Member, problem: str) -> None:
     level = logging.DEBUG if m.failing else logging.WARNING
     m.failing = True
     LOG.log(level, "CompositeMemory: member %r %s", m.name, problem)
+
+
+#: Set while a composite removes the copies of a forgotten note (their forgets tell it again).
+_PROPAGATING = threading.local()
 
 
 def _forget_copy(note_id: str, scoped: dict[str, Any], member: Any) -> Any:

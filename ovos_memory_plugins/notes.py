@@ -359,6 +359,7 @@ class NotesMemory(IndexedMemory):
         super().__init__(config)
         self._clock = clock
         self._mutex = threading.RLock()
+        self._forget_listeners: list[Callable[[Note], None]] = []
         self._cache_lock = threading.Lock()
         self._cache: list[Note] = []
         self._cache_version: Any = object()
@@ -718,7 +719,18 @@ class NotesMemory(IndexedMemory):
             self._saved(self._notes_store.load())
         self._notes_store.checkpoint()
         self._scrub({key})
+        for listener in list(self._forget_listeners):
+            try:
+                listener(picked)
+            except Exception:
+                LOG.exception("NotesMemory: a forget listener failed for note %s", picked.id)
         return NoteChange("forgotten", note=picked, message=f"forgot: {picked.text}")
+
+    def add_forget_listener(self, listener: Callable[[Note], None]) -> None:
+        """Call ``listener(note)`` after every note this memory forgets, whatever asked (a verb,
+        a delete by id, the digest's ``forget`` list): a composite removes the other members'
+        copies of the fact. A listener that raises is logged; the forget stands."""
+        self._forget_listeners.append(listener)
 
     def update(self, description: str, new_fact: str, *, session_id: str | None = None) -> NoteChange:
         """Replace the active note ``description`` names with ``new_fact`` (dated this month).

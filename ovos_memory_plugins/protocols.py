@@ -20,7 +20,9 @@ protocols below, never through a class's private attributes or method names they
 
 * :class:`DocumentLister`: ``iter_documents()``, every stored document (export, the editor).
 * :class:`NotesKeeper`: the one notes protocol that curated notes and sticky notes implement;
-  every verb returns a :class:`NoteChange` and every listing :class:`Note` objects.
+  every verb returns a :class:`NoteChange` and every listing :class:`Note` objects;
+  :class:`ForgetNotifier`: a notes keeper that tells when it forgot a note (a composite then
+  removes the other members' copies).
 * :class:`Compactable`: ``compact()``, make deleted rows unrecoverable in everything the memory
   stores in (the editor after every delete); :class:`LocatedCompactable` also names those
   locations beforehand (``compaction_locations``), so a composite whose members share one
@@ -43,6 +45,7 @@ __all__ = [
     "Compactable",
     "ContextContributor",
     "DocumentLister",
+    "ForgetNotifier",
     "HistoryKeeper",
     "LocatedCompactable",
     "Note",
@@ -238,6 +241,17 @@ class NotesKeeper(Protocol):
 
     def restore(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Make a retired note active again."""
+        ...
+
+
+@runtime_checkable
+class ForgetNotifier(Protocol):
+    """A notes keeper that tells when it forgot a note, whatever asked (a verb, a delete by id,
+    a spoken "forget …" it acted on itself): a composite then removes the other members' copies
+    of the fact (curated notes and sticky notes)."""
+
+    def add_forget_listener(self, listener: Callable[[Note], None]) -> None:
+        """Call ``listener(note)`` after every note forgotten (a listener that raises is logged)."""
         ...
 
 

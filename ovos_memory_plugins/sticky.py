@@ -50,7 +50,7 @@ import re
 import sqlite3
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
@@ -577,6 +577,7 @@ class StickyMemory(BaseRetrievalMemory):
         self.store_problem: str | None = None
         self.store_db: StickyStore = self._open_sticky(database)
         self._terms: dict[str, tuple[str, list[str]]] = {}
+        self._forget_listeners: list[Callable[[Note], None]] = []
 
     def _open_sticky(self, database: Database | None) -> StickyStore:
         """The notes' tables in the memory's own database (SQLite file or PostgreSQL), after
@@ -734,6 +735,19 @@ class StickyMemory(BaseRetrievalMemory):
         that session are candidates."""
         return self._forget_among(description, self._scoped_rows(session_id, include_retired=True), lang)
 
+    def add_forget_listener(self, listener: Callable[[Note], None]) -> None:
+        """Call ``listener(note)`` after every note this memory forgets, whatever asked (a verb,
+        a delete by id, a spoken "forget …"): a composite removes the other members' copies of
+        the fact. A listener that raises is logged; the forget stands."""
+        self._forget_listeners.append(listener)
+
+    def _tell_forgotten(self, note: Note) -> None:
+        for listener in list(self._forget_listeners):
+            try:
+                listener(note)
+            except Exception:
+                LOG.exception("StickyMemory: a forget listener failed for note %s", note.id)
+
     def _forget_among(self, description: str, rows: list[StickyRow], lang: str | None) -> NoteChange:
         with self._lock:
             row = self._pick(description, rows, lang)
@@ -854,10 +868,15 @@ class StickyMemory(BaseRetrievalMemory):
         return n
 
     def delete(self, doc_ids: Iterable[str]) -> int:
-        """Delete notes (and documents) by exact id from every tier, then purge the notes' copies."""
+        """Delete notes (and documents) by exact id from every tier, then purge the notes' copies;
+        the forget listeners hear of every note that went (:meth:`add_forget_listener`)."""
+        ids = list(dict.fromkeys(doc_ids))
         with self._lock:
-            n = super().delete(doc_ids)
+            rows = [row for row in (self.store_db.get(i) for i in ids if isinstance(i, str)) if row is not None]
+            n = super().delete(ids)
             self.store_db.checkpoint()
+        for row in rows:
+            self._tell_forgotten(self._public(row))
         return n
 
     def forget_all(self) -> int:

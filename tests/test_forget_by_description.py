@@ -117,3 +117,28 @@ def test_the_tool_forgets_a_document_for_good(tmp_path: Path, url: str | None, p
         assert not any(secret in h.content for h in mem.search("gym locker code", top_k=10))
         assert any("Tom" in h.content for h in mem.search("cat", top_k=10))
     assert kept(root, url, namespace, secret) == []
+
+
+@pytest.mark.parametrize("plain", [STICKY, COMPOSITE], ids=lambda b: b.name)
+def test_a_spoken_forget_leaves_no_byte_and_no_row(tmp_path: Path, url: str | None, plain: Backend) -> None:
+    """ "Forget about my bank PIN", said in a turn: sticky notes act on it; in a composite the
+    curated member's copy of the same fact (told through ``remember``) goes too."""
+    backend, namespace = placed(plain, url)
+    root = tmp_path / "m"
+    secret = "Dugong5208"
+    with backend.open(root) as mem:
+        mem.build_conversation_context(f"remember that my bank PIN is {secret}", "ava")  # sticky notes it
+        if plain is COMPOSITE:
+            assert mem.remember(f"my bank PIN is {secret}", session_id="ava").status == "added"  # curated member
+        mem.build_conversation_context("remember that my boat is moored in Lisbon", "ava")
+        assert kept(root, url, namespace, secret)
+        messages = mem.build_conversation_context("forget about my bank PIN", "ava")  # acted on in the turn
+        assert "deleted the note" in "\n".join(m.content for m in messages)
+        notes = [n.text for n in mem.list_notes(include_retired=True)]
+        for member in getattr(mem, "members", {}).values():
+            if callable(getattr(member, "list_notes", None)):
+                notes += [n.text for n in member.list_notes(include_retired=True)]
+        assert not any(secret in t for t in notes), notes
+        assert any("Lisbon" in t for t in notes), "the other note stays"
+        assert secret not in prompt_text(mem, "what is my bank PIN", "ava")
+    assert kept(root, url, namespace, secret) == []
