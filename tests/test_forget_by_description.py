@@ -142,3 +142,42 @@ def test_a_spoken_forget_leaves_no_byte_and_no_row(tmp_path: Path, url: str | No
         assert any("Lisbon" in t for t in notes), "the other note stays"
         assert secret not in prompt_text(mem, "what is my bank PIN", "ava")
     assert kept(root, url, namespace, secret) == []
+
+
+def test_a_spoken_forget_read_by_the_digest_leaves_no_byte_and_no_row(tmp_path: Path, url: str | None) -> None:
+    """ "Forget my locker code" to curated notes: the digest's ``forget`` list deletes the note."""
+    import json
+
+    from ovos_memory_plugins.fakes import ScriptedLLM
+    from ovos_memory_plugins.notes import NotesMemory
+    from ovos_memory_plugins.testing import exchange
+
+    backend, namespace = placed(NOTES_SQLITE, url)
+    root = tmp_path / "m"
+    reply = {"new": [], "replace": [], "retire": [], "forget": [1], "episode": "The code was 3390."}
+    config = {**backend.block(root), "archive": None, "curate_in_background": False}
+    with NotesMemory(config, llm=ScriptedLLM([json.dumps(reply)])) as mem:
+        mem.remember("User's locker code is Ibex3390", session_id="s")
+        mem.remember("User's cat is called Tom", session_id="s")
+        mem.update_history(exchange("forget my locker code", "done"), "s")
+        assert mem.digest("s").status == "applied"
+        assert [n.text for n in mem.list_notes(include_retired=True)] == ["User's cat is called Tom"]
+    assert kept(root, url, namespace, "Ibex3390") == []
+    assert kept(root, url, namespace, "3390") == []
+
+
+@pytest.mark.parametrize("plain", [LEXICAL, VECTOR_NUMPY], ids=lambda b: b.name)
+def test_the_tool_updates_a_document_and_the_old_text_goes(tmp_path: Path, url: str | None, plain: Backend) -> None:
+    """A document has no retired state: ``update_memory`` stores the new fact and deletes the old."""
+    backend, namespace = placed(plain, url)
+    root = tmp_path / "m"
+    with backend.open(root) as mem:
+        doc = mem.store("The user's gym locker code is Orca1184.", "home")
+        out = MemoryToolBox(memory=mem).call_tool(
+            "update_memory", {"description": doc, "new_fact": "The user's gym locker code is Orca2295."}
+        )
+        assert out.model_dump()["status"] == "updated", out
+        found = [h.content for h in mem.search("gym locker code", top_k=10)]
+        assert found == ["The user's gym locker code is Orca2295."]
+    assert kept(root, url, namespace, "Orca1184") == []
+    assert kept(root, url, namespace, "Orca2295")
