@@ -145,6 +145,10 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     #: turns stay history only and whose documents come from elsewhere (sticky notes); the
     #: conformance kit then checks them with its context-only profile.
     archives_exchanges: ClassVar[bool] = True
+    #: Whether :meth:`context_blocks` can add text of its own to the prompt's system part (notes,
+    #: sticky notes, a composite of them): ``ovos-memory check`` warns when a chat engine would
+    #: drop it. Declared, never guessed from which methods a class overrides.
+    contributes_context: ClassVar[bool] = False
     #: The backend's own config keys: a dataclass built with ``config.option``; None for none.
     options_class: ClassVar[type[Any] | None] = None
     #: Whether history goes to ``<root>/history.db`` even when ``root`` is not configured.

@@ -42,12 +42,12 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from ovos_memory_plugins import loader
 from ovos_memory_plugins.errors import ConfigError, OvosMemoryPluginError
 
 __all__ = ["DOCS_URL", "main"]
 
-GROUP = "opm.agents.memory"
-PREFIX = "ovos-memory-plugin-"
+PREFIX = loader.PREFIX
 DEFAULT_MODULE = PREFIX + "lexical"
 #: Where the documentation lives (an installed wheel carries no docs folder).
 DOCS_URL = "https://github.com/OpenVoiceOS/ovos-memory-plugins/blob/main/docs"
@@ -194,31 +194,14 @@ def _progress(total: int, unit: str, output: Output, quiet: bool) -> Any:
 # -- choosing the memory -----------------------------------------------------------------------
 
 
-def _entry_points() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
-
-
 def plugin_name(name: str) -> str:
     """The entry-point name for ``name`` (``lexical`` -> ``ovos-memory-plugin-lexical``)."""
-    known = _entry_points()
-    if name in known:
-        return name
-    if PREFIX + name in known:
-        return PREFIX + name
-    ours = sorted(n for n in known if n.startswith(PREFIX))
-    raise CommandError(
-        f"no memory plugin named {name!r} is installed; installed: {', '.join(ours) or 'none'}"
-        f" (short names work too: {', '.join(n[len(PREFIX) :] for n in ours)})"
-    )
+    return loader.resolve_plugin_name(name)
 
 
 def plugin_class(name: str) -> type[Any]:
     """Import the plugin class of entry point ``name`` (only that one: no other plugin is imported)."""
-    ep = _entry_points()[name]
-    try:
-        return ep.load()  # type: ignore[no-any-return]
-    except Exception as exc:
-        raise CommandError(f"memory plugin {name!r} could not be imported: {exc}") from exc
+    return loader.plugin_class(name)
 
 
 def _read_file(path: str) -> str:
@@ -229,38 +212,14 @@ def _read_file(path: str) -> str:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _json_object(text: str, what: str, error: type[Exception]) -> dict[str, Any]:
-    """``text`` parsed as a JSON object; ``error`` naming ``what`` and the problem otherwise."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
-    if not isinstance(data, dict):
-        raise error(f"{what} must hold a JSON object")
-    return data
-
-
 def read_persona(path: str) -> dict[str, Any]:
-    """Read a persona JSON file; raise :class:`CommandError` naming the problem."""
-    return _json_object(_read_file(path), path, CommandError)
+    """Read a persona JSON file; raise :class:`~ovos_memory_plugins.loader.PersonaFileError` naming the problem."""
+    return loader.read_persona(path)
 
 
 def persona_memory(path: str) -> tuple[str, dict[str, Any]]:
     """The ``(module, config block)`` a persona file selects."""
-    persona = read_persona(path)
-    module = persona.get("memory_module")
-    if not module:
-        raise CommandError(
-            f'{path} names no memory_module; add e.g. "memory_module": "{DEFAULT_MODULE}"'
-            if "memory_module" not in persona
-            else f'{path} disables memory ("memory_module": {json.dumps(module)})'
-        )
-    if not isinstance(module, str):
-        raise CommandError(f"{path}: memory_module must be a string, not {json.dumps(module)}")
-    block = persona.get(module) or {}
-    if not isinstance(block, dict):
-        raise CommandError(f"{path}: the block {module!r} must be a JSON object")
-    return module, dict(block)
+    return loader.persona_memory(read_persona(path), path)
 
 
 def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -273,7 +232,10 @@ def selected_config(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         module, config = args.module or DEFAULT_MODULE, {}
     if args.config:
         text = _read_file(args.config[1:]) if args.config.startswith("@") else args.config
-        config.update(_json_object(text, "--config", UsageError))
+        try:
+            config.update(loader.parse_json_object(text, "--config"))
+        except loader.PersonaFileError as exc:
+            raise UsageError(str(exc)) from exc
     if args.root:
         config["root"] = args.root
     if args.namespace:
@@ -775,9 +737,7 @@ SYSTEM_DROPPING_ENGINES = ("ovos-chat-openai-plugin",)
 
 def _sends_system(cls: type[Any], config: dict[str, Any]) -> bool:
     """Whether the memory puts text in a SYSTEM message (its inject mode, a prompt, notes)."""
-    from ovos_memory_plugins.base import BaseRetrievalMemory
-
-    contributes = getattr(cls, "context_blocks", None) is not BaseRetrievalMemory.context_blocks
+    contributes = bool(getattr(cls, "contributes_context", False))
     return (
         config.get("inject_mode", "system") in ("system", "system_prompt", "tool")
         or bool(config.get("system_prompt"))
@@ -857,7 +817,7 @@ def _embedder_specs(cls: type[Any], config: dict[str, Any]) -> list[Any]:
         specs.append(config.get("embedder", default))
     for member in config.get("members") or [] if "members" in fields else []:
         if isinstance(member, dict) and isinstance(member.get("module"), str):
-            with contextlib.suppress(CommandError):
+            with contextlib.suppress(CommandError, OvosMemoryPluginError):
                 specs += _embedder_specs(plugin_class(plugin_name(member["module"])), member.get("config") or {})
     return specs
 

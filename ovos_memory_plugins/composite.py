@@ -279,10 +279,13 @@ def parse_members(raw: Sequence[Any]) -> tuple[list[MemberSpec], list[str]]:
 
 
 def _load_member_class(module: str) -> type[Any] | None:
-    from ovos_plugin_manager.agents import load_memory_plugin
+    """The class of the member plugin ``module``; None when none of that name is installed."""
+    from ovos_memory_plugins import loader
 
-    cls = load_memory_plugin(module)
-    return cls if isinstance(cls, type) else None
+    try:
+        return loader.plugin_class(module)
+    except loader.PluginNotFound:
+        return None
 
 
 class _Member:
@@ -338,6 +341,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
     """
 
     options_class: ClassVar[type[Any] | None] = CompositeOptions
+    contributes_context: ClassVar[bool] = True
 
     def __init__(self, config: dict[str, Any] | None = None, *, llm: ChatLLM | None = None) -> None:
         super().__init__(config)

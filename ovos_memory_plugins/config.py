@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from ovos_memory_plugins.errors import BackendError, ConfigError
+from ovos_memory_plugins.errors import ConfigError
 
 __all__ = [
     "DEFAULT_HEADER",
@@ -374,12 +374,9 @@ def parse_config(raw: Mapping[str, Any] | None, options_class: type[Any] | None 
 def _plugin_class(plugin: str | type[Any]) -> type[Any]:
     if not isinstance(plugin, str):
         return plugin
-    from ovos_plugin_manager.agents import load_memory_plugin
+    from ovos_memory_plugins import loader
 
-    cls = load_memory_plugin(plugin)
-    if cls is None:
-        raise BackendError(f"no memory plugin named {plugin!r} is installed (entry-point group opm.agents.memory)")
-    return typing.cast(type[Any], cls)
+    return loader.plugin_class(plugin)
 
 
 def validate_config(config: Mapping[str, Any] | None, plugin: str | type[Any] | None = None) -> ParsedConfig:

@@ -347,6 +347,7 @@ class NotesMemory(IndexedMemory):
 
     options_class: ClassVar[type[Any] | None] = NotesOptions
     persistent: ClassVar[bool] = True
+    contributes_context: ClassVar[bool] = True
     options: NotesOptions
 
     def __init__(
@@ -1223,6 +1224,11 @@ class NotesMemory(IndexedMemory):
             and self._clock() >= self._next_dream_try
         ):
             self._schedule("dream", "budget")
+
+    @property
+    def can_dream(self) -> bool:
+        """Whether :meth:`dream` can work: a language model is configured (declared, for front-ends)."""
+        return self._llm is not None
 
     def dream(self) -> DreamResult:
         """Rewrite the whole list with one model call, now, in this thread.

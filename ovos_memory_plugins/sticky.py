@@ -561,6 +561,7 @@ class StickyMemory(BaseRetrievalMemory):
     archives_exchanges: ClassVar[bool] = False
     options_class: ClassVar[type[Any] | None] = StickyOptions
     persistent: ClassVar[bool] = True
+    contributes_context: ClassVar[bool] = True
     #: Its search only finds what its block already shows every turn: a composite leaves it out
     #: of fused recall (declared, not guessed from the module name).
     composite_recall: ClassVar[bool] = False

@@ -64,14 +64,13 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib.metadata import entry_points
-from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from ovos_plugin_manager.templates.agent_tools import AgentTool, ToolArguments, ToolBox, ToolOutput
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from ovos_memory_plugins import loader
 from ovos_memory_plugins.common import MemoryHit, normalize_content
 from ovos_memory_plugins.notebook import QUOTE_CHARS, match_note
 from ovos_memory_plugins.protocols import DocumentLister, Note, NoteChange, NotesKeeper, Retriever
@@ -100,7 +99,6 @@ __all__ = [
 
 #: The entry-point name (``opm.agents.toolbox``) and the default ``toolbox_id``.
 TOOLBOX_ID = "ovos-memory-toolbox"
-MEMORY_GROUP = "opm.agents.memory"
 DEFAULT_MEMORY = "ovos-memory-plugin-lexical"
 
 #: Bounds of the tool arguments (characters).
@@ -174,18 +172,9 @@ _OWN_KEYS = {"memory_module", "persona", "read_only", "timeout", "scope", "sessi
 def _persona_memory(path: str) -> tuple[str, dict[str, Any]]:
     """The ``(memory_module, block)`` of a persona JSON file; raises ValueError naming the problem."""
     try:
-        data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"key 'persona': cannot read {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"key 'persona': {path} does not hold a JSON object")
-    module = data.get("memory_module")
-    if not isinstance(module, str) or not module:
-        raise ValueError(f"key 'persona': {path} names no memory_module")
-    block = data.get(module) or {}
-    if not isinstance(block, dict):
-        raise ValueError(f"key 'persona': the block {module!r} of {path} is not an object")
-    return module, dict(block)
+        return loader.persona_memory(loader.read_persona(path), path)
+    except loader.PersonaFileError as exc:
+        raise ValueError(f"key 'persona': {exc}") from exc
 
 
 def _from_persona(persona: Mapping[str, Any]) -> dict[str, Any]:
@@ -527,11 +516,7 @@ _SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar("ovos_memo
 
 def _open_memory(name: str, config: dict[str, Any]) -> Any:
     """Build the memory plugin ``name`` (entry point of ``opm.agents.memory``) with ``config``."""
-    found = [ep for ep in entry_points(group=MEMORY_GROUP) if ep.name == name]
-    if not found:
-        raise LookupError(f"no memory plugin named {name!r} is installed (entry-point group {MEMORY_GROUP})")
-    cls = found[0].load()
-    return cls(config=config)
+    return loader.open_plugin(name, config)
 
 
 class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type information

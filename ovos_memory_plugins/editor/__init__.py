@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ovos_memory_plugins import loader
 from ovos_memory_plugins.common import Closing
 from ovos_memory_plugins.errors import BackendError
 
@@ -53,14 +54,7 @@ def load_memory(config: dict[str, Any], plugin: str | None = None) -> Any:
         if not isinstance(plugin, str) or not plugin:
             raise BackendError("the persona names no memory_module; pass the plugin name")
         config = config.get(plugin) or {}
-    from importlib.metadata import entry_points
-
-    # only the named plugin is imported (OPM's loader would import every plugin of the group)
-    found = [ep for ep in entry_points(group="opm.agents.memory") if ep.name == plugin]
-    if not found:
-        raise BackendError(f"no memory plugin named {plugin!r} is installed (entry-point group opm.agents.memory)")
-    cls = found[0].load()
-    return cls(config=dict(config))
+    return loader.open_plugin(plugin, config)
 
 
 class EditorServer(Closing):

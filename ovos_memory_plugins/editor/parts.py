@@ -8,7 +8,7 @@
   or a composite with either): list, remember, update, forget, retire, restore.
 * **notes as text**: a :class:`NotesText` (the curated notes' ``MEMORY.md``): read the whole
   text with its version, replace it only if it is still that version.
-* **dream**: a :class:`Dreamer` whose ``stats()`` reports a language model (``"llm"``).
+* **dream**: a :class:`Dreamer` that declares it can (``can_dream``: a language model is configured).
 * **compaction** after every delete: a :class:`~ovos_memory_plugins.protocols.Compactable`.
 
 Nothing here reads a memory's private attributes or guesses a capability from a name.
@@ -51,12 +51,13 @@ class NotesText(Protocol):
 class Dreamer(Protocol):
     """Notes a language model can consolidate (``dream``)."""
 
-    def dream(self) -> Any:
-        """Consolidate the notes now; the result says what happened."""
+    @property
+    def can_dream(self) -> bool:
+        """Whether :meth:`dream` can work (a language model is configured)."""
         ...
 
-    def stats(self) -> dict[str, Any]:
-        """Figures; ``"llm"`` is present when a language model is configured."""
+    def dream(self) -> Any:
+        """Consolidate the notes now; the result says what happened."""
         ...
 
 
@@ -76,12 +77,7 @@ class Parts:
     def capabilities(self) -> dict[str, bool]:
         """Which views and verbs the page may offer (each only where it can work)."""
         notes, archive = self.notes, self.archive
-        dream = False
-        if isinstance(notes, Dreamer):
-            try:
-                dream = "llm" in notes.stats()
-            except Exception as exc:
-                LOG.warning("memory editor: cannot read the notes' figures (%s); dreaming not offered", exc)
+        dream = isinstance(notes, Dreamer) and bool(notes.can_dream)
         return {
             "archive": archive is not None,
             "archive_delete": archive is not None,
