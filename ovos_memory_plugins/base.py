@@ -552,6 +552,26 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 tiers = self._forget_documents(ids)
             return self._report(tiers)
 
+    def documents(self, doc_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The stored documents among ``doc_ids``, as ``{"id", "text", "session_id",
+        "metadata"}`` (ids not stored are left out): what a composite deletes copies of."""
+        ids = [check_id(d, "doc_id") for d in dict.fromkeys(doc_ids)]
+        with self._lock:
+            found = self.storage.documents.get(ids)
+        return [
+            {"id": d.doc_id, "text": d.text, "session_id": d.session_id, "metadata": dict(d.metadata)}
+            for d in (found[i] for i in ids if i in found)
+        ]
+
+    def copies_of(self, session_id: str, text: str) -> list[str]:
+        """The ids of ``session_id``'s documents whose text is exactly ``text``: one exchange
+        recorded by earlier releases under another id in each member of a composite (their ids
+        were chained on each member's own history), so a delete by the id one member lists can
+        reach the others' copies."""
+        session_id = check_id(session_id, "session_id")
+        with self._lock:
+            return self.storage.documents.ids_with_text(session_id, text)
+
     def forget_session(self, session_id: str) -> int:
         """Delete a session's documents (every tier) and history; return how many documents
         went (a :class:`~ovos_memory_plugins.storage.engine.ForgetReport`)."""

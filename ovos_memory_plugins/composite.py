@@ -995,20 +995,50 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             ) from None
         return result
 
-    def _fan_out(self, method: str, *args: Any) -> tuple[list[int], dict[str, str]]:
-        """Call ``method`` on every member that has it, each after its queued writes; the counts
-        they returned, and the members that failed with why."""
+    def _fan_out(
+        self, method: str, *args: Any, args_for: Callable[[_Member], tuple[Any, ...]] | None = None
+    ) -> tuple[list[int], dict[str, str]]:
+        """Call ``method`` on every member that has it (with ``args``, or ``args_for(member)``),
+        each after its queued writes; the counts they returned, and the members that failed
+        with why."""
         counts: list[int] = []
         failures: dict[str, str] = {}
         for m in self._members:
             if not callable(getattr(m.instance, method, None)):
                 continue
+            call_args = args_for(m) if args_for is not None else args
             try:
-                counts.append(int(self._in_order(m, lambda inst: getattr(inst, method)(*args)) or 0))
+                counts.append(int(self._in_order(m, functools.partial(_call, method, call_args)) or 0))
             except Exception as exc:
                 LOG.warning("CompositeMemory: member %r: %s failed: %s", m.name, method, exc)
                 failures[f"member {m.name!r}"] = f"{type(exc).__name__}: {exc}"
         return counts, failures
+
+    def _copies(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Per member name, the ids of its documents holding the same session and text as the
+        documents ``ids`` name in any member (copies an earlier release stored under other ids;
+        from members of this package, which say what they hold: ``documents``, ``copies_of``)."""
+        texts: set[tuple[str, str]] = set()
+        for m in self._members:
+            fn = getattr(m.instance, "documents", None)
+            if isinstance(m.instance, BaseRetrievalMemory) and callable(fn):
+                try:
+                    texts.update((str(d["session_id"]), str(d["text"])) for d in fn(ids))
+                except Exception as exc:  # the delete below reports this member
+                    LOG.debug("CompositeMemory: member %r could not say what it holds: %s", m.name, exc)
+        out: dict[str, list[str]] = {}
+        for m in self._members:
+            if not isinstance(m.instance, BaseRetrievalMemory):
+                continue
+            try:
+                found = [c for session, text in sorted(texts) for c in m.instance.copies_of(session, text)]
+            except Exception as exc:
+                LOG.debug("CompositeMemory: member %r could not look for copies: %s", m.name, exc)
+                continue
+            extra = [c for c in dict.fromkeys(found) if c not in ids]
+            if extra:
+                out[m.name] = extra
+        return out
 
     def _fan_out_count(self, method: str, *args: Any) -> int:
         """Call ``method`` on every member that has it; the largest count any returned. Raises
@@ -1024,17 +1054,18 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         member held (an id several members hold counts once; ids spread over members, such as
         an archived exchange and a sticky note, each count). Every member holding a copy of an
         exchange holds it under the one id the composite lists (ids come from the exchange's
-        session and text). A member that fails raises
+        session and text); a copy an earlier release stored under another id (same session, same
+        text) goes too. A member that fails raises
         :class:`~ovos_memory_plugins.errors.IncompleteForgetError` (the others deleted)."""
         ids = list(dict.fromkeys(doc_ids))
-        if len(ids) <= 1:
-            return self._fan_out_count("delete", ids)
         found = 0
         failures: dict[str, str] = {}
         for doc_id in ids:
-            counts, failed = self._fan_out("delete", [doc_id])
+            copies = self._copies([doc_id])
+            counts, failed = self._fan_out("delete", args_for=functools.partial(_with_copies, doc_id, copies))
             found += 1 if any(counts) else 0
-            failures.update({f"{who} ({doc_id})": why for who, why in failed.items()})
+            where = f" ({doc_id})" if len(ids) > 1 else ""
+            failures.update({f"{who}{where}": why for who, why in failed.items()})
         if failures:
             raise IncompleteForgetError("delete", found, failures)
         return found
@@ -1184,6 +1215,16 @@ def _report(m: _Member, problem: str) -> None:
     level = logging.DEBUG if m.failing else logging.WARNING
     m.failing = True
     LOG.log(level, "CompositeMemory: member %r %s", m.name, problem)
+
+
+def _with_copies(doc_id: str, copies: dict[str, list[str]], m: _Member) -> tuple[Any, ...]:
+    """The arguments of member ``m``'s ``delete``: the id and ``m``'s copies of that document."""
+    return ([doc_id, *copies.get(m.name, [])],)
+
+
+def _call(method: str, args: tuple[Any, ...], member: Any) -> Any:
+    """``member.method(*args)``."""
+    return getattr(member, method)(*args)
 
 
 #: Set while a composite removes the copies of a forgotten note (their forgets tell it again).

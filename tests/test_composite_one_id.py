@@ -188,6 +188,26 @@ def test_a_delete_by_the_listed_id_leaves_no_copy_in_any_member(written: Written
     assert written.kept(0) == []
 
 
+def test_copies_an_earlier_release_kept_under_other_ids_go_with_the_listed_one(tmp_path: Path) -> None:
+    """Members recorded by an earlier release chained ids on their own histories: one exchange
+    sits under another id in each member. A delete by the id one of them lists takes both."""
+    root = tmp_path / "ada"
+    text = "Q: my Quokkor locker holds the spare keys\nA: noted"
+    with COMPOSITE.open(root) as mem:
+        mem.members["lexical"].put_document("x-0a0a0a0a0a0a0a0a0a0a0a0a", text, SESSION, {"kind": "exchange"})
+        mem.members["vector"].put_document("x-0b0b0b0b0b0b0b0b0b0b0b0b", text, SESSION, {"kind": "exchange"})
+        mem.members["vector"].put_document("x-0c0c0c0c0c0c0c0c0c0c0c0c", text, "other", {"kind": "exchange"})
+        assert sorted(d["id"] for d in mem.iter_documents() if "Quokkor" in d["text"]) == [
+            "x-0a0a0a0a0a0a0a0a0a0a0a0a",
+            "x-0b0b0b0b0b0b0b0b0b0b0b0b",
+            "x-0c0c0c0c0c0c0c0c0c0c0c0c",
+        ]
+        assert mem.delete(["x-0a0a0a0a0a0a0a0a0a0a0a0a"]) == 1
+        left = [(d["id"], d["session_id"]) for d in mem.iter_documents() if "Quokkor" in d["text"]]
+        assert left == [("x-0c0c0c0c0c0c0c0c0c0c0c0c", "other")], "the copy of another session stays"
+    assert [f for f in files_holding(root, "Quokkor") if "lexical" in f] == []
+
+
 def test_a_member_that_cannot_delete_reaches_the_caller(tmp_path: Path) -> None:
     root = tmp_path / "ada"
     with COMPOSITE.open(root) as mem:
