@@ -66,7 +66,7 @@ def _init(barrier: Any) -> None:
 
 
 def canary(tag: str, worker: int, turn: int) -> str:
-    return f"Zorblat{tag}w{worker}q{turn}"
+    return f"Quillwort{tag}w{worker}q{turn}"
 
 
 def _writer(args: tuple[Backend, str, str, int]) -> str:
@@ -147,7 +147,7 @@ def test_four_writers_one_session_every_member_has_the_same_ids(written: Written
 
 def listed_ids(mem: CompositeMemory, written: Written, worker: int) -> list[str]:
     """The ids the composite lists (as export and the editor show them) of one writer's exchanges."""
-    prefix = f"Zorblat{written.tag}w{worker}q"
+    prefix = f"Quillwort{written.tag}w{worker}q"
     return [d["id"] for d in mem.iter_documents() if prefix in d["text"]]
 
 
