@@ -79,10 +79,15 @@ def call(box: MemoryToolBox, session: str, name: str, **kwargs: Any) -> dict[str
         return dict(box.call_tool(name, kwargs).model_dump(mode="json"))
 
 
-def kept_anywhere(root: Path, url: str | None, word: str) -> list[str]:
-    """Where ``word`` is still stored: files under ``root`` and, on PostgreSQL, tables with rows."""
+def kept_anywhere(root: Path, url: str | None, word: str, namespace: str | None = None) -> list[str]:
+    """Where ``word`` is still stored: files under ``root`` and, on PostgreSQL, tables with rows
+    (of ``namespace`` and its members' when given: a vector's digits may spell a number)."""
     found = files_holding(root, word)
-    if url is not None:
+    if url is not None and namespace is not None:
+        from test_trust_forget_postgres import rows_of
+
+        found += [f"table {t}" for t in rows_of(url, namespace, word)]
+    elif url is not None:
         found += [f"table {t}" for t in rows_holding(url, word)]
     return found
 
@@ -100,6 +105,7 @@ def every_note_text(mem: Any) -> list[str]:
 def test_scope_session_update_and_forget_never_cross_sessions(tmp_path: Path, engine: str | None, kind: str) -> None:
     ava_code, bob_code, bob_new = "5512", "7731", "8842"
     with open_memory(kind, tmp_path / "m", engine) as mem:
+        namespace = mem.settings.namespace
         box = MemoryToolBox(config={"scope": "session"}, memory=mem)
         ava = call(box, "ava", "remember", fact=f"Ava's locker code is {ava_code}.")
         assert ava["ok"] is True, ava
@@ -143,18 +149,19 @@ def test_scope_session_update_and_forget_never_cross_sessions(tmp_path: Path, en
         assert gone["ok"] is True and gone["status"] == "forgotten", gone
         assert not any(ava_code in t for t in every_note_text(mem))
         assert any(bob_new in n.text for n in mem.list_notes())
-    assert kept_anywhere(tmp_path / "m", engine, ava_code) == []
+    assert kept_anywhere(tmp_path / "m", engine, ava_code, namespace) == []
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_forget_memory_removes_the_note_for_good(tmp_path: Path, engine: str | None, kind: str) -> None:
     code = "Kx4471"
     with open_memory(kind, tmp_path / "m", engine) as mem:
+        namespace = mem.settings.namespace
         box = MemoryToolBox(memory=mem)
         added = call(box, "default", "remember", fact=f"The user's locker code is {code}.")
         assert added["ok"] is True, added
         call(box, "default", "remember", fact="The user's cat is called Tom.")
-        assert kept_anywhere(tmp_path / "m", engine, code), "the note is stored before it is forgotten"
+        assert kept_anywhere(tmp_path / "m", engine, code, namespace), "the note is stored before it is forgotten"
         loose = call(box, "default", "forget_memory", description="locker code")
         assert loose["status"] == "ambiguous" and len(loose["candidates"]) == 1, loose  # loose words never forget
         gone = call(box, "default", "forget_memory", description=loose["candidates"][0]["id"])
@@ -165,4 +172,4 @@ def test_forget_memory_removes_the_note_for_good(tmp_path: Path, engine: str | N
         prompt = "\n".join(m.content for m in mem.build_conversation_context("what is my locker code", "default"))
         assert code not in prompt and "Tom" in prompt
         assert mem.restore(added["item"]["id"]).status == "not_found"
-    assert kept_anywhere(tmp_path / "m", engine, code) == []
+    assert kept_anywhere(tmp_path / "m", engine, code, namespace) == []
