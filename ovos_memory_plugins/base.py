@@ -82,8 +82,8 @@ from ovos_memory_plugins.storage.engine import (
     StoredDocument,
     check_id,
     compact_database,
-    open_storage,
 )
+from ovos_memory_plugins.storage.registry import open_storage
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.storage.summary_store import open_summary_store
 from ovos_memory_plugins.summary import RollingSummary
@@ -114,9 +114,16 @@ def _role_of(message: Any) -> str:
     return str(role).lower() if role is not None else ""
 
 
-def _content_of(message: Any) -> str:
+def _content_of(message: Any, limit: int | None = None) -> str:
     content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
-    return clean_text(content) if isinstance(content, str) else ""
+    if not isinstance(content, str):
+        return ""
+    return clean_text(content if limit is None else content[:limit])  # cut first: cleaning 10 MB takes seconds
+
+
+def _length_of(message: Any) -> int:
+    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
+    return len(content) if isinstance(content, str) else 0
 
 
 def _index_tiers(index: Index, removed: int) -> dict[str, int]:
@@ -275,8 +282,13 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """Refuse, when the class is defined, a hook combination that cannot forget.
 
         Raises TypeError naming the class and the missing hook (see :func:`forget_problems`).
+        A class that writes its own ``context_blocks`` without saying whether it contributes
+        text is declared a contributor here, once (``contributes_context``), so a third-party
+        backend written before the declaration existed keeps its notes in the prompt.
         """
         super().__init_subclass__(**kwargs)
+        if "context_blocks" in cls.__dict__ and "contributes_context" not in cls.__dict__:
+            cls.contributes_context = True
         problems = forget_problems(cls)
         if problems:
             raise TypeError(f"{cls.__module__}.{cls.__qualname__}: " + "; ".join(problems))
@@ -657,6 +669,15 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             stored = self.storage.history.recent(check_id(session_id, "session_id"), 1_000_000)
         return [AgentMessage(role=MessageRole(m.role), content=m.content) for m in stored]
 
+    @property
+    def storage_problem(self) -> str | None:
+        """Why nothing this memory learns outlives the process (:class:`~ovos_memory_plugins.
+        protocols.StorageStatus`): its database could not be opened and it fell back to RAM
+        (logged as an ERROR when it happened and on every recorded turn); None when it keeps
+        what it learns, or keeps it in RAM by configuration."""
+        reason = self.storage.db.fallback_reason
+        return f"nothing is being kept: {reason}" if reason else None
+
     def stats(self) -> dict[str, Any]:
         """Figures about this memory: documents, history, the storage (``storage.in_ram`` and
         ``storage.problem`` say when it fell back to RAM), the rolling summary when it is on
@@ -726,8 +747,22 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 db.fallback_reason,
             )
         session_id = check_id(session_id, "session_id")
-        incoming = [(_role_of(m), _content_of(m)) for m in (new_messages or [])]
-        incoming = [(role, content) for role, content in incoming if role in (USER, ASSISTANT)]
+        limit = self.settings.max_message_chars
+        incoming: list[tuple[str, str]] = []
+        cut: dict[str, int] = {}  # a message as stored -> its length before it was cut
+        for m in new_messages or []:
+            role = _role_of(m)
+            if role in (USER, ASSISTANT):
+                incoming.append((role, _content_of(m, limit)))
+                if _length_of(m) > limit:
+                    cut[incoming[-1][1]] = _length_of(m)
+                    LOG.warning(
+                        "%s: a %s message of %d characters is stored cut to %d",
+                        type(self).__name__,
+                        role,
+                        _length_of(m),
+                        limit,
+                    )
         if not incoming:
             return
         history = self.storage.history
@@ -767,6 +802,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 metadata: dict[str, Any] = {"kind": "exchange", "time": time.time()}
                 if before_id and before_id != doc_id:
                     metadata[PREVIOUS_EXCHANGE] = before_id
+                if user in cut or assistant in cut:  # what was not stored, said where it shows
+                    metadata["cut"] = {k: cut[v] for k, v in (("user", user), ("assistant", assistant)) if v in cut}
                 context = self._context_before(turns, user, assistant)
                 if context:
                     metadata["context_before"] = context

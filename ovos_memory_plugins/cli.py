@@ -271,12 +271,24 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
         )
     root = memory_root(cls, config)
     if read_only and root is not None and not root.is_dir():
+        from ovos_memory_plugins.storage.sqlite_engine import folder_problem
+
+        why = folder_problem(root)
+        if why:
+            raise CommandError(f"the memory folder {root} cannot be used: {why}; nothing was read")
         raise CommandError(
             f"no memory in {root}: nothing was ever stored there (check --persona, --namespace or --root);"
             " nothing was created"
         )
     before = _files_under(root) if read_only and root is not None else None
     memory = cls(config=config)
+    problem = _storage_problem(memory)
+    if problem is not None:  # answering from RAM would report success and keep nothing
+        close = getattr(memory, "close", None)
+        if callable(close):
+            close()
+        where = f" in {root}" if root is not None else ""
+        raise CommandError(f"the {name} memory{where} cannot be used: {problem}; nothing was read or changed")
     try:
         yield memory
     finally:
@@ -290,6 +302,14 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
                     f"warning: {root} held no {name} memory: opening it created {', '.join(new)};"
                     " does --module (or the persona's memory_module) match the memory kept there?"
                 )
+
+
+def _storage_problem(memory: Any) -> str | None:
+    """Why ``memory`` keeps nothing it learns (:class:`~ovos_memory_plugins.protocols.StorageStatus`),
+    or None."""
+    from ovos_memory_plugins.protocols import StorageStatus
+
+    return memory.storage_problem if isinstance(memory, StorageStatus) else None
 
 
 def _files_under(root: Path) -> set[Path]:
@@ -910,6 +930,7 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
         problems = list(exc.problems)
     problems += server_problems(config)
     root = memory_root(cls, config)
+    kept, pending = ([], None) if problems else _kept_problems(cls, config, root)
     lines = []
     if problems:
         lines.append(f"{args.persona_file}: the {name} config has {len(problems)} problem(s):")
@@ -918,17 +939,50 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
         lines.append(f"{args.persona_file}: the {name} config is valid")
     if root is not None:
         lines.append(f"memory folder: {root}" + ("" if root.is_dir() else " (not created yet)"))
+    lines += [f"problem: {k}" for k in kept]
+    if pending:
+        lines.append(
+            f"notes digest: {pending} exchange(s) recorded and not digested yet; the persona digests them once"
+            " it has been quiet curate_after_idle_s seconds (curate_now() runs them at once)"
+        )
     lines += [f"warning: {w}" for w in warnings]
     data = {
-        "ok": not problems,
+        "ok": not problems and not kept,
         "checked": True,
         "module": name,
         "root": str(root) if root is not None else None,
-        "problems": problems,
+        "problems": problems + kept,
         "warnings": warnings,
+        "pending_exchanges": pending,
     }
     output.emit(data, "\n".join(lines))
-    return 1 if problems else 0
+    return 1 if problems or kept else 0
+
+
+def _kept_problems(cls: type[Any], config: dict[str, Any], root: Path | None) -> tuple[list[str], int | None]:
+    """What keeps the memory from keeping what it learns (``check``), and how many exchanges
+    wait for the notes digest (None: it has no digest, or nothing was opened): a folder that
+    cannot be created or written (found without writing), or, for a memory already kept there,
+    what the memory itself reports once built (read, then closed). A memory in a database
+    server is not built (``server_problems`` checks the server, and writes nothing there)."""
+    from ovos_memory_plugins.protocols import CurationStatus
+    from ovos_memory_plugins.storage.sqlite_engine import folder_problem
+
+    if root is None:  # a database server: server_problems() checked it, and nothing is written there
+        return [], None
+    if not root.is_dir() or not any(root.iterdir()):
+        why = folder_problem(root)
+        return ([f"the memory folder {root} cannot be used: {why}; a persona would keep nothing"] if why else []), None
+    memory = cls(config=config)
+    try:
+        problem = _storage_problem(memory)
+        pending = memory.pending_exchanges() if isinstance(memory, CurationStatus) else None
+    finally:
+        close = getattr(memory, "close", None)
+        if callable(close):
+            close()
+    where = f" in {root}" if root is not None else ""
+    return ([f"the memory{where} cannot be used: {problem}"] if problem else []), pending
 
 
 # -- demo --------------------------------------------------------------------------------------

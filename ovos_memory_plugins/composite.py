@@ -90,6 +90,7 @@ from ovos_memory_plugins.protocols import (
     Note,
     NoteChange,
     NotesKeeper,
+    StorageStatus,
     capabilities,
     words_key,
 )
@@ -1121,6 +1122,18 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 return None
             out.update(places)
         return frozenset(out)
+
+    @property
+    def storage_problem(self) -> str | None:
+        """Why something a member learns does not outlive the process (:class:`~ovos_memory_plugins.
+        protocols.StorageStatus`): each member's problem, named; None when every member keeps
+        what it learns."""
+        problems = []
+        for m in self._members:
+            problem = m.instance.storage_problem if isinstance(m.instance, StorageStatus) else None
+            if problem:
+                problems.append(f"member {m.name!r}: {problem}")
+        return "; ".join(problems) or None
 
     def stats(self) -> dict[str, Any]:
         """The composite's settings and each member's own ``stats()``."""

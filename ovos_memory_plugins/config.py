@@ -188,6 +188,12 @@ class MemoryConfig:
     max_history: int = option(
         10, doc="Recent messages per session kept in the prompt (the window starts on a user turn).", minimum=0
     )
+    max_message_chars: int = option(
+        20000,
+        doc="Characters of one recorded message (an utterance or an answer) kept at most: the rest is "
+        "not stored, and the exchange's metadata says so (`cut`: the original lengths).",
+        minimum=200,
+    )
     inject_mode: InjectMode = option(
         "system",
         doc="Where recalled memories (and notes, sticky notes and the running summary) go: a SYSTEM "

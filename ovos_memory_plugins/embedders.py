@@ -41,7 +41,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ovos_memory_plugins.errors import BackendError, ConfigError
-from ovos_memory_plugins.guard import DEFAULT_BACKOFF_MAX_S, DEFAULT_BACKOFF_S, CallGuard, ServiceUnavailable
+from ovos_memory_plugins.guard import (
+    DEFAULT_BACKOFF_MAX_S,
+    DEFAULT_BACKOFF_S,
+    CallGuard,
+    ServiceUnavailable,
+    capped_http_client,
+)
 from ovos_memory_plugins.storage.embedding_cache import text_digest
 
 LOG = logging.getLogger(__name__)
@@ -426,6 +432,9 @@ class HashingEmbedder:
 
 #: The default total deadline of one request to an embedding server or plugin, in seconds.
 DEFAULT_EMBED_TIMEOUT = 10.0
+#: Bytes of an embedding server's reply read at most: a batch of 64 vectors of 3,072 floats as
+#: JSON is about 4 MB; a longer body fails the request (docs/reliability.md, "Limits").
+MAX_REPLY_BYTES = 32 * 1024 * 1024
 
 
 def _positive(value: Any, key: str, zero: bool = False) -> float:
@@ -520,7 +529,13 @@ class OpenAIEmbedder:
         if client is None:
             import openai
 
-            client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=0)
+            client = openai.OpenAI(
+                base_url=self.base_url,
+                api_key=key,
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=capped_http_client(MAX_REPLY_BYTES),
+            )
         self._client = client
         dim = str(self.dimensions) if self.dimensions is not None else "native"
         prefixes = ""

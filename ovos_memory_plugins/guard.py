@@ -12,11 +12,19 @@ without touching the service. So with a service dead or hung, a turn costs at mo
 deadline once, and microseconds after that until the back-off ends; the first success
 resets it.
 
+A deadline bounds time, not bytes: a server that answers fast with a huge (or endless) body
+would fill the process's memory within it (a 400 MB reply added ~850 MB), and an abandoned
+call would go on reading. :func:`capped_http_client` is the HTTP client every ``openai``
+client of the package is built with: it reads at most ``max_bytes`` of a response body (a
+``Content-Length`` above it is refused before the body is read) and fails the request with
+:class:`ResponseTooLarge` past it, so a reply costs at most about ``max_bytes`` of memory.
+
 Exceptions (all :class:`~ovos_memory_plugins.errors.BackendError`)::
 
     BackendError
-    └── ServiceUnavailable      raised instead of calling, while backing off
-        └── DeadlineExceeded    the call did not finish within the deadline
+    ├── ServiceUnavailable      raised instead of calling, while backing off
+    │   └── DeadlineExceeded    the call did not finish within the deadline
+    └── ResponseTooLarge        a response body was longer than the client reads
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from typing import Any, TypeVar
 
 from ovos_memory_plugins.errors import BackendError
 
-__all__ = ["CallGuard", "DeadlineExceeded", "ServiceUnavailable"]
+__all__ = ["CallGuard", "DeadlineExceeded", "ResponseTooLarge", "ServiceUnavailable", "capped_http_client"]
 
 T = TypeVar("T")
 
@@ -38,6 +46,64 @@ DEFAULT_BACKOFF_MAX_S = 300.0
 
 class ServiceUnavailable(BackendError):
     """The service failed recently; the call was not made (the guard is backing off)."""
+
+
+class ResponseTooLarge(BackendError):
+    """A service's response body was longer than :func:`capped_http_client` reads; the
+    connection was closed there."""
+
+
+def capped_http_client(max_bytes: int) -> Any:
+    """An HTTP client for ``openai.OpenAI(http_client=...)`` that reads at most ``max_bytes``
+    of any response body: a larger ``Content-Length`` is refused before the body is read, and
+    a body that goes on past it (no length, chunked, endless) is cut there; both raise
+    :class:`ResponseTooLarge` (the openai client reports it as a connection error, so the
+    guard counts a failure and backs off). Otherwise it is the openai package's default client.
+    """
+    import openai
+
+    client_class: Any = openai.DefaultHttpxClient
+    # the HTTP library the openai package is built on (httpx, or a fork of it), for its transport
+    http: Any = __import__(client_class.__mro__[1].__module__.split(".")[0])
+
+    class _CappedStream(http.SyncByteStream):  # type: ignore[misc]  # a class of the HTTP library found at run time
+        def __init__(self, inner: Any, where: str) -> None:
+            self.inner = inner
+            self.where = where
+
+        def __iter__(self) -> Any:
+            read = 0
+            for chunk in self.inner:
+                read += len(chunk)
+                if read > max_bytes:
+                    raise ResponseTooLarge(
+                        f"the response of {self.where} is longer than {max_bytes:,} bytes; cut there"
+                    )
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class _CappedTransport(http.BaseTransport):  # type: ignore[misc]  # a class of the HTTP library found at run time
+        def __init__(self) -> None:
+            self.inner = http.HTTPTransport()
+
+        def handle_request(self, request: Any) -> Any:
+            response = self.inner.handle_request(request)
+            where = f"{request.url.scheme}://{request.url.host}:{request.url.port or ''}{request.url.path}"
+            length = response.headers.get("content-length", "")
+            if length.strip().isdigit() and int(length) > max_bytes:
+                response.close()
+                raise ResponseTooLarge(
+                    f"the response of {where} announces {int(length):,} bytes; at most {max_bytes:,} are read"
+                )
+            response.stream = _CappedStream(response.stream, where)
+            return response
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return client_class(transport=_CappedTransport())
 
 
 class DeadlineExceeded(ServiceUnavailable):

@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import LLMError
-from ovos_memory_plugins.guard import CallGuard, DeadlineExceeded, ServiceUnavailable
+from ovos_memory_plugins.guard import CallGuard, DeadlineExceeded, ServiceUnavailable, capped_http_client
 
 LOG = logging.getLogger(__name__)
 
@@ -69,6 +69,9 @@ __all__ = [
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT = 30.0
+#: Bytes of a chat reply read at most (a reply of a few thousand tokens is a few tens of KB);
+#: a longer body fails the call (docs/reliability.md, "Limits").
+MAX_REPLY_BYTES = 4 * 1024 * 1024
 DEFAULT_BACKOFF_S = 5.0
 DEFAULT_BACKOFF_MAX_S = 300.0
 
@@ -196,6 +199,7 @@ class OpenAIChatLLM(GuardedLLM):
                 api_key=api_key or "no-key",
                 timeout=self.timeout * 2,  # the guard's total deadline comes first (counted as a timeout)
                 max_retries=0,
+                http_client=capped_http_client(MAX_REPLY_BYTES),
             )
         self._client = client
 

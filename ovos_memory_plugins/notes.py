@@ -64,7 +64,7 @@ import shutil
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -85,7 +85,7 @@ from ovos_memory_plugins.notebook import (
 )
 from ovos_memory_plugins.protocols import Note, NoteChange, words_key
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage.engine import ForgetReport, Index
+from ovos_memory_plugins.storage.engine import Document, ForgetReport, Index, StoredDocument
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
@@ -324,9 +324,15 @@ def normalize_fact(text: str) -> tuple[str, str]:
     return text.strip(), date
 
 
+#: The metadata key of an archived exchange not digested yet (value ``"pending"``): what is
+#: pending is derived from storage after a restart (see :meth:`NotesMemory.pending_exchanges`).
+DIGEST_KEY = "digest"
+
+
 @dataclass
 class _Pending:
-    exchanges: list[str] = field(default_factory=list)
+    #: The session's exchanges since the last digest, oldest first: document id -> text.
+    exchanges: dict[str, str] = field(default_factory=dict)
     last_activity: float = 0.0
     turns: int = 0
     garbled: int = 0
@@ -393,6 +399,7 @@ class NotesMemory(IndexedMemory):
         self._refresh()
         self._adopting = False
         self._adopt_old_archive()
+        self._recover_pending()
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -617,6 +624,13 @@ class NotesMemory(IndexedMemory):
         lines = "\n".join(prompt_line(n) for n in chosen)
         header = self.options.header
         return [f"{header}\n{meter}\n{lines}" if header else f"{meter}\n{lines}"]
+
+    @property
+    def storage_problem(self) -> str | None:
+        """Why nothing this memory learns outlives the process: its database, or the notes
+        store, fell back to RAM (see the base class); None when both keep what they get."""
+        own = f"nothing is being kept: {self.store_problem}" if self.store_problem else None
+        return super().storage_problem or own
 
     def _total_chars(self, notes: list[Note]) -> int:
         with self._cache_lock:
@@ -920,9 +934,31 @@ class NotesMemory(IndexedMemory):
 
     def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
         """The base wrote the document to the documents table and the archive's index; an
-        exchange also joins its session's pending transcript for the next digest."""
-        if metadata.get("kind") == "exchange" and not self._adopting:
-            self._note_exchange(text, session_id)
+        exchange marked pending also joins its session's pending transcript for the next digest."""
+        if metadata.get("kind") == "exchange" and metadata.get(DIGEST_KEY) == "pending" and not self._adopting:
+            self._note_exchange(doc_id, text, session_id)
+
+    def _put_prepared(self, docs: Sequence[Document], prepared: Sequence[Any]) -> list[StoredDocument]:
+        """Mark each new exchange ``"digest": "pending"`` in its metadata as it is written (the
+        pending transcript is derived from that after a restart); an exchange stored again (the
+        turn after it joined) keeps the mark it has, so a digested one is not digested twice."""
+        if self.auto_curate and not self._adopting:
+            docs = self._marked_pending(docs)
+        return super()._put_prepared(docs, prepared)
+
+    def _marked_pending(self, docs: Sequence[Document]) -> list[Document]:
+        exchanges = [d.doc_id for d in docs if d.metadata.get("kind") == "exchange"]
+        if not exchanges:
+            return list(docs)
+        known = self.storage.documents.get(exchanges)
+        out = []
+        for d in docs:
+            before = known.get(d.doc_id)
+            digested = before is not None and before.metadata.get(DIGEST_KEY) != "pending"
+            if d.metadata.get("kind") == "exchange" and not digested and d.metadata.get(DIGEST_KEY) != "pending":
+                d = Document(d.doc_id, d.text, d.session_id, {**d.metadata, DIGEST_KEY: "pending"})
+            out.append(d)
+        return out
 
     def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
         return self._query_session(query, top_k, None)
@@ -959,6 +995,10 @@ class NotesMemory(IndexedMemory):
         notes = sum(1 for i in ids if i in known and self.forget(i))
         rest = [i for i in ids if i not in known]
         report = super().delete(rest) if rest else ForgetReport(0, {})
+        with self._cond:  # a deleted exchange is not digested either
+            for p in self._pending.values():
+                for doc_id in rest:
+                    p.exchanges.pop(doc_id, None)
         return ForgetReport(int(report) + notes, {**getattr(report, "tiers", {}), "notes": notes})
 
     def forget_session(self, session_id: str) -> int:
@@ -1003,17 +1043,88 @@ class NotesMemory(IndexedMemory):
 
     # -- digest ----------------------------------------------------------------------------------
 
-    def _note_exchange(self, text: str, session_id: str) -> None:
+    def _note_exchange(self, doc_id: str, text: str, session_id: str) -> None:
         """Add an exchange to the session's pending transcript (called under the base lock: no
-        model work here; ``update_history`` schedules it once the lock is released)."""
+        model work here; ``update_history`` schedules it once the lock is released). An exchange
+        stored again (the turn after it joined) keeps its place."""
         if not self.auto_curate:
             return
         with self._cond:
             pending = self._pending.setdefault(session_id, _Pending())
-            pending.exchanges.append(text)
-            del pending.exchanges[:-MAX_PENDING_EXCHANGES]
-            pending.turns += 1
+            if doc_id not in pending.exchanges:
+                pending.turns += 1
+            pending.exchanges[doc_id] = text
+            for old in list(pending.exchanges)[:-MAX_PENDING_EXCHANGES]:
+                del pending.exchanges[old]
             pending.last_activity = self._clock()
+
+    def _recover_pending(self) -> None:
+        """After a restart: the pending transcript of every session, from the archived exchanges
+        still marked ``"digest": "pending"`` (the newest ones; at most
+        :data:`MAX_PENDING_EXCHANGES` a session). They are digested once the session has been
+        quiet ``curate_after_idle_s`` since this start (or at the next ``curate_every_turns``).
+        Never raises (logged)."""
+        if not self.auto_curate or self.storage.db.in_ram:
+            return
+        try:
+            docs = self.storage.documents
+            found: dict[str, list[tuple[str, str]]] = {}
+            for sid in docs.sessions():
+                ids = docs.ids(sid)
+                pending: list[tuple[str, str]] = []
+                end = len(ids)
+                while end > 0 and len(pending) < MAX_PENDING_EXCHANGES:
+                    chunk = ids[max(0, end - 64) : end]
+                    end -= len(chunk)
+                    got = docs.get(chunk)
+                    stop = False
+                    for doc_id in reversed(chunk):
+                        d = got.get(doc_id)
+                        if d is None or d.metadata.get("kind") != "exchange":
+                            continue
+                        if d.metadata.get(DIGEST_KEY) != "pending":
+                            stop = True  # digested (or from before the marks): everything older is too
+                            break
+                        pending.append((d.doc_id, d.text))
+                    if stop:
+                        break
+                if pending:
+                    found[sid] = pending[:MAX_PENDING_EXCHANGES][::-1]
+        except Exception:
+            LOG.exception("NotesMemory: cannot read which exchanges wait for the digest")
+            return
+        if not found:
+            return
+        now = self._clock()
+        with self._cond:
+            for sid, pending in found.items():
+                p = self._pending.setdefault(sid, _Pending())
+                p.exchanges = {**dict(pending), **p.exchanges}
+                p.turns = len(p.exchanges)
+                p.last_activity = now
+        LOG.info(
+            "NotesMemory: %d exchange(s) of %d session(s) wait for the digest",
+            sum(map(len, found.values())),
+            len(found),
+        )
+        self._ensure_worker()
+
+    def _mark_digested(self, doc_ids: Sequence[str]) -> None:
+        """Take the pending mark off digested exchanges (their metadata only; one transaction)."""
+        with self._lock:
+            found = self.storage.documents.get(doc_ids)
+            docs = [
+                Document(d.doc_id, d.text, d.session_id, {k: v for k, v in d.metadata.items() if k != DIGEST_KEY})
+                for d in found.values()
+                if DIGEST_KEY in d.metadata
+            ]
+            if not docs:
+                return
+            self._adopting = True  # written again, not noted again
+            try:
+                self._write_documents(docs)
+            finally:
+                self._adopting = False
 
     def update_history(self, new_messages: list[Any], session_id: str) -> None:
         """Record the turn (see the base class), then start any digest or dream that is due.
@@ -1049,7 +1160,8 @@ class NotesMemory(IndexedMemory):
         """Run one digest of the session's transcript since the last digest, now, in this thread."""
         with self._cond:
             pending = self._pending.get(session_id)
-            exchanges = list(pending.exchanges) if pending else []
+            taken = dict(pending.exchanges) if pending else {}
+        exchanges = list(taken.values())
         if not exchanges:
             return DigestResult("nothing")
         if self._llm is None:
@@ -1077,24 +1189,30 @@ class NotesMemory(IndexedMemory):
                 if p is not None:
                     p.garbled += 1
                     if p.garbled >= 2:  # a transcript the model chokes on twice is dropped
-                        self._consume(session_id, len(exchanges))
+                        self._consume(session_id, list(taken))
             return DigestResult("garbled")
         result = self._apply_digest(data, shown, session_id)
-        self._consume(session_id, len(exchanges))
+        self._consume(session_id, list(taken))
         self._counts["digests"] += 1
         self._after_growth()
         return result
 
-    def _consume(self, session_id: str, n: int) -> None:
+    def _consume(self, session_id: str, doc_ids: list[str]) -> None:
+        """The digested exchanges leave the pending transcript, and their pending mark in
+        storage goes (so a restart does not digest them again)."""
         with self._cond:
             p = self._pending.get(session_id)
-            if p is None:
-                return
-            del p.exchanges[:n]
-            p.turns = len(p.exchanges)
-            p.garbled = 0
-            if not p.exchanges:
-                self._pending.pop(session_id, None)
+            if p is not None:
+                for doc_id in doc_ids:
+                    p.exchanges.pop(doc_id, None)
+                p.turns = len(p.exchanges)
+                p.garbled = 0
+                if not p.exchanges:
+                    self._pending.pop(session_id, None)
+        try:
+            self._mark_digested(doc_ids)
+        except Exception:
+            LOG.exception("NotesMemory: cannot mark %d exchange(s) as digested", len(doc_ids))
 
     @staticmethod
     def _replies(value: Any, keys: tuple[str, ...]) -> list[Any]:

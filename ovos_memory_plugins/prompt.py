@@ -34,12 +34,19 @@ Memories stay data:
 * a hit may carry neighbouring turns, ``hit.metadata["context_before"]`` and
   ``["context_after"]`` (strings): they are rendered inside the hit's chunk, in time order,
   every line marked ``(context)`` and indented like the memory's own continuation lines;
-* the running summary is one block under :data:`SUMMARY_HEADER`, its lines indented.
+* the running summary is one block under :data:`SUMMARY_HEADER`, its lines indented;
+* every rendered memory (hits, their neighbouring turns, the summary, the contributors' blocks)
+  goes through :func:`as_data` first: ``\\n`` is its only line break (``\\r``, ``\\v``, ``\\f``,
+  NEL, U+2028, U+2029 and the other separators ``str.splitlines`` breaks on become one, or a
+  space inside a block, whose own lines are the contributor's layout) and chat-template markers
+  (``<|im_start|>``, ``[INST]``, ``<start_of_turn>``, ...) are defused, so stored text can
+  neither start an unindented line nor pose as a turn of the template.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -53,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTEXT_MARK",
     "SUMMARY_HEADER",
+    "as_data",
     "bare_messages",
     "render_hits",
     "render_messages",
@@ -73,9 +81,31 @@ SUMMARY_HEADER = (
 _INDENT = "  "
 
 
+#: Every line separator but ``\n`` (what ``str.splitlines`` breaks on, ``\r\n`` as one).
+_LINE_SEPARATORS = re.compile("\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+#: Chat-template and role-turn markers of the common model families (ChatML and Llama 3
+#: ``<|...|>``, DeepSeek's full-width ``<｜...｜>``, Llama 2 and Mistral ``[INST]``/``<<SYS>>``/
+#: ``[TOOL_CALLS]``..., Gemma ``<start_of_turn>``, ``<s>``/``</s>``/``<bos>``/``<eos>``).
+_TEMPLATE_MARKERS = re.compile(
+    r"<\|([^|<>\n]{1,40})\|>|<｜([^｜<>\n]{1,40})｜>"
+    r"|\[(/?(?:INST|SYS|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS|TOOL_CONTENT))\]"
+    r"|<<(/?SYS)>>|<(/?(?:s|bos|eos|start_of_turn|end_of_turn|start_of_image|end_of_image))>",
+    re.IGNORECASE,
+)
+
+
+def as_data(text: str, line_break: str = "\n") -> str:
+    """``text`` made safe to quote in a prompt: every line separator but ``\n`` replaced by
+    ``line_break``, every chat-template marker written as its bare name in parentheses
+    (``<|im_start|>`` -> ``(im_start)``, ``[INST]`` -> ``(INST)``). The one place this is done."""
+    text = _LINE_SEPARATORS.sub(line_break, text)
+    return _TEMPLATE_MARKERS.sub(lambda m: "(" + next(g for g in m.groups() if g) + ")", text)
+
+
 def _indented(text: str) -> str:
-    """``text`` stripped, its line breaks followed by the indent (one chunk stays one chunk)."""
-    return text.strip().replace("\n", "\n" + _INDENT)
+    """``text`` as data (:func:`as_data`), stripped, its line breaks followed by the indent
+    (one chunk stays one chunk)."""
+    return as_data(text).strip().replace("\n", "\n" + _INDENT)
 
 
 def _marked(text: object) -> list[str]:
@@ -169,7 +199,7 @@ def render_messages(
     mode = settings.inject_mode
     c = settings.context
     header = c.header
-    blocks_text = _join(*(b.strip() for b in blocks if isinstance(b, str) and b.strip()))
+    blocks_text = _join(*(as_data(b, " ").strip() for b in blocks if isinstance(b, str) and b.strip()))
     summary_text = render_summary(summary)
     context = render_hits(hits, c) if hits else ""
     memories = (f"{header}\n{context}" if header else context) if context else ""

@@ -31,19 +31,20 @@ protocols below, never through a class's private attributes or method names they
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ovos_memory_plugins.common import MemoryHit, normalize_content
+from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.errors import BackendError
+from ovos_memory_plugins.storage.records import Note, note_id, words_key  # their old home
 
 __all__ = [
     "Capabilities",
     "Compactable",
     "ContextContributor",
+    "CurationStatus",
     "DocumentLister",
     "ForgetNotifier",
     "HistoryKeeper",
@@ -53,6 +54,7 @@ __all__ = [
     "NoteStatus",
     "NotesKeeper",
     "Retriever",
+    "StorageStatus",
     "capabilities",
     "check_context_contributor",
     "check_history_keeper",
@@ -129,46 +131,29 @@ class LocatedCompactable(Compactable, Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class Note:
-    """One note, curated or sticky: a durable fact shown to the model.
-
-    Attributes:
-        id: exact and stable (derived from the content); verbs accept it in place of a description.
-        text: the fact, one line.
-        date: when it was learned, ``YYYY-MM`` or ``YYYY-MM-DD`` (``""`` when unknown).
-        session_id: the session it was learned in (``""`` when unknown); ``forget_session`` removes it.
-        retired_on: the day it stopped being true (``YYYY-MM-DD``); None while it is active.
-        metadata: what was stored with it.
-    """
-
-    id: str
-    text: str
-    date: str = ""
-    session_id: str = ""
-    retired_on: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+@runtime_checkable
+class StorageStatus(Protocol):
+    """Something that says whether what it learns is kept (every memory built on the base, and a
+    composite through its members). A memory whose folder or database could not be opened keeps
+    on answering from RAM (a constructor never raises: the host would drop the persona); this is
+    how a front-end learns that nothing is being kept: the command fails, ``check`` reports it."""
 
     @property
-    def active(self) -> bool:
-        """Whether the note is still true (not retired)."""
-        return self.retired_on is None
+    def storage_problem(self) -> str | None:
+        """Why nothing this memory learns outlives the process (it fell back to RAM), naming
+        the folder or database and the reason; None when it keeps what it learns (or keeps it
+        in RAM by configuration)."""
+        ...
 
 
-_TRAILING = " \t\r\n.。!！?？;；,，…"
+@runtime_checkable
+class CurationStatus(Protocol):
+    """Something that curates the conversation later (the notes' digest) and says how much waits
+    (``ovos-memory check``; a composite with a notes member)."""
 
-
-def words_key(text: str) -> str:
-    """What makes two notes "the same words": NFKC, case-folded, spacing collapsed, end
-    punctuation dropped ("My bike is red." is "my bike is red")."""
-    return normalize_content(text).rstrip(_TRAILING)
-
-
-def note_id(text: str) -> str:
-    """The id of a curated note: ``n-`` and a digest of its words (:func:`words_key`), so it
-    stays the same across processes, restarts and stores."""
-    digest = hashlib.sha256(words_key(text).encode("utf-8", "surrogatepass")).hexdigest()
-    return "n-" + digest[:16]
+    def pending_exchanges(self, session_id: str | None = None) -> int:
+        """Exchanges recorded and not digested yet (of one session, or all); they survive a restart."""
+        ...
 
 
 #: What a notes verb did. ``duplicate`` (already noted), ``ambiguous`` (too close to call),
@@ -309,17 +294,19 @@ def _defines(member: Any, method: str) -> bool:
     if not callable(getattr(member, method, None)):
         return False
     if method == "context_blocks":
-        from ovos_memory_plugins.base import BaseRetrievalMemory
-
-        return getattr(type(member), method, None) is not BaseRetrievalMemory.context_blocks
+        # a memory built on the base declares it (the base's own context_blocks is always empty)
+        declared = getattr(type(member), "contributes_context", None)
+        return True if declared is None else bool(declared)
     return True
 
 
 def capabilities(member: Any, name: str | None = None) -> Capabilities:
     """Check ``member`` against the three protocols and say which it meets.
 
-    A method that is present is checked by signature; a ``context_blocks`` inherited unchanged
-    from :class:`~ovos_memory_plugins.base.BaseRetrievalMemory` (always empty) does not count.
+    A method that is present is checked by signature; a ``context_blocks`` of a class that
+    declares ``contributes_context = False`` (every memory built on
+    :class:`~ovos_memory_plugins.base.BaseRetrievalMemory` that does not write its own) does not
+    count.
     Raises :class:`BackendError` naming the member when a present method cannot be called as
     the protocol says, or when the member meets none of the three.
     """

@@ -897,6 +897,13 @@ class StickyMemory(BaseRetrievalMemory):
             **({"storage_problem": self.store_problem} if self.store_problem else {}),
         }
 
+    @property
+    def storage_problem(self) -> str | None:
+        """Why nothing this memory learns outlives the process: its database, or the notes'
+        tables, fell back to RAM (see the base class); None when it keeps what it gets."""
+        own = f"nothing is being kept: {self.store_problem}" if self.store_problem else None
+        return super().storage_problem or own
+
     def _close(self) -> None:
         self.store_db.close()
 

@@ -37,6 +37,11 @@ Every plugin accepts the shared keys below, plus its own. Check a config with
 both name each unknown key and bad value with what is accepted. At load time the plugin logs
 the same problems and uses the default for each bad key (a raise there would make
 ovos-persona drop the whole persona).
+
+Limits on what comes in (see [reliability.md](reliability.md#limits)): one recorded message is
+kept up to `max_message_chars` characters (below); a language model's reply is read up to 4 MiB
+(`llm.MAX_REPLY_BYTES`) and an embedding server's up to 32 MiB (`embedders.MAX_REPLY_BYTES`):
+past that the call fails like any failed call, and the client backs off.
 """
 
 

@@ -68,7 +68,9 @@ def test_no_other_module_finds_memory_plugins_itself() -> None:
         if path.name == "loader.py":
             continue
         text = path.read_text(encoding="utf-8")
-        if "load_memory_plugin" in text or re.search(r"entry_points\(group=(GROUP|MEMORY_GROUP|\"opm\.agents\.memory\")", text):
+        if "load_memory_plugin" in text or re.search(
+            r"entry_points\(group=(GROUP|MEMORY_GROUP|\"opm\.agents\.memory\")", text
+        ):
             offenders.append(str(path.relative_to(PACKAGE)))
     assert offenders == []
 

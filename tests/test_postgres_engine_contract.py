@@ -9,7 +9,8 @@ import pytest
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
 from ovos_memory_plugins.storage.contract import EngineContract
-from ovos_memory_plugins.storage.engine import Storage, open_storage
+from ovos_memory_plugins.storage.engine import Storage
+from ovos_memory_plugins.storage.registry import open_storage
 
 
 class TestPostgresContract(EngineContract):

@@ -14,8 +14,9 @@ pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 import numpy as np
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, open_storage
+from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage
 from ovos_memory_plugins.storage.migrate import copy_storage, main
+from ovos_memory_plugins.storage.registry import open_storage
 
 _ns = itertools.count()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ovos_memory_plugins.storage.contract import EngineContract
-from ovos_memory_plugins.storage.engine import Storage, open_storage
+from ovos_memory_plugins.storage.engine import Storage
+from ovos_memory_plugins.storage.registry import open_storage
 
 
 class TestSqliteFileContract(EngineContract):

@@ -1,7 +1,9 @@
 """Storage: the only code that touches bytes. One database per memory (see ``engine``).
 
 * :mod:`~ovos_memory_plugins.storage.engine`: the engine-neutral seam (``Database``,
-  ``DocumentStore``, ``Index``, ``HistoryStore``, ``VectorStore``, ``Storage``, ``open_storage``);
+  ``DocumentStore``, ``Index``, ``HistoryStore``, ``VectorStore``, ``Storage``);
+* :mod:`~ovos_memory_plugins.storage.registry`: ``open_storage(location)``, the engine chosen by
+  the location's URL scheme (a SQLite file otherwise);
 * :mod:`~ovos_memory_plugins.storage.sqlite` and
   :mod:`~ovos_memory_plugins.storage.sqlite_engine`: the SQLite engine (connection, migrations,
   the documents table, files of earlier releases);
@@ -11,7 +13,8 @@
 * ``notes_store``, ``sticky_store``: the notes backends' stores.
 """
 
-from ovos_memory_plugins.storage.engine import ForgetReport, Storage, open_storage
+from ovos_memory_plugins.storage.engine import ForgetReport, Storage
+from ovos_memory_plugins.storage.registry import open_storage
 from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase, quote_identifier
 
 __all__ = [

@@ -42,9 +42,10 @@ Implementing a second engine (PostgreSQL): provide objects with the methods of
 stemming behave the same) and a :class:`VectorStore`; bundle them in a :class:`Storage` from a
 module-level ``open_storage(location, *, namespace="default", **options) -> Storage`` (the base
 passes ``namespace``, which keys the memory's rows, and engine options such as
-``vector_extension`` that another engine accepts and ignores). :func:`open_storage` here picks
-the engine by the location: a ``postgresql://`` URL imports
-``ovos_memory_plugins.storage.postgres``; anything else is a SQLite file path.
+``vector_extension`` that another engine accepts and ignores), and register its URL scheme in
+:mod:`ovos_memory_plugins.storage.registry`, whose ``open_storage`` picks the engine by the
+location: a ``postgresql://`` URL imports ``ovos_memory_plugins.storage.postgres``; anything
+else is a SQLite file path.
 :class:`ovos_memory_plugins.storage.contract.EngineContract` is the test suite an engine
 passes (subclass it, implement ``open(where)``). Rules every engine keeps:
 
@@ -64,10 +65,11 @@ passes (subclass it, implement ``open(where)``). Rules every engine keeps:
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -96,7 +98,6 @@ __all__ = [
     "check_id",
     "compact_database",
     "dump_metadata",
-    "open_storage",
 ]
 
 #: Longest accepted ``doc_id`` / ``session_id`` (characters). Longer ids get a ValueError: a
@@ -492,25 +493,18 @@ class Storage:
         self.db.close()
 
 
-def open_storage(location: str | Path | Database, **options: Any) -> Storage:
-    """Open a memory's storage: a ``postgresql://`` URL, else a SQLite file (or ``":memory:"``,
-    or an already open SQLite :class:`~ovos_memory_plugins.storage.sqlite.Database`).
+def __getattr__(name: str) -> Any:
+    """``engine.open_storage``, the factory's old home, kept importable for a release.
 
-    ``options`` go to the engine (SQLite: ``vector_extension`` = load sqlite-vec, ``adopt`` = the
-    shared file of earlier releases to copy in first, ``legacy`` = files whose rows move in; see
-    :func:`ovos_memory_plugins.storage.sqlite_engine.open_sqlite`). Raises
-    :class:`~ovos_memory_plugins.errors.StorageError` when it cannot; the caller decides whether
-    to fall back to RAM (and must say so).
+    The factory lives in :mod:`ovos_memory_plugins.storage.registry` (engines by URL scheme), so
+    this contract imports no engine.
     """
-    if not isinstance(location, (str, Path)):
-        from ovos_memory_plugins.storage.sqlite_engine import storage_for
-
-        return storage_for(location)
-    text = str(location)
-    if text.startswith(("postgresql://", "postgres://")):
-        from ovos_memory_plugins.storage import postgres  # type: ignore[attr-defined,unused-ignore]
-
-        return postgres.open_storage(text, **options)  # type: ignore[no-any-return,unused-ignore]
-    from ovos_memory_plugins.storage.sqlite_engine import open_sqlite
-
-    return open_sqlite(text, **options)
+    if name == "open_storage":
+        warnings.warn(
+            "ovos_memory_plugins.storage.engine.open_storage moved to ovos_memory_plugins.storage.registry"
+            " (or ovos_memory_plugins.storage.open_storage); the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module("ovos_memory_plugins.storage.registry").open_storage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.protocols import Note
-from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument, open_storage
+from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument
 from ovos_memory_plugins.storage.notes_store import Rewrites, move_notes, notes_store_for, rewrites_for
+from ovos_memory_plugins.storage.registry import open_storage
 from ovos_memory_plugins.storage.sticky_store import copy_sticky, sticky_store_for
 from ovos_memory_plugins.storage.summary_store import OLD_TABLE as OLD_SUMMARIES
 from ovos_memory_plugins.storage.summary_store import SummaryStore

@@ -7,7 +7,7 @@ shares the memory sees a note another one wrote on its next turn, and nothing is
 ``root``. The stores themselves serve both engines
 (:class:`~ovos_memory_plugins.storage.notes_store.DatabaseNotesStore`,
 :class:`~ovos_memory_plugins.storage.sticky_store.StickyStore`, over
-:class:`~ovos_memory_plugins.storage.notes_store.TableAccess`): the same tables and statements,
+:class:`~ovos_memory_plugins.storage.tables.TableAccess`): the same tables and statements,
 ``namespace`` included. This module holds what is PostgreSQL's own. The tables are shared by the
 memories of the database; ``namespace`` and ``session_id`` are indexed columns and every
 statement filters on the namespace::
@@ -124,11 +124,11 @@ class PgRewrites:
     :class:`~ovos_memory_plugins.storage.notes_store.Rewrites`): nothing under ``root``."""
 
     def __init__(self, db: PgDatabase, namespace: str) -> None:
-        from ovos_memory_plugins.storage.notes_store import TableAccess
+        from ovos_memory_plugins.storage.tables import TableAccess
 
         self.db = db
         self.namespace = namespace
-        self._t = TableAccess(db, namespace, ("notes", []))
+        self._t = TableAccess(db, namespace, ("notes", []), lambda: ("notes", NOTES_MIGRATIONS))
 
     def _purge(self) -> None:
         self._t.dirty = True
@@ -165,7 +165,7 @@ class PgRewrites:
 
     def scrub(self, drop_line: Callable[[str], bool]) -> None:
         """Rewrite the kept bodies without the picked lines."""
-        from ovos_memory_plugins.storage.notes_store import scrub_lines
+        from ovos_memory_plugins.storage.tables import scrub_lines
 
         for name, body in self.bodies():
             kept = scrub_lines(body, drop_line)

@@ -52,11 +52,29 @@ __all__ = [
     "SqliteDocuments",
     "SqliteStorage",
     "adopt_shared_file",
+    "folder_problem",
     "import_legacy_file",
     "open_database",
     "open_sqlite",
     "storage_for",
 ]
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why a memory could not keep its files in ``folder`` (None: it could), found without
+    writing anything: the folder, or the nearest of its parents that exists, is not a folder,
+    or this process may not write in it (``os.access``: as root only a read-only file system
+    says no, as root can write anywhere else)."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():  # a dangling link: mkdir would fail on it
+            return f"{existing} is a link to nothing"
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable by this user"
+    return None
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

@@ -1,7 +1,7 @@
 """The sticky-note store: tables in the memory's own database, each note with its date and session.
 
 The same tables and statements on both engines (:class:`StickyStore` over
-:class:`~ovos_memory_plugins.storage.notes_store.TableAccess`; the PostgreSQL schema is in
+:class:`~ovos_memory_plugins.storage.tables.TableAccess`; the PostgreSQL schema is in
 :mod:`ovos_memory_plugins.storage.postgres_notes`, the SQLite one here, store name
 ``sticky_notes`` in ``_migrations``)::
 
@@ -42,8 +42,9 @@ from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.protocols import words_key
-from ovos_memory_plugins.storage.notes_store import TableAccess, marks, move_aside, read_old_file
+from ovos_memory_plugins.storage.notes_store import move_aside, pg_notes_schema, read_old_file
 from ovos_memory_plugins.storage.sqlite import Migration
+from ovos_memory_plugins.storage.tables import TableAccess, marks
 
 LOG = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ class StickyStore:
 
     def __init__(self, db: Any, namespace: str = "default") -> None:
         self.db = db
-        self.t = TableAccess(db, namespace, ("sticky_notes", MIGRATIONS))
+        self.t = TableAccess(db, namespace, ("sticky_notes", MIGRATIONS), pg_notes_schema)
         self.namespace = self.t.namespace
 
     def _rows(self, where: str, params: Sequence[Any] = ()) -> list[StickyRow]:

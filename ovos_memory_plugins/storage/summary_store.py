@@ -5,7 +5,7 @@ many exchanges it folded. It survives restarts like the history, and goes with t
 (``forget_session``) or with everything (``forget_all``), in the same transaction.
 
 One class serves both engines (:class:`SummaryStore`, over
-:class:`~ovos_memory_plugins.storage.notes_store.TableAccess`, like the notes and sticky-note
+:class:`~ovos_memory_plugins.storage.tables.TableAccess`, like the notes and sticky-note
 stores): the same table and statements, ``namespace`` included::
 
     memory_summaries(namespace, session_id, summary, folded, updated)  -- key (namespace, session_id)
@@ -35,8 +35,8 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.notes_store import TableAccess
 from ovos_memory_plugins.storage.sqlite import Migration
+from ovos_memory_plugins.storage.tables import TableAccess
 
 if TYPE_CHECKING:
     from ovos_memory_plugins.storage.engine import Storage
@@ -187,7 +187,7 @@ class SummaryStore:
         if getattr(db, "engine", "") == "postgresql":
             from ovos_memory_plugins.storage.postgres_notes import SUMMARY_MIGRATIONS
 
-            self.t = TableAccess(db, namespace, ("summary", []), ("summary", SUMMARY_MIGRATIONS))
+            self.t = TableAccess(db, namespace, ("summary", []), lambda: ("summary", SUMMARY_MIGRATIONS))
         else:
             steps, problem = _sqlite_plan(db)
             self.t = TableAccess(db, namespace, ("summary", steps))

@@ -1,0 +1,71 @@
+"""Which engine opens a storage location: engines registered by URL scheme.
+
+``open_storage(location)`` looks at the location: ``scheme://...`` opens with the engine
+registered for that scheme (``postgresql`` and ``postgres``: :mod:`~ovos_memory_plugins.storage.postgres`),
+anything else is a SQLite file path (or ``":memory:"``) and an open SQLite
+:class:`~ovos_memory_plugins.storage.sqlite.Database` is wrapped as it is. An engine module is
+imported only when a location of its scheme is opened, so SQLite users never import psycopg.
+
+A second engine registers itself with :func:`register_engine` (its module must define
+``open_storage(location, *, namespace="default", **options) -> Storage``, see
+:mod:`~ovos_memory_plugins.storage.engine`); nothing above ``storage/`` names an engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from typing import Any, cast
+
+from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.storage.engine import Database, Storage
+
+__all__ = ["ENGINES", "engine_for", "open_storage", "register_engine"]
+
+#: URL scheme -> the module of the engine that opens it (imported on first use).
+ENGINES: dict[str, str] = {
+    "postgresql": "ovos_memory_plugins.storage.postgres",
+    "postgres": "ovos_memory_plugins.storage.postgres",
+}
+#: The engine of every location that is not a URL: a SQLite file.
+SQLITE_ENGINE = "ovos_memory_plugins.storage.sqlite_engine"
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def register_engine(scheme: str, module: str) -> None:
+    """Open ``scheme://...`` locations with the ``open_storage`` of ``module`` (a dotted name)."""
+    ENGINES[scheme.lower()] = module
+
+
+def engine_for(location: str) -> str:
+    """The module of the engine that opens ``location``; :class:`StorageError` for an unknown scheme."""
+    found = _SCHEME.match(location.strip())
+    if found is None:
+        return SQLITE_ENGINE
+    scheme = found.group(1).lower()
+    if scheme not in ENGINES:
+        known = ", ".join(f"{s}://" for s in sorted(ENGINES))
+        raise StorageError(f"no storage engine for {scheme}:// locations (known: {known}, or a SQLite file path)")
+    return ENGINES[scheme]
+
+
+def open_storage(location: str | Path | Database, **options: Any) -> Storage:
+    """Open a memory's storage at ``location`` with the engine its scheme names.
+
+    ``options`` go to the engine (SQLite: ``vector_extension`` = load sqlite-vec, ``adopt`` = the
+    shared file of earlier releases to copy in first, ``legacy`` = files whose rows move in; see
+    :func:`ovos_memory_plugins.storage.sqlite_engine.open_sqlite`; PostgreSQL: ``namespace`` and
+    the deadlines). Raises :class:`~ovos_memory_plugins.errors.StorageError` when it cannot; the
+    caller decides whether to fall back to RAM (and must say so).
+    """
+    if not isinstance(location, (str, Path)):
+        from ovos_memory_plugins.storage.sqlite_engine import storage_for
+
+        return storage_for(location)
+    text = str(location)
+    module = importlib.import_module(engine_for(text))
+    if module.__name__ == SQLITE_ENGINE:
+        return cast(Storage, module.open_sqlite(text, **options))
+    return cast(Storage, module.open_storage(text, **options))
