@@ -100,10 +100,12 @@ from ovos_memory_plugins.text import clean_text, clip_query, query_terms
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["BaseRetrievalMemory", "exchange_text", "forget_problems", "search_request"]
+__all__ = ["PREVIOUS_EXCHANGE", "BaseRetrievalMemory", "exchange_text", "forget_problems", "search_request"]
 
 USER = MessageRole.USER.value
 ASSISTANT = MessageRole.ASSISTANT.value
+#: The metadata key of an archived exchange naming the exchange recorded before it in its session.
+PREVIOUS_EXCHANGE = "previous_exchange"
 
 
 def _digest(*parts: str) -> str:
@@ -414,8 +416,22 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         return "d-" + _digest(session_id, text)
 
     @staticmethod
-    def exchange_id(session_id: str, previous_exchange_id: str, user: str, assistant: str) -> str:
-        """The id of an exchange: its content and the id of the exchange before it."""
+    def exchange_id(session_id: str, user: str, assistant: str) -> str:
+        """The id of an exchange: derived from its session and its two turns only.
+
+        Every copy of one exchange gets the same id wherever it is recorded (each member of a
+        composite, several processes writing one session in any order, a transcript imported
+        again), so a delete by that id reaches every copy, and the same exchange said again
+        later in the session is one document (its ``time`` the latest). Which exchange came
+        before it is kept in its metadata (``previous_exchange``, see :meth:`follows`).
+        """
+        return "x-" + _digest(session_id, user, assistant)
+
+    @staticmethod
+    def chained_exchange_id(session_id: str, previous_exchange_id: str, user: str, assistant: str) -> str:
+        """The id earlier releases gave an exchange: its content and the id of the exchange
+        before it in the memory's own history (so copies recorded in another order got other
+        ids). Only :meth:`follows` still computes it, to join exchanges recorded back then."""
         return "x-" + _digest(session_id, previous_exchange_id, user, assistant)
 
     # -- public API: documents ---------------------------------------------------------------
@@ -605,6 +621,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             tiers["backend"] += int(self._delete_documents(list(ids)) or 0)
         tiers["documents"] += self.storage.documents.remove(ids)
         tiers["history_messages"] += self.storage.history.remove_exchanges(found)
+        if self._summary is not None:
+            # the running summary of a session may quote any of its exchanges that left the
+            # window (in a model's words too): it goes with them, and is rebuilt from later turns
+            for session in sorted({d.session_id for d in found if exchange_parts(d.text) is not None}):
+                tiers["summaries"] += self._summary.forget(session)
         return tiers
 
     def _report(self, tiers: Counter[str]) -> ForgetReport:
@@ -613,7 +634,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Delete documents by id from every tier (documents, indexes, the exchange's history
-        messages, the backend's own store); return how many existed, as a
+        messages, the running summary of an exchange's session, the backend's own store);
+        return how many existed, as a
         :class:`~ovos_memory_plugins.storage.engine.ForgetReport` (an int with ``.tiers``).
         Raises if the backend cannot delete."""
         ids = [check_id(d, "doc_id") for d in dict.fromkeys(doc_ids)]
@@ -623,6 +645,26 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             with self.storage.atomic():
                 tiers = self._forget_documents(ids)
             return self._report(tiers)
+
+    def documents(self, doc_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The stored documents among ``doc_ids``, as ``{"id", "text", "session_id",
+        "metadata"}`` (ids not stored are left out): what a composite deletes copies of."""
+        ids = [check_id(d, "doc_id") for d in dict.fromkeys(doc_ids)]
+        with self._lock:
+            found = self.storage.documents.get(ids)
+        return [
+            {"id": d.doc_id, "text": d.text, "session_id": d.session_id, "metadata": dict(d.metadata)}
+            for d in (found[i] for i in ids if i in found)
+        ]
+
+    def copies_of(self, session_id: str, text: str) -> list[str]:
+        """The ids of ``session_id``'s documents whose text is exactly ``text``: one exchange
+        recorded by earlier releases under another id in each member of a composite (their ids
+        were chained on each member's own history), so a delete by the id one member lists can
+        reach the others' copies."""
+        session_id = check_id(session_id, "session_id")
+        with self._lock:
+            return self.storage.documents.ids_with_text(session_id, text)
 
     def forget_session(self, session_id: str) -> int:
         """Delete a session's documents (every tier) and history; return how many documents
@@ -822,7 +864,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             for i, (role, content) in enumerate(incoming):
                 if role == ASSISTANT and last_role == USER:
                     before_id = previous_id
-                    previous_id = self.exchange_id(session_id, previous_id, last_content, content)
+                    previous_id = self.exchange_id(session_id, last_content, content)
                     exchanges.append((previous_id, before_id, last_content, content))
                     tags[i] = previous_id
                     if i > 0:
@@ -841,13 +883,15 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 if self.settings.admission and is_low_signal(user, assistant):
                     continue  # low-signal: in the history window, not archived (admission.py)
                 metadata: dict[str, Any] = {"kind": "exchange", "time": now}
+                if before_id and before_id != doc_id:
+                    metadata[PREVIOUS_EXCHANGE] = before_id
                 if user in cut or assistant in cut:  # what was not stored, said where it shows
                     metadata["cut"] = {k: cut[v] for k, v in (("user", user), ("assistant", assistant)) if v in cut}
                 context = self._context_before(turns, user, assistant)
                 if context:
                     metadata["context_before"] = context
                     # the exchange this reply answers gets the reply as its turn after
-                    docs.extend(self._with_turn_after(session_id, before_id, turns, user, assistant))
+                    docs.extend(self._with_turn_after(session_id, turns, user, assistant))
                 docs.append(Document(doc_id, exchange_text(user, assistant), session_id, metadata))
             try:
                 prepared = self._prepare_documents(docs)
@@ -917,25 +961,30 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         return None
 
     def _with_turn_after(
-        self, session_id: str, doc_id: str, turns: Sequence[tuple[str, str]], user: str, assistant: str
+        self, session_id: str, turns: Sequence[tuple[str, str]], user: str, assistant: str
     ) -> list[Document]:
         """The exchange before a short reply, to store again with the reply as ``context_after``.
 
-        Its other metadata is rebuilt from the history (``time`` is kept). None when that
-        exchange was not archived (admission) or is no longer in the history read.
+        Its other metadata is rebuilt from the history (``time`` is kept; the exchange
+        before it, ``previous_exchange``, is kept from the stored copy). None when that exchange
+        was not archived (admission) or is no longer in the history read.
         """
         previous = self._exchange_before(turns, user, assistant)
-        if not doc_id or previous is None:
+        if previous is None:
             return []
         prev_user, prev_assistant, earlier = previous
         if not (prev_user.strip() or prev_assistant.strip()):
             return []
         if self.settings.admission and is_low_signal(prev_user, prev_assistant):
             return []
-        known = self.storage.documents.get([doc_id]).get(doc_id)
-        made = known.metadata.get("time") if known is not None else None
+        doc_id = self.exchange_id(session_id, prev_user, prev_assistant)
+        stored = self.storage.documents.get([doc_id]).get(doc_id)
+        made = stored.metadata.get("time") if stored is not None else None
         stamp = made if isinstance(made, (int, float)) else self.now()  # it keeps its own time
         metadata: dict[str, Any] = {"kind": "exchange", "time": stamp, "context_after": clip_context(user)}
+        before = stored.metadata.get(PREVIOUS_EXCHANGE) if stored is not None else None
+        if isinstance(before, str) and before:
+            metadata[PREVIOUS_EXCHANGE] = before
         if earlier and _needs_context(prev_user, earlier):
             metadata["context_before"] = clip_context(earlier)
         return [Document(doc_id, exchange_text(prev_user, prev_assistant), session_id, metadata)]
@@ -1035,15 +1084,24 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     @staticmethod
     def follows(earlier: MemoryHit, later: MemoryHit) -> bool:
         """Whether ``later`` is the recorded exchange right after ``earlier`` in one session: its
-        id is the one :meth:`exchange_id` gives its text after ``earlier``'s id (no read needed;
-        the composite asks the same of its members' hits). Exchanges more than
+        metadata names ``earlier``'s id as its ``previous_exchange`` (no read needed; the
+        composite asks the same of its members' hits). An exchange recorded by an earlier
+        release, without that key, follows when its id is the one
+        :meth:`chained_exchange_id` gives its text after ``earlier``'s id. Exchanges more than
         :data:`~ovos_memory_plugins.dates.CONVERSATION_GAP_S` apart do not follow each other:
         a joined stretch is one sitting and carries one date."""
-        parts = exchange_parts(later.content)
         session = later.metadata.get("session_id")
-        if parts is None or not isinstance(session, str) or earlier.metadata.get("session_id") != session:
+        if not earlier.source or not isinstance(session, str) or earlier.metadata.get("session_id") != session:
             return False
-        if not earlier.source or later.source != BaseRetrievalMemory.exchange_id(session, earlier.source, *parts):
+        previous = later.metadata.get(PREVIOUS_EXCHANGE)
+        if isinstance(previous, str) and previous:
+            chained = previous == earlier.source
+        else:
+            parts = exchange_parts(later.content)  # recorded by an earlier release: its id says it
+            chained = parts is not None and later.source == BaseRetrievalMemory.chained_exchange_id(
+                session, earlier.source, *parts
+            )
+        if not chained:
             return False
         first, then = memory_time(earlier.metadata), memory_time(later.metadata)
         # the next exchange, but hours later: another sitting, with its own date

@@ -67,6 +67,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
@@ -78,17 +79,21 @@ from ovos_memory_plugins.common import Closing, MemoryHit, dedup_hits, fuse, nor
 from ovos_memory_plugins.concurrency import DaemonPool, wait_until
 from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse_config, resolve_root, validate_config
 from ovos_memory_plugins.dates import Clock, clock_of
-from ovos_memory_plugins.errors import BackendError, ConfigError
+from ovos_memory_plugins.errors import BackendError, ConfigError, IncompleteForgetError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, close_quietly, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
 from ovos_memory_plugins.protocols import (
     Capabilities,
     Compactable,
     DocumentLister,
+    ForgetNotifier,
     LocatedCompactable,
+    Note,
+    NoteChange,
     NotesKeeper,
     StorageStatus,
     capabilities,
+    words_key,
 )
 from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window
 from ovos_memory_plugins.storage.engine import Compacted
@@ -109,6 +114,9 @@ ASSIST_TIMEOUT = 5.0
 MAX_PENDING_WRITES = 256
 #: Seconds ``close()`` waits in all for the members' queued writes before closing them.
 CLOSE_WAIT_S = 0.9
+#: Seconds a delete or forget waits for one member (behind its queued writes) before it reports
+#: that member as not done.
+FORGET_TIMEOUT_S = 30.0
 #: The NotesKeeper verbs and the notes extras a composite takes from its first member having them.
 NOTES_VERBS = ("list_notes", "remember", "forget", "update", "retire", "restore")
 NOTES_EXTRAS = (
@@ -402,8 +410,42 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         if name in NOTES_VERBS or name in NOTES_EXTRAS:
             provider = self._provider(name)
             if provider is not None:
-                return getattr(provider, name)
+                return self._forget_note if name == "forget" else getattr(provider, name)
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (and no member offers it)")
+
+    def _forget_note(self, description: str, *, session_id: str | None = None) -> NoteChange:
+        """``forget`` of a composite that keeps notes: the first notes keeper (config order)
+        that finds the note ``description`` names deletes it (a close call in one stops there:
+        ``ambiguous``, nothing changed); then every keeper deletes its notes with the same
+        words (by their exact ids: curated and sticky notes keep one fact under different ids),
+        only ``session_id``'s when it is given. A keeper that fails to delete its copy raises
+        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` naming it."""
+        keepers = [m for m in self._members if isinstance(m.instance, NotesKeeper)]
+        scoped: dict[str, Any] = {} if session_id is None else {"session_id": session_id}
+        change: NoteChange | None = None
+        for m in keepers:
+            got = self._in_order(m, lambda inst: inst.forget(description, **scoped))
+            if got or got.status == "ambiguous":
+                change = got
+                break
+            change = change or got
+        if change is None:
+            return NoteChange("not_found", message="no member keeps notes; nothing changed")
+        if not change or change.note is None:
+            return change
+        key = words_key(change.note.text)
+        failures: dict[str, str] = {}
+        for m in keepers:
+            try:
+                notes = m.instance.list_notes(include_retired=True, **scoped)
+                for copy in [n.id for n in notes if words_key(n.text) == key]:
+                    self._in_order(m, functools.partial(_forget_copy, copy, scoped))
+            except Exception as exc:
+                LOG.warning("CompositeMemory: member %r could not forget its copy of a note: %s", m.name, exc)
+                failures[f"member {m.name!r}"] = f"{type(exc).__name__}: {exc}"
+        if failures:
+            raise IncompleteForgetError("forget", 1, failures)
+        return change
 
     def notes_keeper(self) -> Any | None:
         """The member whose notes verbs the composite exposes (None: no member keeps notes)."""
@@ -485,7 +527,35 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         recall = _flag(spec.recall, instance, "composite_recall", True)
         member = _Member(spec, instance, caps, semantic, recall)
         member.places = places
+        if isinstance(instance, ForgetNotifier):  # it tells when it forgot a note, however asked
+            instance.add_forget_listener(functools.partial(self._copies_forgotten, spec.name))
         return member
+
+    def _copies_forgotten(self, source: str, note: Note) -> None:
+        """Member ``source`` forgot ``note`` (a verb, a delete by id, a spoken "forget …" it acted
+        on in its own turn): every other notes member deletes its notes with the same words, by
+        their exact ids (only the note's session's under ``scope: session``). A member that
+        fails is logged as an error: a turn never raises, and the explicit ``forget`` of the
+        composite tries again and raises."""
+        if getattr(_PROPAGATING, "on", False):
+            return  # a copy forgotten here tells us again: already handled
+        _PROPAGATING.on = True
+        try:
+            key = words_key(note.text)
+            scoped: dict[str, Any] = {}
+            if self.settings.scope == "session" and note.session_id:
+                scoped = {"session_id": note.session_id}
+            for m in self.__dict__.get("_members") or []:
+                if m.name == source or not isinstance(m.instance, NotesKeeper):
+                    continue
+                try:
+                    for n in m.instance.list_notes(include_retired=True, **scoped):
+                        if words_key(n.text) == key:
+                            m.instance.forget(n.id, **scoped)
+                except Exception as exc:
+                    LOG.error("CompositeMemory: member %r could not forget its copy of a note: %s", m.name, exc)
+        finally:
+            _PROPAGATING.on = False
 
     def _skip(self, spec: MemberSpec, reason: str) -> _Member | None:
         LOG.error("CompositeMemory: %s", reason)
@@ -823,7 +893,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         late write is not waited for (its write queues behind, in order). Never raises."""
         try:
             messages = list(new_messages or [])
-            waited: list[tuple[_Member, Future[None]]] = []
+            waited: list[tuple[_Member, Future[Any]]] = []
             for m in self._members:
                 if not m.caps.history:
                     continue
@@ -849,7 +919,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         except Exception:
             LOG.exception("CompositeMemory: could not record messages for session %r", session_id)
 
-    def _write(self, m: _Member, call: Callable[[Any], Any]) -> Future[None] | None:
+    def _write(self, m: _Member, call: Callable[[Any], Any]) -> Future[Any] | None:
         with m.lock:
             if m.pending_writes >= MAX_PENDING_WRITES:
                 LOG.error(
@@ -858,9 +928,9 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 return None
             m.pending_writes += 1
 
-        def run() -> None:
+        def run() -> Any:
             try:
-                call(m.instance)
+                return call(m.instance)
             finally:
                 with m.lock:
                     m.pending_writes -= 1
@@ -940,34 +1010,104 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 seen.add(doc_id)
                 yield dict(doc)
 
-    def _fan_out_count(self, method: str, *args: Any) -> int:
-        """Call ``method`` on every member that has it; the largest count any returned."""
-        counts = [0]
+    def _in_order(self, m: _Member, call: Callable[[Any], T]) -> T:
+        """``call(member)`` after the member's queued writes (on its ordered writer, so a turn
+        recorded just before is forgotten too), waited for up to :data:`FORGET_TIMEOUT_S`;
+        raises what the call raised, or TimeoutError when the member is still busy."""
+        future = self._write(m, call)
+        if future is None:  # closed, or too many writes pending: call it here, now
+            return call(m.instance)
+        try:
+            result: T = future.result(timeout=FORGET_TIMEOUT_S)
+        except FutureTimeout:
+            raise TimeoutError(
+                f"still busy after {FORGET_TIMEOUT_S:g} s (the forget runs when its queued writes are done)"
+            ) from None
+        return result
+
+    def _fan_out(
+        self, method: str, *args: Any, args_for: Callable[[_Member], tuple[Any, ...]] | None = None
+    ) -> tuple[list[int], dict[str, str]]:
+        """Call ``method`` on every member that has it (with ``args``, or ``args_for(member)``),
+        each after its queued writes; the counts they returned, and the members that failed
+        with why."""
+        counts: list[int] = []
+        failures: dict[str, str] = {}
         for m in self._members:
-            fn = getattr(m.instance, method, None)
-            if not callable(fn):
+            if not callable(getattr(m.instance, method, None)):
                 continue
+            call_args = args_for(m) if args_for is not None else args
             try:
-                counts.append(int(fn(*args) or 0))
+                counts.append(int(self._in_order(m, functools.partial(_call, method, call_args)) or 0))
             except Exception as exc:
                 LOG.warning("CompositeMemory: member %r: %s failed: %s", m.name, method, exc)
-        return max(counts)
+                failures[f"member {m.name!r}"] = f"{type(exc).__name__}: {exc}"
+        return counts, failures
+
+    def _copies(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Per member name, the ids of its documents holding the same session and text as the
+        documents ``ids`` name in any member (copies an earlier release stored under other ids;
+        from members of this package, which say what they hold: ``documents``, ``copies_of``)."""
+        texts: set[tuple[str, str]] = set()
+        for m in self._members:
+            fn = getattr(m.instance, "documents", None)
+            if isinstance(m.instance, BaseRetrievalMemory) and callable(fn):
+                try:
+                    texts.update((str(d["session_id"]), str(d["text"])) for d in fn(ids))
+                except Exception as exc:  # the delete below reports this member
+                    LOG.debug("CompositeMemory: member %r could not say what it holds: %s", m.name, exc)
+        out: dict[str, list[str]] = {}
+        for m in self._members:
+            if not isinstance(m.instance, BaseRetrievalMemory):
+                continue
+            try:
+                found = [c for session, text in sorted(texts) for c in m.instance.copies_of(session, text)]
+            except Exception as exc:
+                LOG.debug("CompositeMemory: member %r could not look for copies: %s", m.name, exc)
+                continue
+            extra = [c for c in dict.fromkeys(found) if c not in ids]
+            if extra:
+                out[m.name] = extra
+        return out
+
+    def _fan_out_count(self, method: str, *args: Any) -> int:
+        """Call ``method`` on every member that has it; the largest count any returned. Raises
+        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` naming the members that
+        failed (after every other member did its part)."""
+        counts, failures = self._fan_out(method, *args)
+        if failures:
+            raise IncompleteForgetError(method, max(counts, default=0), failures)
+        return max(counts, default=0)
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Delete documents by id from every member that can; return how many of the ids some
         member held (an id several members hold counts once; ids spread over members, such as
-        an archived exchange and a sticky note, each count)."""
+        an archived exchange and a sticky note, each count). Every member holding a copy of an
+        exchange holds it under the one id the composite lists (ids come from the exchange's
+        session and text); a copy an earlier release stored under another id (same session, same
+        text) goes too. A member that fails raises
+        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` (the others deleted)."""
         ids = list(dict.fromkeys(doc_ids))
-        if len(ids) <= 1:
-            return self._fan_out_count("delete", ids)
-        return sum(1 for doc_id in ids if self._fan_out_count("delete", [doc_id]))
+        found = 0
+        failures: dict[str, str] = {}
+        for doc_id in ids:
+            copies = self._copies([doc_id])
+            counts, failed = self._fan_out("delete", args_for=functools.partial(_with_copies, doc_id, copies))
+            found += 1 if any(counts) else 0
+            where = f" ({doc_id})" if len(ids) > 1 else ""
+            failures.update({f"{who}{where}": why for who, why in failed.items()})
+        if failures:
+            raise IncompleteForgetError("delete", found, failures)
+        return found
 
     def forget_session(self, session_id: str) -> int:
-        """Every member forgets the session; the most documents any member deleted."""
+        """Every member forgets the session; the most documents any member deleted (raises
+        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` when a member failed)."""
         return self._fan_out_count("forget_session", session_id)
 
     def forget_all(self) -> int:
-        """Every member forgets everything; the most documents any member deleted."""
+        """Every member forgets everything; the most documents any member deleted (raises
+        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` when a member failed)."""
         return self._fan_out_count("forget_all")
 
     def compact(self) -> Compacted:
@@ -1151,6 +1291,25 @@ def _report(m: _Member, problem: str) -> None:
     level = logging.DEBUG if m.failing else logging.WARNING
     m.failing = True
     LOG.log(level, "CompositeMemory: member %r %s", m.name, problem)
+
+
+def _with_copies(doc_id: str, copies: dict[str, list[str]], m: _Member) -> tuple[Any, ...]:
+    """The arguments of member ``m``'s ``delete``: the id and ``m``'s copies of that document."""
+    return ([doc_id, *copies.get(m.name, [])],)
+
+
+def _call(method: str, args: tuple[Any, ...], member: Any) -> Any:
+    """``member.method(*args)``."""
+    return getattr(member, method)(*args)
+
+
+#: Set while a composite removes the copies of a forgotten note (their forgets tell it again).
+_PROPAGATING = threading.local()
+
+
+def _forget_copy(note_id: str, scoped: dict[str, Any], member: Any) -> Any:
+    """``member.forget(note_id)`` (the exact id of a note's copy), scoped as the caller asked."""
+    return member.forget(note_id, **scoped)
 
 
 def _settle_late(m: _Member, _future: Future[Any]) -> None:

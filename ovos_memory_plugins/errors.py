@@ -7,6 +7,7 @@
      ├── StorageError                  a database or file could not be read or written
      │    └── CorruptFileError         a file on disk could not be parsed; it is left untouched
      ├── BackendError                  a backend (plugin, member) is missing or breaks its contract
+     │    └── IncompleteForgetError    some parts of a memory forgot, others failed (named)
      └── LLMError                      a language-model call failed or returned nothing usable
 
 The public conversation methods (``build_conversation_context``, ``update_history``) never let
@@ -46,3 +47,21 @@ class BackendError(OvosMemoryPluginError):
 
 class LLMError(OvosMemoryPluginError):
     """A language-model call failed, timed out, or returned a reply that could not be used."""
+
+
+class IncompleteForgetError(BackendError):
+    """A delete or forget that reached some parts of a memory (a composite's members) but not all.
+
+    The parts that could forget did; the text may still be kept where it failed. ``done`` is
+    what the call would have returned (how many documents or notes went where it worked);
+    ``failures`` names each part that failed, with the reason.
+    """
+
+    def __init__(self, what: str, done: int, failures: dict[str, str]) -> None:
+        self.done = int(done)
+        self.failures = dict(failures)
+        where = "; ".join(f"{name}: {why}" for name, why in self.failures.items())
+        super().__init__(
+            f"{what} did not reach every part of the memory; it may still be kept by {where} "
+            f"({self.done} forgotten where it worked)"
+        )

@@ -154,12 +154,14 @@ timers, prices). Most conversations add nothing: then return empty lists.
 Write each fact as one short self-contained sentence about the user, in the user's language.
 If the conversation shows that a listed fact is no longer true, REPLACE it: give its number and \
 the new fact. If the new fact could be true alongside the old one, it is NEW: add it and keep \
-the old one. RETIRE a number without a replacement only when the user said it stopped being true.
+the old one. RETIRE a number without a replacement only when the user said it stopped being true. \
+FORGET a number when the user asked you to forget it or delete it (it is removed for good).
 Also write "episode": a self-contained summary of the conversation in one to three sentences \
 (names, places and dates spelled out), or "" when nothing worth recalling later was said.
 
 Reply with JSON only:
-{"new": ["fact", ...], "replace": [{"number": 3, "fact": "new fact"}], "retire": [5], "episode": "..."}"""
+{"new": ["fact", ...], "replace": [{"number": 3, "fact": "new fact"}], "retire": [5], "forget": [], \
+"episode": "..."}"""
 
 DREAM_PROMPT = """You tidy a list of durable facts about a user. Rewrite the whole list:
 - merge near-duplicates into one line; split a line that holds two facts into two lines;
@@ -293,6 +295,8 @@ class DigestResult:
     added: list[Note] = field(default_factory=list)
     retired: list[Note] = field(default_factory=list)
     episode: str = ""
+    #: the notes the user asked to forget, removed for good (every copy, backups, undo history)
+    forgotten: list[Note] = field(default_factory=list)
 
 
 @dataclass
@@ -379,6 +383,7 @@ class NotesMemory(IndexedMemory):
         super().__init__(config, clock=lambda: datetime.fromtimestamp(seconds()).astimezone())
         self._clock = seconds
         self._mutex = threading.RLock()
+        self._forget_listeners: list[Callable[[Note], None]] = []
         self._cache_lock = threading.Lock()
         self._cache: list[Note] = []
         self._cache_version: Any = object()
@@ -733,26 +738,47 @@ class NotesMemory(IndexedMemory):
         assert match.note is not None
         return match.note
 
-    def forget(self, description: str) -> NoteChange:
+    @staticmethod
+    def _in_session(notes: list[Note], session_id: str | None) -> list[Note]:
+        """The notes a verb may pick: every one (None), else only those learned in ``session_id``."""
+        return notes if session_id is None else [n for n in notes if n.session_id == session_id]
+
+    def forget(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Delete the note ``description`` names (its exact id, or words naming it; retired
         notes included), for real: every copy with its words, active or retired, and its lines
-        in ``MEMORY.md.bak`` and the undo history. Close calls change nothing (``ambiguous``)."""
+        in ``MEMORY.md.bak`` and the undo history. Close calls change nothing (``ambiguous``).
+        With ``session_id`` only the notes learned in that session are candidates, and only
+        its copies go."""
         with self._mutex, self._notes_store.transaction():
-            picked = self._match(description, self.list_notes(include_retired=True))
+            picked = self._match(description, self.list_notes(include_retired=True, session_id=session_id))
             if isinstance(picked, NoteChange):
                 return picked
             key = words_key(picked.text)
-            self._notes_store.remove(lambda n: words_key(n.text) == key)
+            self._notes_store.remove(
+                lambda n: words_key(n.text) == key and (session_id is None or n.session_id == session_id)
+            )
             self._saved(self._notes_store.load())
         self._notes_store.checkpoint()
         self._scrub({key})
+        for listener in list(self._forget_listeners):
+            try:
+                listener(picked)
+            except Exception:
+                LOG.exception("NotesMemory: a forget listener failed for note %s", picked.id)
         return NoteChange("forgotten", note=picked, message=f"forgot: {picked.text}")
 
-    def update(self, description: str, new_fact: str) -> NoteChange:
+    def add_forget_listener(self, listener: Callable[[Note], None]) -> None:
+        """Call ``listener(note)`` after every note this memory forgets, whatever asked (a verb,
+        a delete by id, the digest's ``forget`` list): a composite removes the other members'
+        copies of the fact. A listener that raises is logged; the forget stands."""
+        self._forget_listeners.append(listener)
+
+    def update(self, description: str, new_fact: str, *, session_id: str | None = None) -> NoteChange:
         """Replace the active note ``description`` names with ``new_fact`` (dated this month).
 
         The old note is retired (kept with its dates, out of the prompt), the new one takes its
-        place. Ambiguous descriptions change nothing and return the candidates.
+        place. Ambiguous descriptions change nothing and return the candidates. With
+        ``session_id`` only the notes learned in that session are candidates.
         """
         parsed = self._fact(new_fact)
         if isinstance(parsed, NoteChange):
@@ -760,7 +786,7 @@ class NotesMemory(IndexedMemory):
         text, given = parsed
         with self._mutex, self._notes_store.transaction():
             notes = self._notes_store.load()
-            picked = self._match(description, notes)
+            picked = self._match(description, self._in_session(notes, session_id))
             if isinstance(picked, NoteChange):
                 return picked
             old = picked
@@ -777,21 +803,23 @@ class NotesMemory(IndexedMemory):
         self._after_growth()
         return NoteChange("updated", note=old, replaced_by=new, message=f"updated: {old.text} -> {text}")
 
-    def retire(self, description: str) -> NoteChange:
+    def retire(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Mark the active note ``description`` names as no longer true (kept in the retired
-        notes, out of the prompt; recall can still show it, marked)."""
+        notes, out of the prompt; recall can still show it, marked). With ``session_id`` only
+        the notes learned in that session are candidates."""
         with self._mutex, self._notes_store.transaction():
-            picked = self._match(description, self._notes_store.load())
+            picked = self._match(description, self._in_session(self._notes_store.load(), session_id))
             if isinstance(picked, NoteChange):
                 return picked
             self._notes_store.retire([picked], self._day())
             self._saved(self._notes_store.load())
         return NoteChange("retired", note=picked, message=f"retired: {picked.text}")
 
-    def restore(self, description: str) -> NoteChange:
-        """Make the retired note ``description`` names active again."""
+    def restore(self, description: str, *, session_id: str | None = None) -> NoteChange:
+        """Make the retired note ``description`` names active again (with ``session_id``: only
+        one learned in that session)."""
         with self._mutex, self._notes_store.transaction():
-            picked = self._match(description, self._notes_store.retired())
+            picked = self._match(description, self._in_session(self._notes_store.retired(), session_id))
             if isinstance(picked, NoteChange):
                 return picked
             self._notes_store.restore([picked])
@@ -1252,7 +1280,9 @@ class NotesMemory(IndexedMemory):
             fact = self._admit(facts[0]) if facts else None
             if numbers and fact and 1 <= numbers[0] <= len(shown):
                 replaces.append((shown[numbers[0] - 1], fact))
+        forgets = [shown[n - 1] for n in self._numbers(data.get("forget")) if 1 <= n <= len(shown)]
         retires = [shown[n - 1] for n in self._numbers(data.get("retire")) if 1 <= n <= len(shown)]
+        retires = [n for n in retires if n not in forgets]
         added: list[Note] = []
         retired: list[Note] = []
         if new_facts or replaces or retires:
@@ -1292,8 +1322,11 @@ class NotesMemory(IndexedMemory):
                     retired = to_retire
                 self._notes_store.save(kept)
                 self._saved(kept)
+        forgotten = [c.note for c in (self.forget(n.id) for n in forgets) if c and c.note is not None]
         episode = data.get("episode")
         episode = " ".join(episode.split()) if isinstance(episode, str) else ""
+        if forgotten:  # the summary of a conversation asking to forget may quote what it forgot
+            episode = ""
         if episode and self.index is not None:
             try:
                 self.store(episode, session_id, {"kind": "episode", "time": self._clock()})
@@ -1302,7 +1335,7 @@ class NotesMemory(IndexedMemory):
                 LOG.exception("NotesMemory: could not archive the episode summary")
         self._counts["facts_added"] += len(added)
         self._counts["facts_retired"] += len(retired)
-        return DigestResult("applied", added=added, retired=retired, episode=episode)
+        return DigestResult("applied", added=added, retired=retired, episode=episode, forgotten=forgotten)
 
     # -- dreaming --------------------------------------------------------------------------------
 

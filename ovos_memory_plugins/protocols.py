@@ -20,7 +20,9 @@ protocols below, never through a class's private attributes or method names they
 
 * :class:`DocumentLister`: ``iter_documents()``, every stored document (export, the editor).
 * :class:`NotesKeeper`: the one notes protocol that curated notes and sticky notes implement;
-  every verb returns a :class:`NoteChange` and every listing :class:`Note` objects.
+  every verb returns a :class:`NoteChange` and every listing :class:`Note` objects;
+  :class:`ForgetNotifier`: a notes keeper that tells when it forgot a note (a composite then
+  removes the other members' copies).
 * :class:`Compactable`: ``compact()``, make deleted rows unrecoverable in everything the memory
   stores in (the editor after every delete); :class:`LocatedCompactable` also names those
   locations beforehand (``compaction_locations``), so a composite whose members share one
@@ -44,6 +46,7 @@ __all__ = [
     "ContextContributor",
     "CurationStatus",
     "DocumentLister",
+    "ForgetNotifier",
     "HistoryKeeper",
     "LocatedCompactable",
     "Note",
@@ -192,7 +195,13 @@ class NotesKeeper(Protocol):
 
     A ``description`` is a note's exact id or words that name it; a verb picks the one note the
     description names (retired notes included where that makes sense) and changes nothing when
-    two are too close to call (``ambiguous``, with ``candidates``).
+    two are too close to call (``ambiguous``, with ``candidates``). With ``session_id`` a verb
+    picks only among the notes learned in that session (those ``list_notes(session_id=...)``
+    lists): a caller scoped to one session (the tool box with ``scope: session``) never
+    changes, forgets or quotes another session's note.
+
+    ``forget`` removes the text for good, from every tier (no retired copy kept); ``retire`` is
+    for a fact that stopped being true (shown as such, restorable).
     """
 
     def list_notes(self, *, include_retired: bool = False, session_id: str | None = None) -> list[Note]:
@@ -203,20 +212,31 @@ class NotesKeeper(Protocol):
         """Add a note (``duplicate`` when already noted)."""
         ...
 
-    def forget(self, description: str) -> NoteChange:
+    def forget(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Delete the note the description names, from every tier (no retired copy kept)."""
         ...
 
-    def update(self, description: str, new_fact: str) -> NoteChange:
+    def update(self, description: str, new_fact: str, *, session_id: str | None = None) -> NoteChange:
         """Replace the note the description names with ``new_fact``."""
         ...
 
-    def retire(self, description: str) -> NoteChange:
+    def retire(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Mark the note no longer true (kept, shown as such where the memory does that)."""
         ...
 
-    def restore(self, description: str) -> NoteChange:
+    def restore(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Make a retired note active again."""
+        ...
+
+
+@runtime_checkable
+class ForgetNotifier(Protocol):
+    """A notes keeper that tells when it forgot a note, whatever asked (a verb, a delete by id,
+    a spoken "forget …" it acted on itself): a composite then removes the other members' copies
+    of the fact (curated notes and sticky notes)."""
+
+    def add_forget_listener(self, listener: Callable[[Note], None]) -> None:
+        """Call ``listener(note)`` after every note forgotten (a listener that raises is logged)."""
         ...
 
 

@@ -165,7 +165,7 @@ def merge_adjacent(hits: Sequence[MemoryHit], follows: Callable[[MemoryHit, Memo
             run.append(after[run[-1]])
         placed.update(run)
         runs.append(run)
-    runs.extend([i] for i in range(n) if i not in placed)  # a cycle (never from real ids): as they are
+    runs.extend([i] for i in range(n) if i not in placed)  # a cycle (an exchange said again later): as they are
     runs.sort(key=min)
     return [_joined([hits[i] for i in run]) if len(run) > 1 else hits[run[0]] for run in runs]
 

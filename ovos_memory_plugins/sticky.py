@@ -50,7 +50,7 @@ import re
 import sqlite3
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
@@ -587,6 +587,7 @@ class StickyMemory(BaseRetrievalMemory):
         self.store_problem: str | None = None
         self.store_db: StickyStore = self._open_sticky(database)
         self._terms: dict[str, tuple[str, list[str]]] = {}
+        self._forget_listeners: list[Callable[[Note], None]] = []
 
     def _open_sticky(self, database: Database | None) -> StickyStore:
         """The notes' tables in the memory's own database (SQLite file or PostgreSQL), after
@@ -731,13 +732,35 @@ class StickyMemory(BaseRetrievalMemory):
         assert match.note is not None
         return by_id[match.note.id]
 
-    def forget(self, description: str, session_id: str | None = None, *, lang: str | None = None) -> NoteChange:
+    def _scoped_rows(self, session_id: str | None, *, include_retired: bool = False) -> list[StickyRow]:
+        """The rows a verb called with ``session_id`` may pick: every one (None), else only the
+        notes saved in that session (as ``list_notes(session_id=...)`` lists them)."""
+        with self._lock:
+            return self.store_db.notes(session_id, include_retired=include_retired)
+
+    def forget(self, description: str, *, session_id: str | None = None, lang: str | None = None) -> NoteChange:
         """Delete, for real, the note ``description`` names (its exact id, or words naming it;
         retired notes included), and the replay record quoting it. Two notes matching about
-        equally change nothing (``ambiguous``). With ``session_id`` only the notes that session
-        sees under ``scope`` are candidates."""
+        equally change nothing (``ambiguous``). With ``session_id`` only the notes saved in
+        that session are candidates."""
+        return self._forget_among(description, self._scoped_rows(session_id, include_retired=True), lang)
+
+    def add_forget_listener(self, listener: Callable[[Note], None]) -> None:
+        """Call ``listener(note)`` after every note this memory forgets, whatever asked (a verb,
+        a delete by id, a spoken "forget …"): a composite removes the other members' copies of
+        the fact. A listener that raises is logged; the forget stands."""
+        self._forget_listeners.append(listener)
+
+    def _tell_forgotten(self, note: Note) -> None:
+        for listener in list(self._forget_listeners):
+            try:
+                listener(note)
+            except Exception:
+                LOG.exception("StickyMemory: a forget listener failed for note %s", note.id)
+
+    def _forget_among(self, description: str, rows: list[StickyRow], lang: str | None) -> NoteChange:
         with self._lock:
-            row = self._pick(description, self._rows(session_id, include_retired=True), lang)
+            row = self._pick(description, rows, lang)
             if isinstance(row, NoteChange):
                 return row
             # the base's one forget path: the note (_delete_documents, with the turn that told it),
@@ -745,13 +768,14 @@ class StickyMemory(BaseRetrievalMemory):
             self.delete([row.id])
         return NoteChange("forgotten", note=self._public(row), message=f"forgot: {row.text}")
 
-    def update(self, description: str, new_fact: str, session_id: str | None = None) -> NoteChange:
+    def update(self, description: str, new_fact: str, *, session_id: str | None = None) -> NoteChange:
         """Replace the active note ``description`` names with ``new_fact``: the old one is
-        retired (listed, out of the prompt), the new one saved in the old one's session."""
+        retired (listed, out of the prompt), the new one saved in the old one's session. With
+        ``session_id`` only the notes saved in that session are candidates."""
         if as_fact(new_fact) is None:
             return refused(f"a note must be text with a letter or digit in it, not {new_fact!r:.40}")
         with self._lock:
-            row = self._pick(description, self._rows(session_id), None)
+            row = self._pick(description, self._scoped_rows(session_id), None)
             if isinstance(row, NoteChange):
                 return row
             if note_key(_tidy(new_fact, self.options.max_note_chars)) == note_key(row.text):
@@ -763,21 +787,23 @@ class StickyMemory(BaseRetrievalMemory):
             "updated", note=self._public(old), replaced_by=self._public(new), message=f"updated: {row.text}"
         )
 
-    def retire(self, description: str, session_id: str | None = None) -> NoteChange:
+    def retire(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Mark the active note ``description`` names as no longer true: it stays listed
-        (``list_notes(include_retired=True)``) but leaves the prompt and the search."""
+        (``list_notes(include_retired=True)``) but leaves the prompt and the search. With
+        ``session_id`` only the notes saved in that session are candidates."""
         with self._lock:
-            row = self._pick(description, self._rows(session_id), None)
+            row = self._pick(description, self._scoped_rows(session_id), None)
             if isinstance(row, NoteChange):
                 return row
             self.store_db.set_retired(row.id, _date(time.time()))
             row = self.store_db.get(row.id) or row
         return NoteChange("retired", note=self._public(row), message=f"retired: {row.text}")
 
-    def restore(self, description: str, session_id: str | None = None) -> NoteChange:
-        """Make the retired note ``description`` names active again."""
+    def restore(self, description: str, *, session_id: str | None = None) -> NoteChange:
+        """Make the retired note ``description`` names active again (with ``session_id``: only
+        one saved in that session)."""
         with self._lock:
-            retired = [r for r in self._rows(session_id, include_retired=True) if r.retired_on is not None]
+            retired = [r for r in self._scoped_rows(session_id, include_retired=True) if r.retired_on is not None]
             row = self._pick(description, retired, None)
             if isinstance(row, NoteChange):
                 return row
@@ -852,10 +878,15 @@ class StickyMemory(BaseRetrievalMemory):
         return n
 
     def delete(self, doc_ids: Iterable[str]) -> int:
-        """Delete notes (and documents) by exact id from every tier, then purge the notes' copies."""
+        """Delete notes (and documents) by exact id from every tier, then purge the notes' copies;
+        the forget listeners hear of every note that went (:meth:`add_forget_listener`)."""
+        ids = list(dict.fromkeys(doc_ids))
         with self._lock:
-            n = super().delete(doc_ids)
+            rows = [row for row in (self.store_db.get(i) for i in ids if isinstance(i, str)) if row is not None]
+            n = super().delete(ids)
             self.store_db.checkpoint()
+        for row in rows:
+            self._tell_forgotten(self._public(row))
         return n
 
     def forget_all(self) -> int:
@@ -938,7 +969,8 @@ class StickyMemory(BaseRetrievalMemory):
                 f"The user asked you to remember {_quote(note.text)}; that note was already saved. Confirm briefly."
             ]
         if ask.kind == "forget":
-            result = self.forget(ask.text, session_id, lang=ask.lang)
+            # a spoken forget picks among the notes this session sees under the memory's scope
+            result = self._forget_among(ask.text, self._rows(session_id, include_retired=True), ask.lang)
             LOG.info("StickyMemory: forget for session %r: %s", session_id, result.status)
             if not confirm:
                 return []

@@ -43,8 +43,12 @@ length; text with control characters or chat-template markers is refused, and a 
 an instruction to the model is not stored. Every call runs under a deadline (``timeout``): a slow
 memory gives the model a tool error, never a hang. Every failure comes back as a tool result
 (``ok: false`` and an ``error`` the model can read); :meth:`~MemoryToolBox.call_tool` never
-raises. Forgetting is logged at INFO with what went; on a notes memory it retires the note by
-default (``forget_mode: "retire"``), so ``restore`` brings it back.
+raises. ``forget_memory`` removes the memory for good, from every tier (a notes memory deletes
+the note, its retired copies and backups; a composite every member's copy); it is logged at INFO
+by id, never by text. A fact that stopped being true is changed with ``update_memory`` (the old
+note is retired). With ``scope: session`` every tool acts only on the calling session's memories:
+search, listing, and the memory ``update_memory``/``forget_memory`` pick, and the candidates an
+ambiguous description lists.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from ovos_memory_plugins import loader
 from ovos_memory_plugins.common import MemoryHit, normalize_content
+from ovos_memory_plugins.notebook import QUOTE_CHARS, match_note
 from ovos_memory_plugins.protocols import DocumentLister, Note, NoteChange, NotesKeeper, Retriever
 from ovos_memory_plugins.ranking import BM25Ranker
 
@@ -146,8 +151,9 @@ class ToolboxSettings:
             calling session's; use it where sessions are different people).
         session_id: the session a call belongs to when the caller names none.
         max_results: the most hits ``search_memory`` returns (``top_k`` is capped to it).
-        forget_mode: ``retire`` (a notes memory keeps the note out of the prompt, restorable)
-            or ``delete`` (gone for good).
+        forget_mode: ``delete``, the only value: ``forget_memory`` removes the memory for good
+            (``retire``, accepted before, is reported and ignored: a fact that stopped being
+            true is changed with ``update_memory``).
     """
 
     memory_module: str = DEFAULT_MEMORY
@@ -157,7 +163,7 @@ class ToolboxSettings:
     scope: Literal["global", "session"] = "global"
     session_id: str = "default"
     max_results: int = 5
-    forget_mode: Literal["retire", "delete"] = "retire"
+    forget_mode: Literal["delete"] = "delete"
 
 
 _OWN_KEYS = {"memory_module", "persona", "read_only", "timeout", "scope", "session_id", "max_results", "forget_mode"}
@@ -235,7 +241,13 @@ def parse_toolbox_config(raw: Mapping[str, Any] | None) -> tuple[ToolboxSettings
         lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_TOP_K,
         f"a whole number from 1 to {MAX_TOP_K}",
     )
-    take("forget_mode", lambda v: v in ("retire", "delete"), "'retire' or 'delete'")
+    if raw.get("forget_mode") == "retire":
+        problems.append(
+            "key 'forget_mode': 'retire' is no longer accepted: forget_memory removes the memory for good; "
+            "a fact that stopped being true is changed with update_memory"
+        )
+    elif "forget_mode" in raw:
+        take("forget_mode", lambda v: v == "delete", "'delete'")
     if "timeout" in values:
         values["timeout"] = float(values["timeout"])
     for key in sorted(k for k in raw if k not in _OWN_KEYS and k != values["memory_module"]):
@@ -719,9 +731,16 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
         item = MemoryItem(id=str(doc_id), text=args.fact, date=_day(time.time()), session_id=session)
         return ChangeOutput(status="stored", item=item, message=f"Remembered: {args.fact}")
 
+    def _session_kw(self) -> dict[str, Any]:
+        """``session_id=`` for a notes verb under ``scope: session`` (it then picks only among the
+        calling session's notes, as ``list_notes`` and ``search_memory`` show them); nothing
+        under ``scope: global``."""
+        scoped = self._scoped(self.session_id)
+        return {} if scoped is None else {"session_id": scoped}
+
     def _update(self, args: UpdateArgs) -> ChangeOutput:
         if self.notes is not None:
-            change = self.notes.update(args.description, args.new_fact)
+            change = self.notes.update(args.description, args.new_fact, **self._session_kw())
             if change:
                 LOG.info(
                     "%s: updated note %r -> %r",
@@ -743,11 +762,14 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
 
     def _forget(self, args: ForgetArgs) -> ChangeOutput:
         if self.notes is not None:
-            retire = self.settings.forget_mode == "retire"
-            change = self.notes.retire(args.description) if retire else self.notes.forget(args.description)
+            # forgetting removes the text for good (every tier); retiring is for facts that
+            # stopped being true, which update_memory does
+            note = self._pick_note(args.description, "forget_memory")
+            if isinstance(note, ChangeOutput):
+                return note
+            change = self.notes.forget(note.id, **self._session_kw())
             if change and change.note is not None:
-                undo = " (retired: restore() brings it back)" if retire else " (deleted for good)"
-                LOG.info("%s: forgot note %s %r%s", self.toolbox_id, change.note.id, change.note.text, undo)
+                LOG.info("%s: forgot note %s for good", self.toolbox_id, change.note.id)
             return self._change_output(change, "forget_memory")
         picked = self._pick_document(args.description, "forget_memory")
         if isinstance(picked, ChangeOutput):
@@ -755,7 +777,7 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
         gone = self.memory.delete([picked.id])
         if not gone:
             return ChangeOutput(ok=False, status="not_found", message="That memory was already gone; nothing changed.")
-        LOG.info("%s: forgot document %s of session %r: %r", self.toolbox_id, picked.id, picked.session_id, picked.text)
+        LOG.info("%s: forgot document %s of session %r for good", self.toolbox_id, picked.id, picked.session_id)
         return ChangeOutput(status="forgotten", item=picked, message=f"Forgotten: {picked.text}")
 
     def _list_notes(self, args: ListNotesArgs) -> ListNotesOutput:
@@ -792,6 +814,23 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
             message=change.message or default,
             error="" if ok else (change.message or default),
         )
+
+    def _pick_note(self, description: str, tool: str) -> Note | ChangeOutput:
+        """The one note ``description`` names among the notes the calling session sees (its id,
+        its exact words, or a quoted piece of it at least 20 characters long), or a result:
+        ``not_found``, or ``ambiguous`` with the candidates and their ids. Loose words never
+        forget a note (forgetting is for good): the model gets the candidate and its id."""
+        assert self.notes is not None
+        notes = self.notes.list_notes(include_retired=True, session_id=self._scoped(self.session_id))
+        match = match_note(description, notes)
+        if match.status == "ambiguous":
+            return _ambiguous([_note_item(n) for n in match.candidates], tool)
+        if match.note is None:
+            return self._change_output(NoteChange("not_found"), tool)
+        key = normalize_content(description)
+        if match.exact or (len(key) >= QUOTE_CHARS and key in normalize_content(match.note.text)):
+            return match.note
+        return _ambiguous([_note_item(match.note)], tool)
 
     def _pick_document(self, description: str, tool: str) -> MemoryItem | ChangeOutput:
         """The one document ``description`` names (its id, its exact text, or a quoted piece of it),

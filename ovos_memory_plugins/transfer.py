@@ -431,7 +431,7 @@ def _feed(
     """Record a transcript's exchanges; return their ids (the same ids every time)."""
     from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
-    from ovos_memory_plugins.base import BaseRetrievalMemory, exchange_text
+    from ovos_memory_plugins.base import PREVIOUS_EXCHANGE, BaseRetrievalMemory, exchange_text
 
     exchanges = _exchanges(messages)
     fresh = not memory.messages(session_id) if callable(getattr(memory, "messages", None)) else False
@@ -439,11 +439,15 @@ def _feed(
     rows: list[tuple[str, str, str, dict[str, Any] | None]] = []
     previous = ""
     for user, assistant, when in exchanges:
-        previous = BaseRetrievalMemory.exchange_id(session_id, previous, user, assistant)
-        meta = {"kind": "exchange", "time": when if when is not None else default_time, "source": source}
+        doc_id = BaseRetrievalMemory.exchange_id(session_id, user, assistant)
+        meta: dict[str, Any] = {"kind": "exchange", "time": when if when is not None else default_time}
+        meta["source"] = source
+        if previous and previous != doc_id:
+            meta[PREVIOUS_EXCHANGE] = previous
         if user.strip() or assistant.strip():
-            rows.append((previous, exchange_text(user, assistant), session_id, meta))
-        ids.append(previous)
+            rows.append((doc_id, exchange_text(user, assistant), session_id, meta))
+        ids.append(doc_id)
+        previous = doc_id
     batch = getattr(memory, "put_documents", None)
     if callable(batch) and rows:
         # first in one batch (the vector index embeds them together; a memory with a content-hash

@@ -362,3 +362,27 @@ def test_a_fall_back_to_ram_is_never_silent(tmp_path: Path, caplog: pytest.LogCa
             caplog.clear()
             notes.build_conversation_context("hello", "s")
             assert "RAM" in caplog.text
+
+
+@pytest.mark.parametrize("store", ["file", "sqlite"])
+def test_a_spoken_forget_removes_the_note_for_good(tmp_path: Path, store: str) -> None:
+    """ "Forget that my locker code is 5512": the digest's ``forget`` deletes the note (no retired
+    copy, nothing recalled as "no longer true", no byte under the folder), the episode that would
+    quote it is not archived, the other notes stay."""
+    from ovos_memory_plugins.fakes import ScriptedLLM
+
+    reply = {"new": [], "replace": [], "retire": [], "forget": [1], "episode": "The user's locker code was 5512."}
+    llm = ScriptedLLM([json.dumps(reply)])
+    root = tmp_path / "m"
+    cfg = {"root": str(root), "store": store, "archive": None, "curate_in_background": False}
+    with NotesMemory(cfg, llm=llm) as mem:
+        mem.remember("User's locker code is 5512", session_id="s")
+        mem.remember("User's cat is called Tom", session_id="s")
+        mem.update_history(exchange("forget my locker code", "done, it is forgotten"), "s")
+        result = mem.digest("s")
+        assert result.status == "applied" and [n.text for n in result.forgotten] == ["User's locker code is 5512"]
+        assert [n.text for n in mem.list_notes(include_retired=True)] == ["User's cat is called Tom"]
+        assert mem.search("locker code") == []
+        prompt = "\n".join(m.content for m in mem.build_conversation_context("what is my locker code", "s"))
+        assert "5512" not in prompt and "Tom" in prompt
+    assert files_holding(root, "5512") == []

@@ -200,7 +200,8 @@ def test_forget_document_asks_which_one_then_forgets_by_id(
     with caplog.at_level(logging.INFO, logger="ovos_memory_plugins.toolbox"):
         gone = call(box, "forget_memory", description=cat["id"])
     assert gone["ok"] is True and gone["status"] == "forgotten" and gone["item"]["text"] == cat["text"]
-    assert "forgot document" in caplog.text and "The user's cat is called Tom." in caplog.text
+    assert "forgot document" in caplog.text and cat["id"] in caplog.text
+    assert "The user's cat is called Tom." not in caplog.text  # a forgotten text is not kept in the log
     assert [h.content for h in persona_memory.search("cat Tom")] == []
     again = call(box, "forget_memory", description="The user's dog is called Rex.")  # exact text
     assert again["status"] == "forgotten"
@@ -238,23 +239,29 @@ def test_notes_verbs(caplog: pytest.LogCaptureFixture) -> None:
     amb = call(b, "forget_memory", description="is red")
     assert amb["status"] == "ambiguous" and len(amb["candidates"]) == 2 and "Which one" in amb["message"]
     assert len(notes.active) == 2
+    loose = call(b, "forget_memory", description="bike")  # loose words never forget: the model gets the id
+    assert loose["status"] == "ambiguous" and [c["text"] for c in loose["candidates"]] == ["The user's bike is red."]
+    assert len(notes.active) == 2
     with caplog.at_level(logging.INFO, logger="ovos_memory_plugins.toolbox"):
-        retired = call(b, "forget_memory", description="bike")
-    assert retired["ok"] is True and retired["status"] == "retired" and retired["item"]["active"] is False
-    assert "forgot note" in caplog.text and "The user's bike is red." in caplog.text and "restore" in caplog.text
-    assert notes.restore("bike").status == "restored"  # the undo
+        gone = call(b, "forget_memory", description=loose["candidates"][0]["id"])
+    assert gone["ok"] is True and gone["status"] == "forgotten"  # for good, never retired
+    assert notes.retired == [] and [n.text for n in notes.active] == ["The user's car is red."]
+    assert "forgot note" in caplog.text and gone["item"]["id"] in caplog.text
+    assert "The user's bike is red." not in caplog.text.split("forgot note")[-1]  # the log keeps no text
     upd = call(b, "update_memory", description="car", new_fact="The user's car is blue.")
     assert upd["status"] == "updated" and upd["replaced_by"]["text"] == "The user's car is blue."
     missing = call(b, "update_memory", description="boat", new_fact="The user has a boat.")
     assert missing["ok"] is False and missing["status"] == "not_found"
 
 
-def test_forget_mode_delete() -> None:
+def test_forget_mode_retire_is_reported_and_forget_still_deletes() -> None:
     notes = NotesDouble()
-    b = MemoryToolBox(config={"forget_mode": "delete"}, memory=notes)
+    b = MemoryToolBox(config={"forget_mode": "retire"}, memory=notes)
+    assert any("forget_mode" in p and "update_memory" in p for p in b.config_problems)
     call(b, "remember", fact="The user's bike is red.")
-    out = call(b, "forget_memory", description="bike")
+    out = call(b, "forget_memory", description="The user's bike is red.")
     assert out["status"] == "forgotten" and notes.active == [] and notes.retired == []
+    assert MemoryToolBox(config={"forget_mode": "delete"}, memory=notes).config_problems == []
 
 
 # -- hostile arguments ----------------------------------------------------------------------------

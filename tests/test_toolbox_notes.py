@@ -1,6 +1,7 @@
 """``ovos-memory-toolbox`` over the real notes backends (curated notes, sticky notes), through the
 ``NotesKeeper`` protocol: a tool's note reaches the persona's own memory object at once, "which one
-did you mean?", forgetting retires the note and ``restore`` undoes it."""
+did you mean?", forgetting deletes the note for good (an update retires the old one, and
+``restore`` undoes that)."""
 
 from __future__ import annotations
 
@@ -85,11 +86,12 @@ def test_which_one_did_you_mean_then_forget_and_undo(pair: Any, caplog: pytest.L
     bike = next(c for c in amb["candidates"] if "bike" in c["text"])
     with caplog.at_level(logging.INFO, logger="ovos_memory_plugins.toolbox"):
         gone = call(box, "forget_memory", description=bike["id"])
-    assert gone["ok"] is True and gone["status"] == "retired"
-    assert "The user's bike is red" in caplog.text and bike["id"] in caplog.text
+    assert gone["ok"] is True and gone["status"] == "forgotten"
+    assert bike["id"] in caplog.text and "bike is red" not in caplog.text  # logged by id, never by text
     assert texts(persona_memory) == ["The user's car is red"]
-    assert persona_memory.restore(bike["id"]).status == "restored"  # the undo
-    assert texts(persona_memory) == ["The user's bike is red", "The user's car is red"]
+    every = [n.text for n in persona_memory.list_notes(include_retired=True)]
+    assert not any("bike" in t for t in every), "forgotten, not retired"
+    assert persona_memory.restore(bike["id"]).status == "not_found"  # nothing kept to bring back
 
 
 def test_update_through_a_tool(pair: Any) -> None:

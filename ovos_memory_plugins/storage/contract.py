@@ -72,6 +72,9 @@ class EngineContract:
             assert st.documents.count() == 3 and st.documents.count("s2") == 1
             assert st.documents.sessions() == ["s1", "s2"]
             assert set(st.documents.by_keys([a.key])) == {a.key}
+            self._put(st, Document("d", "a dog", "s1"), Document("e", "a dog", "s2"))
+            assert st.documents.ids_with_text("s1", "a dog") == ["c", "d"]  # copies under other ids
+            assert st.documents.ids_with_text("s2", "a dog") == ["e"] and st.documents.ids_with_text("s1", "a") == []
 
     def test_documents_remove(self, tmp_path: Path) -> None:
         with self._storage(tmp_path) as st:

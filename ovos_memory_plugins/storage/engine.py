@@ -304,6 +304,11 @@ class DocumentStore(Protocol):
         """The ids of a session's documents (None: every document's), oldest first."""
         ...
 
+    def ids_with_text(self, session_id: str, text: str) -> list[str]:
+        """The ids of a session's documents whose text is exactly ``text``, oldest first (the
+        copies of one text stored under other ids)."""
+        ...
+
     def iter(self, batch: int = 500) -> Iterator[StoredDocument]:
         """Every document, oldest first, read in pages."""
         ...

@@ -4,8 +4,8 @@
   ``keep`` messages per session on write; ``exchange_id`` names the exchange document a message
   became part of, so deleting that document deletes the messages too (else the history window
   would show a forgotten exchange again).
-* ``sessions``: per session, the id of its last exchange document (ids are chained on it, so
-  they never depend on an in-process counter).
+* ``sessions``: per session, the id of its last exchange document (the next exchange names it
+  as its ``previous_exchange``; earlier releases chained the ids themselves on it).
 
 The document catalogue of earlier releases (``documents`` here, without text) is now the
 memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite_engine`).

@@ -990,6 +990,14 @@ class PgDocuments:
             )
         return [r[0] for r in rows]
 
+    def ids_with_text(self, session_id: str, text: str) -> list[str]:
+        """The ids of a session's documents whose text is exactly ``text``, oldest first."""
+        rows = self.db.query(
+            "SELECT doc_id FROM memory_documents WHERE namespace = %s AND session_id = %s AND content = %s ORDER BY id",
+            (self.namespace, session_id, text),
+        )
+        return [r[0] for r in rows]
+
     def iter(self, batch: int = 500) -> Iterator[StoredDocument]:
         """Every document, oldest first, in pages of ``batch``."""
         last = 0

@@ -296,6 +296,13 @@ class SqliteDocuments:
             r[0] for r in self.db.query("SELECT doc_id FROM documents WHERE session_id = ? ORDER BY id", (session_id,))
         ]
 
+    def ids_with_text(self, session_id: str, text: str) -> list[str]:
+        """The ids of a session's documents whose text is exactly ``text``, oldest first."""
+        rows = self.db.query(
+            "SELECT doc_id FROM documents WHERE session_id = ? AND content = ? ORDER BY id", (session_id, text)
+        )
+        return [r[0] for r in rows]
+
     def iter(self, batch: int = 500) -> Iterator[StoredDocument]:
         """Every document, oldest first, in pages of ``batch``."""
         last = 0
