@@ -47,10 +47,12 @@ Capabilities are declared by the members, never guessed from module names:
   block shows every turn);
 * a member is semantic when the block says ``"semantic": true`` or the member declares a boolean
   ``semantic`` attribute that is true (the vector memory, with a real embedder);
-* the composite is a :class:`~ovos_memory_plugins.protocols.NotesKeeper` when a member is: the
-  notes verbs (``list_notes``, ``remember``, ``forget``, ``update``, ``retire``, ``restore``) and
-  the notes extras (``notes_body``, ``notes_version``, ``replace_notes``, ``notes``, ``dream``,
-  ...) are those of the first member, in config order, that has them; it lists documents
+* the composite is a :class:`~ovos_memory_plugins.protocols.NotesKeeper` when a member is:
+  ``list_notes`` lists every notes member's notes (one fact once, ``metadata`` naming the
+  members holding it); ``forget``, ``update``, ``retire`` and ``restore`` reach the member that
+  finds the note and every other member's copy of the fact; ``remember`` and the notes extras
+  (``notes_body``, ``notes_version``, ``replace_notes``, ``notes``, ``dream``, ...) are those of
+  the first member, in config order, that has them; it lists documents
   (:class:`~ovos_memory_plugins.protocols.DocumentLister`) over its recalling members; and
   ``search``, ``store``, ``delete``, ``forget_session``, ``forget_all``, ``stats``, ``sessions``
   and ``messages`` fan out to (or come from) its members. So every ``ovos-memory`` command and the
@@ -410,7 +412,14 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         if name in NOTES_VERBS or name in NOTES_EXTRAS:
             provider = self._provider(name)
             if provider is not None:
-                return self._forget_note if name == "forget" else getattr(provider, name)
+                own = {
+                    "forget": self._forget_note,
+                    "list_notes": self._list_notes,
+                    "update": self._update_note,
+                    "retire": self._retire_note,
+                    "restore": self._restore_note,
+                }
+                return own.get(name) or getattr(provider, name)
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (and no member offers it)")
 
     def _forget_note(self, description: str, *, session_id: str | None = None) -> NoteChange:
@@ -445,6 +454,86 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 failures[f"member {m.name!r}"] = f"{type(exc).__name__}: {exc}"
         if failures:
             raise IncompleteForgetError("forget", 1, failures)
+        return change
+
+    def _list_notes(self, *, include_retired: bool = False, session_id: str | None = None) -> list[Note]:
+        """``list_notes`` of a composite: every notes member's notes (config order, each member's
+        oldest first), only ``session_id``'s when given. One fact is one entry: a note whose id,
+        or whose words, session and state (active or retired), an earlier member already listed
+        is that entry (curated and sticky notes keep one fact under different ids). Each entry's
+        ``metadata`` names the member it is listed from (``member``) and every member holding
+        it (``members``). A member whose listing raises is left out (one warning)."""
+        scoped: dict[str, Any] = {} if session_id is None else {"session_id": session_id}
+        listed: list[Note] = []
+        at: dict[Any, int] = {}
+        for m in self._members:
+            if not isinstance(m.instance, NotesKeeper):
+                continue
+            try:
+                notes = m.instance.list_notes(include_retired=include_retired, **scoped)
+            except Exception as exc:
+                LOG.warning("CompositeMemory: member %r could not list its notes: %s", m.name, exc)
+                continue
+            for n in notes:
+                same = (words_key(n.text), n.session_id, n.active)
+                i = at.get(n.id, at.get(same))
+                if i is None:
+                    at[n.id] = at[same] = len(listed)
+                    listed.append(replace(n, metadata={**n.metadata, "member": m.name, "members": [m.name]}))
+                elif m.name not in listed[i].metadata["members"]:
+                    held = listed[i]
+                    members = [*held.metadata["members"], m.name]
+                    listed[i] = replace(held, metadata={**held.metadata, "members": members})
+        return listed
+
+    def _update_note(self, description: str, new_fact: str, *, session_id: str | None = None) -> NoteChange:
+        """``update`` of a composite: see :meth:`_change_note`."""
+        return self._change_note("update", description, (new_fact,), session_id)
+
+    def _retire_note(self, description: str, *, session_id: str | None = None) -> NoteChange:
+        """``retire`` of a composite: see :meth:`_change_note`."""
+        return self._change_note("retire", description, (), session_id)
+
+    def _restore_note(self, description: str, *, session_id: str | None = None) -> NoteChange:
+        """``restore`` of a composite: see :meth:`_change_note`."""
+        return self._change_note("restore", description, (), session_id)
+
+    def _change_note(self, verb: str, description: str, extra: tuple[Any, ...], session_id: str | None) -> NoteChange:
+        """``update``/``retire``/``restore`` of a composite that keeps notes: the first notes
+        keeper (config order) that finds the note ``description`` names (its exact id, or words)
+        answers (a close call, ``ambiguous``, or a ``duplicate``/``refused`` stops there too);
+        when it changed the note, every other keeper does the same to its copies of the fact
+        (the same words, active ones, retired ones for ``restore``), by their exact ids, only
+        ``session_id``'s when given. A keeper that fails on its copy is logged and named in the
+        change's message."""
+        keepers = [m for m in self._members if isinstance(m.instance, NotesKeeper)]
+        scoped: dict[str, Any] = {} if session_id is None else {"session_id": session_id}
+        change: NoteChange | None = None
+        source: _Member | None = None
+        for m in keepers:
+            got = self._in_order(m, functools.partial(_note_verb, verb, description, extra, scoped))
+            if got or got.status != "not_found":
+                change, source = got, m
+                break
+            change = change or got
+        if change is None:
+            return NoteChange("not_found", message="no member keeps notes; nothing changed")
+        if not change or change.note is None:
+            return change
+        key = words_key(change.note.text)
+        failures: list[str] = []
+        for m in keepers:
+            if m is source:
+                continue
+            try:
+                notes = m.instance.list_notes(include_retired=True, **scoped)
+                for copy in [n.id for n in notes if words_key(n.text) == key and n.active == (verb != "restore")]:
+                    self._in_order(m, functools.partial(_note_verb, verb, copy, extra, scoped))
+            except Exception as exc:
+                LOG.warning("CompositeMemory: member %r could not %s its copy of a note: %s", m.name, verb, exc)
+                failures.append(f"member {m.name!r} could not {verb} its copy ({type(exc).__name__}: {exc})")
+        if failures:
+            return replace(change, message=f"{change.message}; " + "; ".join(failures))
         return change
 
     def notes_keeper(self) -> Any | None:
@@ -1310,6 +1399,11 @@ _PROPAGATING = threading.local()
 def _forget_copy(note_id: str, scoped: dict[str, Any], member: Any) -> Any:
     """``member.forget(note_id)`` (the exact id of a note's copy), scoped as the caller asked."""
     return member.forget(note_id, **scoped)
+
+
+def _note_verb(verb: str, description: str, extra: tuple[Any, ...], scoped: dict[str, Any], member: Any) -> Any:
+    """``member.verb(description, *extra)`` (``update``, ``retire``, ``restore``), scoped as asked."""
+    return getattr(member, verb)(description, *extra, **scoped)
 
 
 def _settle_late(m: _Member, _future: Future[Any]) -> None:

@@ -162,3 +162,82 @@ def test_sticky_is_kept_out_of_fused_recall_by_its_declaration(tmp_path: Path) -
     with CompositeMemory({"root": str(tmp_path / "r"), "members": renamed}) as forced:
         forced.members["anything"].remember("my bike is the red one", "s")
         assert forced.search("bike red")  # the member block can override the declaration
+
+
+CURATED_AND_STICKY = [
+    {"module": "ovos-memory-plugin-notes", "config": {"archive": None, "auto_curate": False}},
+    {"module": "ovos-memory-plugin-sticky"},
+]
+
+
+def _sticky_rows(root: Path) -> list[tuple[str, str, str | None]]:
+    """The sticky member's rows, read from its SQLite file (id, text, retired_on)."""
+    import sqlite3
+
+    files = [p for p in (root / "sticky").rglob("*") if p.is_file() and p.read_bytes()[:16] == b"SQLite format 3\0"]
+    assert files, list((root / "sticky").rglob("*"))
+    rows: list[tuple[str, str, str | None]] = []
+    for f in files:
+        with sqlite3.connect(f) as conn:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "memory_sticky_notes" in names:
+                rows += conn.execute("SELECT id, text, retired_on FROM memory_sticky_notes ORDER BY created").fetchall()
+    return rows
+
+
+def test_list_notes_shows_every_notes_members_notes_and_one_fact_once(tmp_path: Path) -> None:
+    with CompositeMemory({"root": str(tmp_path), "members": CURATED_AND_STICKY}) as mem:
+        assert mem.remember("my boat is moored in Lisbon", session_id="ana").status == "added"  # curated
+        sticky = mem.members["sticky"]
+        assert sticky.remember("my locker code is 5512", session_id="ana").status == "added"
+        assert sticky.remember("my boat is moored in Lisbon", session_id="ana").status == "added"  # a copy
+        listed = mem.list_notes()
+        texts = [n.text.rstrip(".") for n in listed]
+        assert sorted(texts) == ["my boat is moored in Lisbon", "my locker code is 5512"], texts
+        boat = next(n for n in listed if "boat" in n.text)
+        locker = next(n for n in listed if "locker" in n.text)
+        assert boat.metadata["member"] == "notes" and boat.metadata["members"] == ["notes", "sticky"]
+        assert locker.metadata["members"] == ["sticky"] and locker.id == sticky.list_notes()[0].id
+        assert [n.text for n in mem.list_notes(session_id="bob")] == []  # scoped as the members are
+        assert len(mem.list_notes(session_id="ana")) == 2
+        # the toolbox sees the sticky-only note in its listing and its search
+        from ovos_memory_plugins.toolbox import MemoryToolBox
+
+        box = MemoryToolBox(memory=mem)
+        out = box.call_tool("list_notes", {}).model_dump()
+        assert any("5512" in item["text"] for item in out["notes"]), out
+        found = box.call_tool("search_memory", {"query": "locker code"}).model_dump()
+        assert any("5512" in item["text"] for item in found["results"]), found
+
+
+def test_update_retire_restore_by_id_reach_the_member_holding_it(tmp_path: Path) -> None:
+    with CompositeMemory({"root": str(tmp_path), "members": CURATED_AND_STICKY}) as mem:
+        mem.remember("my boat is moored in Lisbon", session_id="ana")
+        sticky = mem.members["sticky"]
+        sticky.remember("my locker code is 5512", session_id="ana")
+        locker = next(n for n in mem.list_notes() if "5512" in n.text)
+        assert mem.update(locker.id, "my locker code is 7781", session_id="bob").status == "not_found"
+        change = mem.update(locker.id, "my locker code is 7781", session_id="ana")
+        assert change.status == "updated" and change.replaced_by is not None, change
+        rows = _sticky_rows(tmp_path)
+        assert (locker.id, "my locker code is 5512", rows[0][2]) in rows and rows[0][2] is not None
+        assert any(text == "my locker code is 7781" and retired is None for _, text, retired in rows), rows
+        assert not any("7781" in n.text for n in mem.members["notes"].list_notes())  # the curated file untouched
+        new = next(n for n in mem.list_notes() if "7781" in n.text)
+        assert mem.retire(new.id).status == "retired"
+        assert any(text == "my locker code is 7781" and retired for _, text, retired in _sticky_rows(tmp_path))
+        assert mem.restore(new.id).status == "restored"
+        assert any(text == "my locker code is 7781" and not retired for _, text, retired in _sticky_rows(tmp_path))
+
+
+def test_update_by_id_reaches_every_members_copy_of_the_fact(tmp_path: Path) -> None:
+    with CompositeMemory({"root": str(tmp_path), "members": CURATED_AND_STICKY}) as mem:
+        mem.remember("my bike is red", session_id="ana")
+        mem.members["sticky"].remember("my bike is red", session_id="ana")
+        bike = next(n for n in mem.list_notes() if "bike" in n.text)
+        assert bike.metadata["members"] == ["notes", "sticky"]
+        assert mem.update(bike.id, "my bike is green", session_id="ana").status == "updated"
+        for name in ("notes", "sticky"):
+            active = [n.text.rstrip(".") for n in mem.members[name].list_notes()]
+            assert active == ["my bike is green"], (name, active)
+        assert [n.text.rstrip(".") for n in mem.list_notes()] == ["my bike is green"]
