@@ -241,3 +241,23 @@ def test_update_by_id_reaches_every_members_copy_of_the_fact(tmp_path: Path) -> 
             active = [n.text.rstrip(".") for n in mem.members[name].list_notes()]
             assert active == ["my bike is green"], (name, active)
         assert [n.text.rstrip(".") for n in mem.list_notes()] == ["my bike is green"]
+
+
+def test_the_editor_lists_and_edits_a_sticky_only_note_of_a_composite(tmp_path: Path) -> None:
+    from trust_helpers import editor_call
+
+    from ovos_memory_plugins.editor import EditorServer
+
+    with CompositeMemory({"root": str(tmp_path), "members": CURATED_AND_STICKY}) as mem:
+        mem.remember("my boat is moored in Lisbon", session_id="ana")
+        mem.members["sticky"].remember("my locker code is 5512", session_id="ana")
+        locker = next(n for n in mem.list_notes() if "5512" in n.text)
+        with EditorServer(mem) as server:
+            status, state = editor_call(server, "GET", "/api/notes")
+            assert status == 200 and any("5512" in item["text"] for item in state["items"]), state
+            edit = {"id": locker.id, "text": "my locker code is 7781", "version": state["version"]}
+            status, state = editor_call(server, "PUT", "/api/notes/items", edit)
+            assert status == 200, state
+        rows = _sticky_rows(tmp_path)
+        assert any(text == "my locker code is 7781" and retired is None for _, text, retired in rows), rows
+        assert any(i == locker.id and retired for i, _, retired in rows), rows

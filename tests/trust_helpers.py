@@ -221,7 +221,7 @@ def editor_call(server: Any, method: str, path: str, body: Any = None) -> tuple[
 
 def every_note(mem: Any) -> list[Any]:
     """The notes of ``mem`` (active and retired) and, for a composite, of every member that keeps
-    notes (its notes verbs reach only the first such member; sticky notes are another's)."""
+    notes (each member's own listing, whatever the composite merges)."""
     out = list(mem.list_notes(include_retired=True)) if callable(getattr(mem, "list_notes", None)) else []
     for member in getattr(mem, "members", {}).values():
         if callable(getattr(member, "list_notes", None)):
