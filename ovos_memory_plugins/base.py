@@ -80,6 +80,8 @@ from ovos_memory_plugins.select import (
     recall_query,
     select_hits,
     shown_in_window,
+    window_first,
+    window_places,
 )
 from ovos_memory_plugins.storage.engine import (
     Compacted,
@@ -1050,13 +1052,9 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         chosen = choose(self.search(query, session_id=scoped, top_k=k + len(in_window)), k)
         window = self.recall_window(utterance)
         if window is not None:  # time words: what was made then comes first (docs/recall.md)
-            dated = self.search(query, session_id=scoped, top_k=k + len(in_window), window=window)
-            matched = bool(dated)
-            if not matched:  # "what did I tell you yesterday?": that window's newest memories
-                dated = self.made_between(window, k + len(in_window), scoped)
-            first = choose(dated, max(1, (k + 1) // 2), by_words=matched) if dated else []
-            seen = {h.source for h in first}
-            chosen = [*first, *(h for h in chosen if h.source not in seen)][:k]
+            dated, matched = self.window_hits(query, window, k + len(in_window), scoped)
+            first = choose(dated, window_places(k), by_words=matched) if dated else []
+            chosen = window_first(first, chosen, k)
         return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars, self.excerpt_terms)
 
     def recall_window(self, utterance: str) -> Window | None:
@@ -1070,6 +1068,20 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         except Exception:  # a parser bug must not cost the turn: ordinary recall
             LOG.warning("%s: could not read the time words of the utterance", type(self).__name__, exc_info=True)
             return None
+
+    def window_hits(
+        self, query: str, window: Window, limit: int, session_id: str | None = None
+    ) -> tuple[list[MemoryHit], bool]:
+        """What was made in ``window``, for time words: the query's best ``limit`` matches made
+        then (``search(..., window=)``), else, when none match ("what did I tell you
+        yesterday?"), the window's newest ``limit`` memories (:meth:`made_between`); and whether
+        the hits matched the query. Empty when nothing was made then. ValueError when the memory
+        cannot filter by time (:attr:`filters_time` False). The composite asks its members that
+        filter by time the same (docs/composite.md)."""
+        dated = self.search(query, session_id=session_id, top_k=limit, window=window)
+        if dated:
+            return dated, True
+        return self.made_between(window, limit, session_id), False
 
     def made_between(self, window: Window, limit: int, session_id: str | None = None) -> list[MemoryHit]:
         """The newest ``limit`` documents (of a session) made in ``window``, newest first, as hits

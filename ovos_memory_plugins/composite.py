@@ -80,7 +80,7 @@ from ovos_memory_plugins.base import BaseRetrievalMemory, search_request
 from ovos_memory_plugins.common import Closing, MemoryHit, dedup_hits, fuse, normalize_content
 from ovos_memory_plugins.concurrency import DaemonPool, wait_until
 from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, option, parse_config, resolve_root, validate_config
-from ovos_memory_plugins.dates import Clock, clock_of
+from ovos_memory_plugins.dates import Clock, Window, clock_of
 from ovos_memory_plugins.errors import BackendError, ConfigError, IncompleteForgetError
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, close_quietly, llm_stats, make_llm
 from ovos_memory_plugins.prompt import render_messages
@@ -97,7 +97,7 @@ from ovos_memory_plugins.protocols import (
     capabilities,
     words_key,
 )
-from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window
+from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window, window_first
 from ovos_memory_plugins.storage.engine import Compacted
 from ovos_memory_plugins.storage.postgres import redact_url
 from ovos_memory_plugins.text import clean_text, clip_query
@@ -759,6 +759,40 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
 
         return [pair for m in self._members if m.recalls for pair in self._start([m], search(m), "search")]
 
+    def _time_members(self) -> list[_Member]:
+        """The recalling members that can keep a search to a window of time (``filters_time``:
+        the keyword member on SQLite); the others contribute ordinary hits only."""
+        return [
+            m
+            for m in self._members
+            if m.recalls and isinstance(m.instance, BaseRetrievalMemory) and m.instance.filters_time
+        ]
+
+    def recall_window(self, utterance: str) -> Window | None:
+        """The window of time the utterance's time words name, read by the first member that
+        filters by time (:meth:`BaseRetrievalMemory.recall_window`: its language, the shared
+        clock), or None: ``retrieval.time_words`` off, or no member that can filter."""
+        if not self.settings.retrieval.time_words:
+            return None
+        for m in self._time_members():
+            return m.instance.recall_window(utterance)  # type: ignore[no-any-return]
+        return None
+
+    def _start_window(
+        self, utterance: str, query: str, session_for: Callable[[_Member], str | None], depth: int
+    ) -> list[tuple[_Member, Future[list[MemoryHit]]]]:
+        """When the utterance names a time: submit :meth:`BaseRetrievalMemory.window_hits` to
+        each member that filters by time (what was made then); else nothing."""
+        window = self.recall_window(utterance)
+        if window is None:
+            return []
+
+        def made_then(m: _Member) -> Callable[[Any], list[MemoryHit]]:
+            sid = session_for(m)
+            return lambda instance: list(instance.window_hits(query, window, depth, sid)[0])
+
+        return [pair for m in self._time_members() for pair in self._start([m], made_then(m), "window search")]
+
     def _cut(self, hits: list[MemoryHit]) -> list[MemoryHit]:
         """Apply ``retrieval.min_score`` and ``retrieval.min_relative_score`` to fused hits."""
         r = self.settings.retrieval
@@ -816,11 +850,22 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         return recall_query(utterance, history, self.settings.retrieval)
 
     def _finish_recall(
-        self, utterance: str, query: str, hits: list[MemoryHit], history: Sequence[AgentMessage]
+        self,
+        utterance: str,
+        query: str,
+        hits: list[MemoryHit],
+        history: Sequence[AgentMessage],
+        dated: Sequence[MemoryHit] = (),
     ) -> list[MemoryHit]:
+        """The prompt's memories from the fused ``hits`` and, when the utterance names a time,
+        the fused hits made in that window (``dated``), which take up to half of the places
+        (:func:`~ovos_memory_plugins.select.window_first`, as a single memory does)."""
         shown = shown_in_window(history)
-        hits = [h for h in hits if normalize_content(h.content) not in shown]
-        chosen = hits[: self.settings.retrieval.max_num_results]
+
+        def unshown(found: Sequence[MemoryHit]) -> list[MemoryHit]:
+            return [h for h in found if normalize_content(h.content) not in shown]
+
+        chosen = window_first(unshown(dated), unshown(hits), self.settings.retrieval.max_num_results)
         budget = self.settings.context.memory_chars
         memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, budget, self._excerpt_terms)
         return self._summarized(utterance, memories)
@@ -854,8 +899,13 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             return []
         query = self._expanded(query)
         depth = self._recall_depth(len(shown_in_window(history)))
-        hits = self._fused_search(query, self._session_for(session_id), depth)
-        return self._finish_recall(utterance, query, hits, history)
+        deadline = self._deadline()
+        session_for = self._session_for(session_id)
+        search = self._start_search(query, session_for, depth)
+        made_then = self._start_window(utterance, query, session_for, depth)
+        hits = self._fuse_answers(search, deadline)
+        dated = self._fuse_answers(made_then, deadline) if made_then else []
+        return self._finish_recall(utterance, query, hits, history, dated)
 
     # -- LLM assists -------------------------------------------------------------------------
 
@@ -913,6 +963,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         )
         deadline = self._deadline()
         search = None
+        made_then: list[tuple[_Member, Future[list[MemoryHit]]]] = []
         query = ""
         r = s.retrieval
         early = r.max_num_results > 0 and (r.query_mode == "utterance" or r.query_history_turns <= 0)
@@ -922,11 +973,14 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 depth = self._recall_depth(s.max_history // 2)  # the largest window possible
                 query = self._expanded(query)
                 search = self._start_search(query, self._session_for(session_id), depth)
+                made_then = self._start_window(utterance, query, self._session_for(session_id), depth)
         history = self.get_history(session_id)
         if early:
             hits = []
-            if search:
-                hits = self._finish_recall(utterance, query, self._fuse_answers(search, deadline), history)
+            if search or made_then:
+                fused = self._fuse_answers(search, deadline) if search else []
+                dated = self._fuse_answers(made_then, deadline) if made_then else []
+                hits = self._finish_recall(utterance, query, fused, history, dated)
         else:
             hits = self.recall(utterance, session_id, history)
         blocks: list[str] = []

@@ -134,6 +134,23 @@ def select_hits(
     return kept[:limit]
 
 
+def window_places(limit: int) -> int:
+    """How many of a turn's ``limit`` places time words give to what was made in the window they
+    name: half, rounded up (3 of 5), at least one."""
+    return max(1, (limit + 1) // 2)
+
+
+def window_first(in_window: Sequence[MemoryHit], ordinary: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
+    """The turn's hits when the utterance names a time (docs/recall.md): up to
+    :func:`window_places` of ``in_window`` (what was made then, already chosen, best first) come
+    first, the ``ordinary`` hits not among them fill the rest, at most ``limit`` in all. An empty
+    ``in_window`` leaves the ordinary hits as they are. The single memory and the composite both
+    call this: one rule for time words."""
+    first = list(in_window[: window_places(limit)])
+    seen = {h.source for h in first}
+    return [*first, *(h for h in ordinary if h.source not in seen)][: max(limit, 0)]
+
+
 def merge_adjacent(hits: Sequence[MemoryHit], follows: Callable[[MemoryHit, MemoryHit], bool]) -> list[MemoryHit]:
     """``hits`` with each run of consecutive exchanges joined into one hit; never mutates ``hits``.
 

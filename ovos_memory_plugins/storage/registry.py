@@ -16,10 +16,12 @@ from __future__ import annotations
 import importlib
 import re
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.engine import Database, Storage
+
+if TYPE_CHECKING:  # the contract's types only: the contract never imports back at run time
+    from ovos_memory_plugins.storage.engine import Database, Storage
 
 __all__ = ["ENGINES", "engine_for", "open_storage", "register_engine"]
 
@@ -67,5 +69,5 @@ def open_storage(location: str | Path | Database, **options: Any) -> Storage:
     text = str(location)
     module = importlib.import_module(engine_for(text))
     if module.__name__ == SQLITE_ENGINE:
-        return cast(Storage, module.open_sqlite(text, **options))
-    return cast(Storage, module.open_storage(text, **options))
+        return cast("Storage", module.open_sqlite(text, **options))
+    return cast("Storage", module.open_storage(text, **options))
