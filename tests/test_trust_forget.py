@@ -106,10 +106,11 @@ def canary_notes(mem: Any) -> list[str]:
 def forget(verb: str, backend: Backend, mem: Any, root: Path) -> None:
     docs = canary_documents(mem) if backend.archives else []
     notes = canary_notes(mem) if backend.notes else []
-    # a composite's notes verbs are its first notes keeper's (the notes member); its sticky
-    # member's notes are documents of that member, deleted by id through the composite's delete
+    # a composite lists every notes member's notes; its sticky member's notes are documents of
+    # that member too, deleted here by id through the composite's delete (not forgotten again)
     on_sticky = sticky_ids(mem) if backend.name == "composite" else set()
     docs += [n for n in on_sticky if CANARY.lower() in n_text(mem, n).lower()]
+    notes = [n for n in notes if n not in on_sticky]
     if backend.archives:
         assert docs, "the canary must be listed as a document"
     if verb == "delete":
