@@ -429,15 +429,10 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         words (by their exact ids: curated and sticky notes keep one fact under different ids),
         only ``session_id``'s when it is given. A keeper that fails to delete its copy raises
         :class:`~ovos_memory_plugins.errors.IncompleteForgetError` naming it."""
-        keepers = [m for m in self._members if isinstance(m.instance, NotesKeeper)]
         scoped: dict[str, Any] = {} if session_id is None else {"session_id": session_id}
-        change: NoteChange | None = None
-        for m in keepers:
-            got = self._in_order(m, lambda inst: inst.forget(description, **scoped))
-            if got or got.status == "ambiguous":
-                change = got
-                break
-            change = change or got
+        keepers, change, _ = self._first_keeper_answer(
+            lambda inst: inst.forget(description, **scoped), lambda got: bool(got) or got.status == "ambiguous"
+        )
         if change is None:
             return NoteChange("not_found", message="no member keeps notes; nothing changed")
         if not change or change.note is None:
@@ -446,8 +441,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         failures: dict[str, str] = {}
         for m in keepers:
             try:
-                notes = m.instance.list_notes(include_retired=True, **scoped)
-                for copy in [n.id for n in notes if words_key(n.text) == key]:
+                for copy in self._copy_ids(m, key, scoped):
                     self._in_order(m, functools.partial(_forget_copy, copy, scoped))
             except Exception as exc:
                 LOG.warning("CompositeMemory: member %r could not forget its copy of a note: %s", m.name, exc)
@@ -506,16 +500,11 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         (the same words, active ones, retired ones for ``restore``), by their exact ids, only
         ``session_id``'s when given. A keeper that fails on its copy is logged and named in the
         change's message."""
-        keepers = [m for m in self._members if isinstance(m.instance, NotesKeeper)]
         scoped: dict[str, Any] = {} if session_id is None else {"session_id": session_id}
-        change: NoteChange | None = None
-        source: _Member | None = None
-        for m in keepers:
-            got = self._in_order(m, functools.partial(_note_verb, verb, description, extra, scoped))
-            if got or got.status != "not_found":
-                change, source = got, m
-                break
-            change = change or got
+        keepers, change, source = self._first_keeper_answer(
+            functools.partial(_note_verb, verb, description, extra, scoped),
+            lambda got: bool(got) or got.status != "not_found",
+        )
         if change is None:
             return NoteChange("not_found", message="no member keeps notes; nothing changed")
         if not change or change.note is None:
@@ -526,8 +515,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             if m is source:
                 continue
             try:
-                notes = m.instance.list_notes(include_retired=True, **scoped)
-                for copy in [n.id for n in notes if words_key(n.text) == key and n.active == (verb != "restore")]:
+                for copy in self._copy_ids(m, key, scoped, active=verb != "restore"):
                     self._in_order(m, functools.partial(_note_verb, verb, copy, extra, scoped))
             except Exception as exc:
                 LOG.warning("CompositeMemory: member %r could not %s its copy of a note: %s", m.name, verb, exc)
@@ -535,6 +523,26 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         if failures:
             return replace(change, message=f"{change.message}; " + "; ".join(failures))
         return change
+
+    def _first_keeper_answer(
+        self, call: Callable[[Any], NoteChange], stops: Callable[[NoteChange], bool]
+    ) -> tuple[list[_Member], NoteChange | None, _Member | None]:
+        """The notes keepers (config order) and the answer of the first whose answer ``stops``
+        the search, with that keeper; when none does (every answer changed nothing), the last
+        keeper's answer and None (no keeper at all: None, None)."""
+        keepers = [m for m in self._members if isinstance(m.instance, NotesKeeper)]
+        last: NoteChange | None = None
+        for m in keepers:
+            last = self._in_order(m, call)
+            if stops(last):
+                return keepers, last, m
+        return keepers, last, None
+
+    def _copy_ids(self, member: _Member, key: str, scoped: dict[str, Any], active: bool | None = None) -> list[str]:
+        """The ids of ``member``'s notes whose words are ``key`` (:func:`words_key`), retired ones
+        included unless ``active`` says which state; only ``scoped``'s session when it names one."""
+        notes = member.instance.list_notes(include_retired=True, **scoped)
+        return [n.id for n in notes if words_key(n.text) == key and (active is None or n.active == active)]
 
     def notes_keeper(self) -> Any | None:
         """The member whose notes verbs the composite exposes (None: no member keeps notes)."""
