@@ -42,6 +42,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +54,7 @@ __all__ = [
     "pg_bin_dir",
     "postgres_server",
     "postgres_url",
+    "private_server",
     "shared_server",
     "start_server",
 ]
@@ -283,6 +285,20 @@ def check_vector_query(server: PgServer) -> None:
             f"last lines of its log:\n{server.log_tail()}"
         ) from exc
     server.new_crash_lines()  # the start-up lines are read; later crashes are the suite's
+
+
+@contextlib.contextmanager
+def private_server(**options: Any) -> Iterator[PgServer]:
+    """A server of one test's own (:func:`start_server` with ``options``), stopped afterwards;
+    the test is skipped with the reason where none can start."""
+    try:
+        server = start_server(**options)
+    except PgUnavailable as exc:
+        pytest.skip(f"no throwaway PostgreSQL server here: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 _shared: dict[str, PgServer | PgUnavailable] = {}

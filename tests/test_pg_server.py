@@ -16,7 +16,7 @@ import time
 
 import psycopg
 import pytest
-from pg_server import PgBroken, PgUnavailable, check_vector_query, shared_server, start_server
+from pg_server import PgBroken, PgUnavailable, check_vector_query, private_server, shared_server
 
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-x86_64") is None, reason="qemu-x86_64 is not installed")
 
@@ -37,38 +37,21 @@ def test_the_suite_server_runs_a_vector_query() -> None:
 
 @needs_qemu
 def test_the_server_runs_on_a_cpu_without_avx512() -> None:
-    try:
-        server = start_server(cpu="Haswell")
-    except PgUnavailable as exc:
-        pytest.skip(f"no emulated server: {exc}")
-    try:
+    with private_server(cpu="Haswell") as server:
         check_vector_query(server)  # raises PgBroken if any instruction needs AVX-512
-    finally:
-        server.stop()
 
 
 @needs_qemu
 def test_an_extension_built_for_a_newer_cpu_is_one_clear_failure() -> None:
-    try:
-        server = start_server(cpu="Nehalem")  # no AVX: pgvector's x86-64-v3 code cannot run
-    except PgUnavailable as exc:
-        pytest.skip(f"no emulated server: {exc}")
-    try:
-        with pytest.raises(PgBroken) as caught:
-            check_vector_query(server)
-    finally:
-        server.stop()
+    with private_server(cpu="Nehalem") as server, pytest.raises(PgBroken) as caught:
+        check_vector_query(server)  # no AVX: pgvector's x86-64-v3 code cannot run
     message = str(caught.value)
     assert "start-up vector query failed" in message
     assert "Illegal instruction" in message or "signal 4" in message
 
 
 def test_a_backend_that_dies_is_seen_in_the_log_once() -> None:
-    try:
-        server = start_server()
-    except PgUnavailable as exc:
-        pytest.skip(f"no throwaway PostgreSQL server here: {exc}")
-    try:
+    with private_server() as server:
         check_vector_query(server)
         assert server.new_crash_lines() == []
         with psycopg.connect(server.url(), autocommit=True, connect_timeout=10) as conn:
@@ -83,5 +66,3 @@ def test_a_backend_that_dies_is_seen_in_the_log_once() -> None:
             time.sleep(0.1)
         assert any("terminated by signal 9" in line for line in lines)
         assert server.new_crash_lines() == []  # read once
-    finally:
-        server.stop()

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_server import PgServer, PgUnavailable, start_server
+from pg_server import PgServer, private_server
 
 from ovos_memory_plugins.cli import main
 
@@ -52,15 +52,9 @@ def test_an_unreachable_server_is_named_without_its_password(
 def test_a_pgvector_built_for_another_cpu_is_reported_as_a_crash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    try:
-        server = start_server(cpu="Nehalem")  # no AVX: the wheel's pgvector (x86-64-v3) dies with SIGILL
-    except PgUnavailable as exc:
-        pytest.skip(f"no emulated server: {exc}")
-    try:
+    with private_server(cpu="Nehalem") as server:  # no AVX: the wheel's pgvector (x86-64-v3) dies with SIGILL
         url = server.create_database("check_crash", vector=False)
         code, data = check(tmp_path, capsys, url)
-    finally:
-        server.stop()
     assert code == 1
     (problem,) = data["problems"]
     assert "closed the connection while running one vector query" in problem

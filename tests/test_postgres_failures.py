@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
-from pg_server import PgUnavailable, start_server
+from pg_server import private_server
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.lexical import LexicalMemory
@@ -39,11 +39,7 @@ def test_unreachable_at_load(tmp_path: Path, caplog: pytest.LogCaptureFixture, m
 
 
 def test_server_dies_mid_run(tmp_path: Path) -> None:
-    try:
-        server = start_server()
-    except PgUnavailable as exc:
-        pytest.skip(f"no throwaway PostgreSQL server here: {exc}")
-    try:
+    with private_server() as server:
         url = server.create_database("dies")
         mem = LexicalMemory({"root": str(tmp_path), "database": url})
         mem.update_history(TURN, "s")
@@ -59,8 +55,6 @@ def test_server_dies_mid_run(tmp_path: Path) -> None:
         # the first turn waits at most the deadlines; then the back-off answers at once
         assert timings[0] < 15 and max(timings[1:]) < 1.0, timings
         mem.close()
-    finally:
-        server.stop()
 
 
 def _pg_ctl(server: Any, *args: str) -> None:
@@ -87,11 +81,7 @@ def test_writes_resume_within_two_seconds_after_a_fifteen_second_outage() -> Non
     """The server stopped for 15 s while writes keep coming (each fails at once), then started
     again on the same data: the next write that lands does so within 2 s, and its row is in
     the server; the host's path (``update_history``) records again too."""
-    try:
-        server = start_server()
-    except PgUnavailable as exc:
-        pytest.skip(f"no throwaway PostgreSQL server here: {exc}")
-    try:
+    with private_server() as server:
         url = server.create_database("outage")
         mem = LexicalMemory({"database": url, "namespace": "outage"})
         try:
@@ -121,5 +111,3 @@ def test_writes_resume_within_two_seconds_after_a_fifteen_second_outage() -> Non
         finally:
             mem.close()
         assert _rows(url, "outage") == 3, "before, after, and the host's exchange"
-    finally:
-        server.stop()
