@@ -169,6 +169,12 @@ class HybridIndex(IndexBase):
         """The arms' names joined with ``|``."""
         return " | ".join(arm.name for arm in self.arms)
 
+    @property
+    def filters_time(self) -> bool:
+        """Whether ``search`` takes ``window=``: every arm declares ``filters_time`` (a window
+        reaches every arm, so no arm brings hits from outside it)."""
+        return bool(self.arms) and all(getattr(arm, "filters_time", False) for arm in self.arms)
+
     def prepare(self, docs: Sequence[Document]) -> list[Any]:
         """Each arm's preparation."""
         return [arm.prepare(docs) for arm in self.arms]
@@ -205,24 +211,37 @@ class HybridIndex(IndexBase):
         for arm in self.arms:
             arm.close()
 
-    def arm_hits(self, query: str, k: int, session_id: str | None = None) -> list[list[MemoryHit] | None]:
-        """Each arm's hits (None for an arm that failed, logged)."""
+    def arm_hits(
+        self, query: str, k: int, session_id: str | None = None, window: Window | None = None
+    ) -> list[list[MemoryHit] | None]:
+        """Each arm's hits (None for an arm that failed, logged); with ``window``, each arm's
+        hits made in it (every arm filters by time: :attr:`filters_time`)."""
         out: list[list[MemoryHit] | None] = []
         for arm in self.arms:
             try:
-                out.append(arm.search(query, max(k, self.depth), session_id))
+                if window is None:
+                    out.append(arm.search(query, max(k, self.depth), session_id))
+                else:
+                    search: Any = arm.search  # declared by filters_time, not by the Index protocol
+                    out.append(list(search(query, max(k, self.depth), session_id, window=window)))
             except Exception:  # a read skips a failing arm
                 LOG.warning("hybrid index: arm %s failed to search; using the others", arm.name, exc_info=True)
                 out.append(None)
         return out
 
-    def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
-        """The arms' hits fused, best first; arms that fail are skipped."""
+    def search(
+        self, query: str, k: int, session_id: str | None = None, *, window: Window | None = None
+    ) -> list[MemoryHit]:
+        """The arms' hits fused, best first; arms that fail are skipped. ``window``: only
+        documents made in ``(since, until)``, in every arm (ValueError unless :attr:`filters_time`)."""
         if k <= 0:
             return []
+        if window is not None and not self.filters_time:
+            raise ValueError(f"hybrid index {self.name}: not every arm can search within a window of time")
         lists: list[list[MemoryHit]] = []
         weights: list[float] = []
-        for arm, base, hits in zip(self.arms, self.weights, self.arm_hits(query, k, session_id), strict=True):
+        arms = self.arm_hits(query, k, session_id, window)
+        for arm, base, hits in zip(self.arms, self.weights, arms, strict=True):
             if hits is None:
                 continue
             weight = base
@@ -329,19 +348,31 @@ class VectorIndex(IndexBase):
             tiers["embedding_cache"] = self.embedder.forget_all()
         return ForgetReport(n, tiers)
 
-    def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
-        """Nearest documents by cosine similarity (``score``), at or above ``min_similarity``."""
+    @property
+    def filters_time(self) -> bool:
+        """Whether ``search`` takes ``window=``: the vector store declares ``filters_time``
+        (both engines' stores do: a ``created`` range in the search)."""
+        return bool(getattr(self.store, "filters_time", False))
+
+    def search(
+        self, query: str, k: int, session_id: str | None = None, *, window: Window | None = None
+    ) -> list[MemoryHit]:
+        """Nearest documents by cosine similarity (``score``), at or above ``min_similarity``;
+        ``window``: only documents made in ``(since, until)`` (ValueError unless :attr:`filters_time`)."""
         if k <= 0 or not query.strip():
             return []
+        if window is not None and not self.filters_time:
+            raise ValueError(f"vector store {type(self.store).__name__} cannot search within a window of time")
         try:
             q = embed_queries(self.embedder, [query])[0]
         except Exception as exc:
             self.last_error = str(exc)
             raise BackendError(f"embedding the query failed: {exc}") from exc
-        try:
+        if window is None:
             found = self.store.search(self.space, q, k, session_id)
-        except StorageError:
-            raise
+        else:
+            search: Any = self.store.search  # declared by filters_time, not by the VectorStore protocol
+            found = list(search(self.space, q, k, session_id, window=window))
         found = [(d, s) for d, s in found if s >= self.min_similarity]
         docs = self.documents.get(d for d, _ in found)
         hits = []
@@ -488,21 +519,26 @@ class IndexedMemory(BaseRetrievalMemory):
     def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
         """Nothing: the base wrote the document to the documents table and to every index."""
 
-    def _search(self, query: str, top_k: int, session_id: str | None) -> list[MemoryHit]:
+    def _search(self, query: str, top_k: int, session_id: str | None, window: Window | None = None) -> list[MemoryHit]:
+        """The index's hits; ``window`` only reaches an index that declares ``filters_time``."""
         if self.index is None:
             return []
-        return self.index.search(query, top_k, session_id)
+        if window is None:
+            return self.index.search(query, top_k, session_id)
+        if not self.filters_time:
+            return []
+        search: Any = self.index.search  # declared by filters_time, not by the Index protocol
+        return list(search(query, top_k, session_id, window=window))
 
     @property
     def filters_time(self) -> bool:
-        """Whether the index searched declares ``filters_time`` (a ``window=`` on ``created``)."""
+        """Whether the index searched declares ``filters_time`` (a ``window=`` on ``created``):
+        the keyword index of either engine, the vector index over either engine's vector store,
+        a hybrid of them."""
         return bool(getattr(self.index, "filters_time", False))
 
     def _query_window(self, query: str, top_k: int, session_id: str | None, window: Window) -> list[MemoryHit]:
-        if self.index is None or not self.filters_time:
-            return []
-        search: Any = self.index.search
-        return list(search(query, top_k, session_id, window=window))
+        return self._search(query, top_k, session_id, window)
 
     def _query_backend(self, query: str, top_k: int) -> list[MemoryHit]:
         return self._search(query, top_k, None)

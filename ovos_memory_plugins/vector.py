@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Literal
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import ParsedConfig, option
-from ovos_memory_plugins.dates import Clock
+from ovos_memory_plugins.dates import Clock, Window
 from ovos_memory_plugins.embedders import (
     EMBEDDER_NAMES,
     CachedEmbedder,
@@ -268,9 +268,9 @@ class VectorMemory(IndexedMemory):
 
     # -- hooks -------------------------------------------------------------------------------
 
-    def _search(self, query: str, top_k: int, session_id: str | None) -> list[MemoryHit]:
+    def _search(self, query: str, top_k: int, session_id: str | None, window: Window | None = None) -> list[MemoryHit]:
         try:
-            return super()._search(query, top_k, session_id)
+            return super()._search(query, top_k, session_id, window)
         except BackendError as exc:
             LOG.warning("VectorMemory: %s; answering without vector hits", exc)
             return []

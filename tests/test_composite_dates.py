@@ -86,12 +86,20 @@ def test_an_empty_window_falls_back_to_ordinary_recall(tmp_path: Path) -> None:
     assert [h.source for h in timed] == [h.source for h in plain]
 
 
-def test_without_a_member_that_filters_by_time_the_words_are_ordinary(tmp_path: Path) -> None:
+def test_a_vector_member_filters_by_time_too(tmp_path: Path) -> None:
     clock = Clock(NOW)
     with _composite(tmp_path / "v", clock, [{"module": VECTOR, "config": {"embedder": "hash"}}]) as mem:
         _fill(mem, clock)
+        assert mem.recall_window("what did I tell you yesterday?") is not None
+        lines = _memories(mem, "what did I tell you yesterday?")
+        assert lines[0].startswith("[2026-12-01 18:30, yesterday] Q: I booked the dentist for Friday")
+
+
+def test_without_a_member_that_filters_by_time_the_words_are_ordinary(tmp_path: Path) -> None:
+    clock = Clock(NOW)
+    sticky = [{"module": "ovos-memory-plugin-sticky"}]
+    with _composite(tmp_path / "s", clock, sticky) as mem:  # sticky notes: no window of time
         assert mem.recall_window("what did I tell you yesterday?") is None
-        assert mem.recall("what did I say about the garden yesterday?", "s", [])  # ordinary hits
     config = {"root": str(tmp_path / "off"), "max_history": 0, "retrieval": {"time_words": False}}
     with CompositeMemory({**config, "members": [{"module": LEXICAL}]}, clock=clock) as off:
         assert off.recall_window("what did I tell you yesterday?") is None

@@ -122,7 +122,51 @@ class EngineContract:
             assert kw.search("Olav", 5) == []
             kw.close()
 
+    def test_keyword_index_keeps_to_a_window_of_time(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            kw = st.keyword_index(KeywordSettings())
+            assert getattr(kw, "filters_time", False)
+            days = {"a": 1_000_000.0, "b": 1_086_400.0, "c": 1_172_800.0}
+            self._put(
+                st,
+                *[Document(d, f"the tulips in the garden, note {d}", "s1", {"time": t}) for d, t in days.items()],
+                Document("x", "the tulips of another session", "s2", {"time": days["b"]}),
+                indexes=[kw],
+            )
+            search: Any = kw.search
+            day_b = (days["b"], days["b"] + 86_400)
+            assert [h.source for h in search("tulips garden", 5, window=day_b)] == ["b", "x"]
+            assert [h.source for h in search("tulips", 5, "s1", window=day_b)] == ["b"]
+            assert {h.source for h in search("tulips", 5, window=(days["a"], days["c"]))} == {"a", "b", "x"}
+            assert search("tulips", 5, window=(0.0, days["a"])) == []  # until excluded, nothing before
+            assert len(kw.search("tulips", 5)) == 4  # no window: every document
+            kw.close()
+
     # -- vector store ------------------------------------------------------------------------
+
+    def test_vector_store_keeps_to_a_window_of_time(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            vs = st.vector_store()
+            assert getattr(vs, "filters_time", False)
+            self._put(st, *[Document(f"d{i}", f"text {i}", f"s{i % 2}", {"time": 1000.0 * i}) for i in range(20)])
+            vectors = {f"d{i}": _unit(i) for i in range(20)}
+            with st.atomic():
+                vs.put_vectors("sp", list(vectors.items()))
+            q = vectors["d3"]
+            search: Any = vs.search
+            inside = [d for d in vectors if 5000.0 <= 1000.0 * int(d[1:]) < 12000.0]
+            expected = sorted(inside, key=lambda d: (-float(vectors[d] @ q), d))
+            assert [d for d, _ in search("sp", q, 4, window=(5000.0, 12000.0))] == expected[:4]
+            assert [d for d, _ in search("sp", q, 20, window=(5000.0, 12000.0))] == expected  # d12 excluded
+            odd = [d for d in expected if int(d[1:]) % 2 == 1]
+            assert [d for d, _ in search("sp", q, 5, "s1", window=(5000.0, 12000.0))] == odd
+            assert search("sp", q, 5, window=(50_000.0, 60_000.0)) == []
+            assert len(vs.search("sp", q, 30)) == 20  # no window: every vector
+            self._put(st, Document("late", "text late", "s0", {"time": 55_000.0}))  # after a search
+            with st.atomic():
+                vs.put_vectors("sp", [("late", _unit(99))])
+            assert [d for d, _ in search("sp", q, 5, window=(50_000.0, 60_000.0))] == ["late"]
+
 
     def test_vector_store_is_exact_per_space_and_session(self, tmp_path: Path) -> None:
         with self._storage(tmp_path) as st:

@@ -344,6 +344,13 @@ class Index(Protocol):
     ``prepare`` runs before the write transaction (it may be slow: embedding) and must not
     raise for a service failure (it returns what it could, e.g. no vectors, and the index
     catches up later); ``add``/``remove``/``remove_all`` run inside it and must be local.
+
+    An index that can keep a search to a window of time declares ``filters_time = True`` and
+    then takes ``search(query, k, session_id, *, window=(since, until))``: only documents whose
+    ``created`` is in ``[since, until)`` (seconds since the epoch), filtered in its query (the
+    time words of a turn, docs/recall.md). Both engines' keyword indexes do, the vector index
+    over a store that does, and a hybrid whose every arm does; an index without it is searched
+    without windows.
     """
 
     @property
@@ -440,7 +447,11 @@ class HistoryStore(Protocol):
 
 @runtime_checkable
 class VectorStore(Protocol):
-    """Vectors per embedder id (a *space*) for the documents table, with exact search."""
+    """Vectors per embedder id (a *space*) for the documents table, with exact search.
+
+    A store that declares ``filters_time = True`` takes ``search(..., *, window=(since,
+    until))``: only documents whose ``created`` is in ``[since, until)`` (both engines' stores).
+    """
 
     path: str
 

@@ -49,7 +49,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ovos_memory_plugins.common import MemoryHit, exchange_parts
@@ -1261,6 +1261,9 @@ class PgKeywordIndex:
     ``memory_documents`` alone would leave the counts behind.
     """
 
+    #: Its ``search`` takes ``window=``: a ``(since, until)`` range of the documents' ``created``.
+    filters_time: ClassVar[bool] = True
+
     def __init__(self, db: PgDatabase, namespace: str, settings: KeywordSettings | None = None) -> None:
         self.db = db
         self.namespace = namespace
@@ -1394,13 +1397,20 @@ class PgKeywordIndex:
         n, tokens = self._stats[1], self._stats[2]
         return n, (tokens / n if n else 0.0)
 
-    def search(self, query: str, k: int, session_id: str | None = None) -> list[MemoryHit]:
-        """The best ``k`` documents for ``query`` (only ``session_id``'s when given), best first."""
-        return self.search_terms(query_counts(query, self.settings), k, session_id)
+    def search(
+        self, query: str, k: int, session_id: str | None = None, *, window: tuple[float, float] | None = None
+    ) -> list[MemoryHit]:
+        """The best ``k`` documents for ``query`` (only ``session_id``'s when given), best first;
+        with ``window`` (``(since, until)``, seconds since the epoch), only documents made in it."""
+        return self.search_terms(query_counts(query, self.settings), k, session_id, window)
 
-    def search_terms(self, counts: Counter[str], k: int, session_id: str | None = None) -> list[MemoryHit]:
+    def search_terms(
+        self, counts: Counter[str], k: int, session_id: str | None = None, window: tuple[float, float] | None = None
+    ) -> list[MemoryHit]:
         """Rank by weighted query terms (BM25 as FTS5 computes it; on a large namespace, pruned
-        and then rescored as the class docstring says).
+        and then rescored as the class docstring says); ``window``: only documents whose
+        ``created`` is in ``[since, until)`` (the namespace's statistics stay the whole namespace's,
+        as in the SQLite index).
 
         Every term's document frequency is read from ``memory_keyword_df`` (one indexed lookup
         per term, kept exact by every write), so the first search of a fresh process costs what
@@ -1421,11 +1431,11 @@ class PgKeywordIndex:
         if not terms:
             return []
         if n < PRUNE_MIN_DOCUMENTS:
-            return self._ranked(self._rank(counts, terms, df, n, avgdl, k, session_id))
+            return self._ranked(self._rank(counts, terms, df, n, avgdl, k, session_id, window=window))
         kept = _prune(terms, df, n)
         if len(kept) < len(terms):  # terms were left out: every term ranks again
-            return self._rescored(counts, kept, terms, df, n, avgdl, k, session_id)
-        return self._ranked(self._rank(counts, kept, df, n, avgdl, k, session_id))
+            return self._rescored(counts, kept, terms, df, n, avgdl, k, session_id, window)
+        return self._ranked(self._rank(counts, kept, df, n, avgdl, k, session_id, window=window))
 
     def _rank(
         self,
@@ -1437,6 +1447,7 @@ class PgKeywordIndex:
         k: int,
         session_id: str | None,
         read_counts: Sequence[str] = (),
+        window: tuple[float, float] | None = None,
     ) -> list[tuple[Any, ...]]:
         """The best ``k`` documents by BM25 over ``terms``, best first, as rows ``(doc_id,
         session_id, content, metadata, score)``; with ``read_counts``, each row goes on with the
@@ -1469,6 +1480,12 @@ class PgKeywordIndex:
                 params[f"r{i}"] = term
             read = ", s.length, " + ", ".join(f"(s.tf -> %(r{i})s)::int" for i in range(len(read_counts)))
         session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
+        if window is not None:  # the candidate's document (its primary key) made in the window
+            params["since"], params["until"] = float(window[0]), float(window[1])
+            session_filter += (
+                " AND EXISTS (SELECT 1 FROM memory_documents w WHERE w.id = k.id"
+                " AND w.created >= %(since)s AND w.created < %(until)s)"
+            )
         return self.db.query(
             "SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score" + read + " FROM ("
             " SELECT k.id, " + " + ".join(parts) + " AS score" + carried + " FROM memory_keywords k"
@@ -1500,12 +1517,14 @@ class PgKeywordIndex:
         avgdl: float,
         k: int,
         session_id: str | None,
+        window: tuple[float, float] | None = None,
     ) -> list[MemoryHit]:
         """The best :data:`~ovos_memory_plugins.storage.keyword.RESCORE_CANDIDATES` matches of
         the kept terms, ranked again on every query term (``terms``) by
         :func:`~ovos_memory_plugins.storage.keyword.bm25_scores`, as the SQLite index ranks
         them; found, with their counts and documents, in one statement."""
-        found = self._rank(counts, kept, df, n, avgdl, max(k, RESCORE_CANDIDATES), session_id, read_counts=terms)
+        fetch = max(k, RESCORE_CANDIDATES)
+        found = self._rank(counts, kept, df, n, avgdl, fetch, session_id, read_counts=terms, window=window)
         if not found:
             return []
         every = Counter({t: counts[t] for t in terms})
@@ -1727,6 +1746,9 @@ class PgVectorStore:
     starve it.
     """
 
+    #: Its ``search`` takes ``window=``: a ``(since, until)`` range of the documents' ``created``.
+    filters_time: ClassVar[bool] = True
+
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         self.db = db
         self.namespace = namespace
@@ -1864,8 +1886,17 @@ class PgVectorStore:
             self._counts[space] = cached
         return cached[1]
 
-    def search(self, space: str, query: Vector, k: int, session_id: str | None = None) -> list[tuple[str, float]]:
-        """``(doc_id, cosine similarity)`` of the ``k`` nearest, best first; ties: smaller doc id."""
+    def search(
+        self,
+        space: str,
+        query: Vector,
+        k: int,
+        session_id: str | None = None,
+        *,
+        window: tuple[float, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """``(doc_id, cosine similarity)`` of the ``k`` nearest, best first; ties: smaller doc id;
+        with ``window``, only documents made in ``[since, until)`` (their ``created``)."""
         import numpy as np
 
         if k <= 0:
@@ -1873,7 +1904,10 @@ class PgVectorStore:
         q = np.asarray(query, dtype=np.float32).ravel()
         dims = int(q.shape[0])
         session_filter = " AND v.session_id = %(session)s" if session_id is not None else ""
-        params = {"ns": self.namespace, "space": space, "q": q, "k": int(k), "session": session_id}
+        params: dict[str, Any] = {"ns": self.namespace, "space": space, "q": q, "k": int(k), "session": session_id}
+        if window is not None:
+            session_filter += " AND d.created >= %(since)s AND d.created < %(until)s"
+            params["since"], params["until"] = float(window[0]), float(window[1])
         large = self.count(space) >= HNSW_MIN_VECTORS
         if large and self._has_ann(dims):
             with self.db.transaction() as conn:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -47,13 +47,14 @@ SEARCH_PATHS = ("auto", "numpy", "sqlite-vec")
 
 class _Matrix:
     """One space's vectors in RAM: a (dimension x capacity) float32 array, one column per
-    document, and each column's session as an integer code (so a session filter is one
-    vectorised comparison)."""
+    document, each column's session as an integer code and its document's ``created`` (so a
+    session filter or a window of time is one vectorised comparison)."""
 
     def __init__(self, dimension: int, capacity: int = 64) -> None:
         self.dimension = dimension
         self.data: Vector = np.zeros((dimension, capacity), dtype=np.float32)
         self.codes: npt.NDArray[np.int32] = np.zeros(capacity, dtype=np.int32)
+        self.created: npt.NDArray[np.float64] = np.zeros(capacity, dtype=np.float64)
         self.ids: list[str] = []
         self.position: dict[str, int] = {}
         self.session_codes: dict[str, int] = {}
@@ -61,7 +62,7 @@ class _Matrix:
     def _code(self, session_id: str) -> int:
         return self.session_codes.setdefault(session_id, len(self.session_codes))
 
-    def load(self, ids: list[str], sessions: list[str], vectors: Vector) -> None:
+    def load(self, ids: list[str], sessions: list[str], created: list[float], vectors: Vector) -> None:
         """Fill an empty matrix with ``vectors`` (one row per id)."""
         n = len(ids)
         capacity = max(64, 1 << max(n - 1, 0).bit_length())
@@ -69,10 +70,12 @@ class _Matrix:
         self.data[:, :n] = vectors.T
         self.codes = np.zeros(capacity, dtype=np.int32)
         self.codes[:n] = [self._code(sid) for sid in sessions]
+        self.created = np.zeros(capacity, dtype=np.float64)
+        self.created[:n] = created
         self.ids = list(ids)
         self.position = {doc_id: i for i, doc_id in enumerate(ids)}
 
-    def put(self, doc_id: str, session_id: str, vector: Vector) -> None:
+    def put(self, doc_id: str, session_id: str, created: float, vector: Vector) -> None:
         i = self.position.get(doc_id)
         if i is None:
             i = len(self.ids)
@@ -84,10 +87,14 @@ class _Matrix:
                 codes = np.zeros(capacity, dtype=np.int32)
                 codes[:i] = self.codes[:i]
                 self.codes = codes
+                made = np.zeros(capacity, dtype=np.float64)
+                made[:i] = self.created[:i]
+                self.created = made
             self.ids.append(doc_id)
             self.position[doc_id] = i
         self.data[:, i] = vector
         self.codes[i] = self._code(session_id)
+        self.created[i] = created
 
     def remove(self, doc_id: str) -> None:
         i = self.position.pop(doc_id, None)
@@ -98,20 +105,29 @@ class _Matrix:
             moved = self.ids[last]
             self.data[:, i] = self.data[:, last]
             self.codes[i] = self.codes[last]
+            self.created[i] = self.created[last]
             self.ids[i] = moved
             self.position[moved] = i
         self.ids.pop()
 
-    def search(self, query: Vector, k: int, session_id: str | None) -> list[tuple[str, float]]:
+    def search(
+        self, query: Vector, k: int, session_id: str | None, window: tuple[float, float] | None = None
+    ) -> list[tuple[str, float]]:
         n = len(self.ids)
         if n == 0 or k <= 0:
             return []
         scores = query @ self.data[:, :n]
+        mask: npt.NDArray[np.bool_] | None = None
         if session_id is not None:
             code = self.session_codes.get(session_id)
             if code is None:
                 return []
             mask = self.codes[:n] == code
+        if window is not None:
+            made = self.created[:n]
+            inside = (made >= window[0]) & (made < window[1])
+            mask = inside if mask is None else mask & inside
+        if mask is not None:
             scores = np.where(mask, scores, -np.inf)
             k = min(k, int(mask.sum()))
             if k == 0:
@@ -132,6 +148,9 @@ class SqliteVectorStore:
             back to numpy, with an error logged, when the extension did not load).
         extension: the driver that loaded sqlite-vec on ``db``, or None.
     """
+
+    #: Its ``search`` takes ``window=``: a ``(since, until)`` range of the documents' ``created``.
+    filters_time: ClassVar[bool] = True
 
     def __init__(self, db: Database, search: str = "auto", extension: str | None = None) -> None:
         if search not in SEARCH_PATHS:
@@ -168,7 +187,7 @@ class SqliteVectorStore:
         if not items:
             return 0
         dim = int(items[0][1].shape[0])
-        placed: list[tuple[str, str, Vector]] = []
+        placed: list[tuple[str, str, float, Vector]] = []
         with self._lock, self.db.atomic(savepoint=False) as conn:
             known = conn.execute("SELECT dimension FROM vector_spaces WHERE space = ?", (space,)).fetchone()
             if known is None:
@@ -182,7 +201,9 @@ class SqliteVectorStore:
             for doc_id, vector in items:
                 if vector.shape != (dim,):
                     raise StorageError(f"vector for {doc_id} has shape {vector.shape}, expected ({dim},)")
-                row = conn.execute("SELECT id, session_id FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
+                row = conn.execute(
+                    "SELECT id, session_id, created FROM documents WHERE doc_id = ?", (doc_id,)
+                ).fetchone()
                 if row is None:
                     continue  # deleted meanwhile
                 v = np.asarray(vector, dtype=np.float32)
@@ -191,14 +212,14 @@ class SqliteVectorStore:
                     " ON CONFLICT (space, doc) DO UPDATE SET vector = excluded.vector",
                     (space, row[0], v.tobytes()),
                 )
-                placed.append((doc_id, row[1], v))
+                placed.append((doc_id, row[1], float(row[2]), v))
 
             def follow() -> None:
                 with self._lock:
                     matrix = self._matrices.get(space)
                     if matrix is not None:
-                        for doc_id, session_id, v in placed:
-                            matrix.put(doc_id, session_id, v)
+                        for doc_id, session_id, created, v in placed:
+                            matrix.put(doc_id, session_id, created, v)
 
             self.db.on_commit(follow)
         return len(placed)
@@ -287,19 +308,28 @@ class SqliteVectorStore:
             return None
         matrix = _Matrix(dim)
         rows = self.db.query(
-            "SELECT d.doc_id, d.session_id, v.vector FROM vectors v JOIN documents d ON d.id = v.doc"
+            "SELECT d.doc_id, d.session_id, d.created, v.vector FROM vectors v JOIN documents d ON d.id = v.doc"
             " WHERE v.space = ? ORDER BY v.doc",
             (space,),
         )
         if rows:
-            flat = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-            matrix.load([r[0] for r in rows], [r[1] for r in rows], flat)
+            flat = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            matrix.load([r[0] for r in rows], [r[1] for r in rows], [float(r[2]) for r in rows], flat)
         self._matrices[space] = matrix
         return matrix
 
-    def search(self, space: str, query: Vector, k: int, session_id: str | None = None) -> list[tuple[str, float]]:
+    def search(
+        self,
+        space: str,
+        query: Vector,
+        k: int,
+        session_id: str | None = None,
+        *,
+        window: tuple[float, float] | None = None,
+    ) -> list[tuple[str, float]]:
         """The ``k`` documents of ``space`` most similar to the unit vector ``query``, best first,
-        as ``(doc_id, cosine similarity)``; ties go to the smaller doc id."""
+        as ``(doc_id, cosine similarity)``; ties go to the smaller doc id. With ``window``
+        (``(since, until)``, seconds since the epoch), only documents made in it (``created``)."""
         if k <= 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -309,20 +339,25 @@ class SqliteVectorStore:
         if q.shape[0] != dim:
             raise StorageError(f"query vector has dimension {q.shape[0]}, the space {space!r} has {dim}")
         if self.path == "sqlite-vec":
-            return self._search_sql(space, q, k, session_id)
+            return self._search_sql(space, q, k, session_id, window)
         with self._lock:
             matrix = self._matrix(space)
-            return matrix.search(q, k, session_id) if matrix is not None else []
+            return matrix.search(q, k, session_id, window) if matrix is not None else []
 
-    def _search_sql(self, space: str, q: Vector, k: int, session_id: str | None) -> list[tuple[str, float]]:
+    def _search_sql(
+        self, space: str, q: Vector, k: int, session_id: str | None, window: tuple[float, float] | None
+    ) -> list[tuple[str, float]]:
         sql = (
             "SELECT d.doc_id, 1.0 - vec_distance_cosine(v.vector, ?) AS score FROM vectors v"
             " JOIN documents d ON d.id = v.doc WHERE v.space = ?"
             + (" AND d.session_id = ?" if session_id is not None else "")
+            + (" AND d.created >= ? AND d.created < ?" if window is not None else "")
             + " ORDER BY score DESC, d.doc_id LIMIT ?"
         )
         params: list[Any] = [q.tobytes(), space]
         if session_id is not None:
             params.append(session_id)
+        if window is not None:
+            params.extend((float(window[0]), float(window[1])))
         params.append(int(k))
         return [(r[0], float(r[1])) for r in self.db.query(sql, params)]
