@@ -749,9 +749,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         The history keeps the newest ``max(2 * max_history + 4, 24)`` messages per session; older
         exchanges live on as documents (``search``, ``iter_documents`` where the backend lists).
         """
+        return [message for message, _ in self.dated_messages(session_id)]
+
+    def dated_messages(self, session_id: str) -> list[tuple[AgentMessage, float | None]]:
+        """:meth:`messages`, each with when it was recorded (seconds since the epoch, the
+        memory's clock; None when the store does not say): the editor's conversation view."""
         with self._lock:
             stored = self.storage.history.recent(check_id(session_id, "session_id"), 1_000_000)
-        return [AgentMessage(role=MessageRole(m.role), content=m.content) for m in stored]
+        return [(AgentMessage(role=MessageRole(m.role), content=m.content), m.created) for m in stored]
 
     @property
     def storage_problem(self) -> str | None:

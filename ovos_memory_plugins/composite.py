@@ -1038,6 +1038,15 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         fn = getattr(primary.instance, "messages", None) if primary is not None else None
         return list(fn(session_id)) if callable(fn) else self.get_history(session_id)
 
+    def dated_messages(self, session_id: str) -> list[tuple[AgentMessage, float | None]]:
+        """The primary member's recorded messages of a session with when each was recorded,
+        oldest first (None for a member that does not say)."""
+        primary = self._primary
+        fn = getattr(primary.instance, "dated_messages", None) if primary is not None else None
+        if callable(fn):
+            return [(m, t) for m, t in fn(session_id)]
+        return [(m, None) for m in self.messages(session_id)]
+
     def update_history(self, new_messages: list[AgentMessage], session_id: str) -> None:
         """Hand the new messages to every member that records history, each on its own ordered
         writer, and wait up to ``write_timeout_ms`` for them. A member still busy with an earlier

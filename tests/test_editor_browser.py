@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -156,6 +157,8 @@ def test_archive_search_view_delete_and_script_as_text(browser: WebDriver, tmp_p
             session = item(browser, "sessions", "bedroom")
             session.find_element(By.CSS_SELECTOR, "button.view").click()
             wait(browser, lambda d: "my sister lives in Porto" in d.find_element(By.ID, "messages").text)
+            dated = browser.find_element(By.ID, "messages").text
+            assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", dated), "each message shows when it was said"
             shot(browser, "conversation")
             delete = item(browser, "sessions", "bedroom").find_element(By.CSS_SELECTOR, "button.delete")
             delete.click()  # the first click only asks

@@ -389,3 +389,30 @@ def test_purge_on_a_composite_reaches_every_member_file(tmp_path: Path) -> None:
         status, _ = request(server, "DELETE", "/api/sessions/garage?confirm=garage")
         assert status == 200
         assert files_holding(root, "dingofive") == []
+
+
+def test_the_conversation_view_dates_each_message(tmp_path: Path) -> None:
+    from datetime import datetime, timezone
+
+    from ovos_memory_plugins.composite import CompositeMemory
+    from ovos_memory_plugins.dates import stamp
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    said = [datetime(2026, 11, 20, 10, 0, tzinfo=timezone.utc), datetime(2026, 12, 1, 18, 30, tzinfo=timezone.utc)]
+    expected = [stamp({"time": t.timestamp()}) for t in said]  # local time, as the page shows it
+    now = [said[0]]
+    members = [{"module": "ovos-memory-plugin-lexical"}]
+    for memory in (
+        LexicalMemory({"root": str(tmp_path / "kw")}, clock=lambda: now[0]),
+        CompositeMemory({"root": str(tmp_path / "c"), "members": members}, clock=lambda: now[0]),
+    ):
+        with memory as mem:
+            now[0] = said[0]
+            mem.update_history(exchange("my bike is a red Gazelle", "a red Gazelle, noted"), "kitchen")
+            now[0] = said[1]
+            mem.update_history(exchange("the wifi password is hunter2", "got it"), "kitchen")
+            with EditorServer(mem) as srv:
+                status, convo = request(srv, "GET", "/api/sessions/kitchen")
+            assert status == 200, type(mem).__name__
+            assert [m["when"] for m in convo["messages"]] == [expected[0], expected[0], expected[1], expected[1]]
+            assert [d["when"] for d in convo["documents"]] == expected

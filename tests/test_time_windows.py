@@ -91,7 +91,7 @@ def test_every_index_on_both_engines_keeps_a_search_to_the_window(memory: BaseRe
     assert "Q: I planted tulips in the garden" not in found and "Q: and the garden needs new tulips bulbs" in found
     assert memory.search("tulips garden", window=(_at(2026, 1, 1), _at(2026, 2, 1))) == []
     everything = {h.content.split("\n")[0] for h in memory.search("tulips garden")}
-    assert "Q: I planted tulips in the garden" in everything and "Q: and the garden needs new tulips bulbs" in everything
+    assert {"Q: I planted tulips in the garden", "Q: and the garden needs new tulips bulbs"} <= everything
 
 
 def test_what_did_i_tell_you_yesterday_on_every_index_and_engine(memory: BaseRetrievalMemory) -> None:

@@ -503,9 +503,13 @@ class EditorApp:
     # -- archive helpers ---------------------------------------------------------------------
 
     def _messages(self, session_id: str) -> list[dict[str, str]]:
-        """A session's recorded messages, oldest first (``messages``)."""
-        messages = self._archive().messages(session_id)
-        return [{"role": str(getattr(m.role, "value", m.role)), "content": m.content} for m in messages]
+        """A session's recorded messages, oldest first (``dated_messages``), each with ``when``
+        it was recorded (``YYYY-MM-DD HH:MM``, local time; "" when unknown)."""
+        messages = self._archive().dated_messages(session_id)
+        return [
+            {"role": str(getattr(m.role, "value", m.role)), "content": m.content, "when": stamp({"time": t})}
+            for m, t in messages
+        ]
 
 
 def make_app(

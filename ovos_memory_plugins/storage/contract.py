@@ -167,7 +167,6 @@ class EngineContract:
                 vs.put_vectors("sp", [("late", _unit(99))])
             assert [d for d, _ in search("sp", q, 5, window=(50_000.0, 60_000.0))] == ["late"]
 
-
     def test_vector_store_is_exact_per_space_and_session(self, tmp_path: Path) -> None:
         with self._storage(tmp_path) as st:
             vs = st.vector_store()
@@ -218,3 +217,14 @@ class EngineContract:
             with st.atomic():
                 assert h.clear_session("s") == 1
             assert h.sessions() == [] and h.last_exchange_id("s") == ""
+
+    def test_history_messages_say_when_they_were_recorded(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            with st.atomic():
+                st.history.append("s", [("user", "q1"), ("assistant", "a1")], keep=10, created=1_000_000.0)
+                st.history.append("s", [("user", "q2")], keep=10, created=1_086_400.5)
+            assert [(m.content, m.created) for m in st.history.recent("s", 10)] == [
+                ("q1", 1_000_000.0),
+                ("a1", 1_000_000.0),
+                ("q2", 1_086_400.5),
+            ]

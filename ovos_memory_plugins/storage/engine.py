@@ -170,10 +170,13 @@ class StoredDocument:
 
 
 class StoredMessage(NamedTuple):
-    """A message read back from the history store (a named tuple: every turn reads a few dozen)."""
+    """A message read back from the history store (a named tuple: every turn reads a few dozen),
+    with when it was recorded (``created``, seconds since the epoch; None from a store that does
+    not say)."""
 
     role: str
     content: str
+    created: float | None = None
 
 
 @dataclass(frozen=True)
@@ -408,7 +411,7 @@ class HistoryStore(Protocol):
         ...
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
-        """The newest ``limit`` messages of a session, oldest first."""
+        """The newest ``limit`` messages of a session, oldest first, each with its ``created``."""
         ...
 
     def tag_exchange(self, session_id: str, exchange_id: str) -> None:

@@ -92,9 +92,9 @@ class SqliteHistory:
         )
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
-        """The newest ``limit`` messages of a session, oldest first."""
+        """The newest ``limit`` messages of a session, oldest first, each with its ``created``."""
         rows = self.db.query(
-            "SELECT role, content FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+            "SELECT role, content, created FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
             (session_id, max(limit, 0)),
         )
         return [StoredMessage(*r) for r in reversed(rows)]

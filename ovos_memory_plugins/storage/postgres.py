@@ -1141,13 +1141,13 @@ class PgHistory:
             )
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
-        """The newest ``limit`` messages of a session, oldest first."""
+        """The newest ``limit`` messages of a session, oldest first, each with its ``created``."""
         rows = self.db.query(
-            "SELECT role, content FROM memory_history WHERE namespace = %s AND session_id = %s"
+            "SELECT role, content, created FROM memory_history WHERE namespace = %s AND session_id = %s"
             " ORDER BY id DESC LIMIT %s",
             (self.namespace, session_id, max(limit, 0)),
         )
-        return [StoredMessage(r[0], r[1]) for r in reversed(rows)]
+        return [StoredMessage(r[0], r[1], float(r[2])) for r in reversed(rows)]
 
     def last_exchange_id(self, session_id: str) -> str:
         """The id of the session's newest exchange document, ``""`` when it has none."""

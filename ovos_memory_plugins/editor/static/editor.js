@@ -312,7 +312,9 @@
     const list = $("messages");
     list.replaceChildren();
     for (const m of data.messages) {
-      list.append(el("li", { class: `msg ${m.role}` }, textNode("span", m.role, "role"), textNode("pre", m.content, "text")));
+      const li = el("li", { class: `msg ${m.role}` }, textNode("span", m.role, "role"), textNode("pre", m.content, "text"));
+      if (m.when) li.append(textNode("span", m.when, "meta"));  // when it was said (local time)
+      list.append(li);
     }
     const docs = $("documents");
     docs.replaceChildren();
