@@ -3,6 +3,21 @@ languages, several phrasings each, windows relative to a fixed now).
 
     python benchmarks/time_words.py            # the shipped parser (dateparser, dates.time_window)
     python benchmarks/time_words.py --compare  # and ovos-date-parser, for the choice (docs/recall.md)
+    python benchmarks/time_words.py --cost     # CPU per utterance: this set and LoCoMo's questions
+
+``--cost`` times ``time_window`` (process time) on every utterance of this set and on LoCoMo's
+1,157 dev questions (``../shared/bench``, asked a day after the last session, as
+``persona_path.py`` does), after one warm-up pass, and reports the mean over all of them and
+the mean, p50 and p95 over those that reach the parser (the gate lets them through: they take
+more than 50 µs). Run it with ``PYTHONPATH`` set to another checkout to time that one's parser.
+
+``--turn-cost`` measures what time words add to a whole turn: LoCoMo's first ``--conversations``
+conversations fed as ``persona_path.py`` feeds them (dated, through ``update_history``) to two
+copies of each setup, ``retrieval.time_words`` on and off, then every question whose words name
+a window asked of both in turn (``build_conversation_context``, process time: the composite's
+member threads included); the difference is the parse plus the window's search.
+
+    python benchmarks/time_words.py --turn-cost [--conversations 2]
 
 ovos-date-parser's ``extract_datetime`` gives a point in time, not a period: its window here is
 the day of that point (it has no Chinese). A case is right when the window is exactly the
@@ -13,9 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +79,131 @@ def run(name: str, parse: Any, cases: list[dict[str, Any]], now: datetime, show:
     return share
 
 
+def _locomo_date(text: str) -> datetime:
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %b, %Y")
+
+
+def _locomo_questions() -> list[tuple[str, datetime]]:
+    import os
+
+    root = Path(
+        os.environ.get("OVOS_MEMORY_BENCH_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "bench")
+    )
+    path = root / "locomo" / "locomo_dev.json"
+    if not path.exists():
+        return []
+    out = []
+    for conv in json.loads(path.read_text(encoding="utf-8")):
+        dates = [v for k, v in conv["conversation"].items() if k.endswith("_date_time")]
+        last = max(_locomo_date(d) for d in dates)
+        asked = (last + timedelta(days=1)).replace(tzinfo=timezone.utc)
+        out.extend((str(qa["question"]), asked) for qa in conv["qa"])
+    return out
+
+
+def cost(cases: list[dict[str, Any]], now: datetime) -> None:
+    sets = {"time_words.json": [(c["text"], now, c["lang"]) for c in cases]}
+    locomo = _locomo_questions()
+    if locomo:
+        sets["LoCoMo questions"] = [(q, asked, "en") for q, asked in locomo]
+    for name, items in sets.items():
+        for text, when, lang in items:  # warm up: imports, the parser's language data
+            time_window(text, when, lang)
+        spent = []
+        for text, when, lang in items:
+            started = time.process_time()
+            time_window(text, when, lang)
+            spent.append((time.process_time() - started) * 1000)
+        parsed = sorted(t for t in spent if t > 0.05)
+        mean = sum(spent) / len(spent)
+        if parsed:
+            p50, p95 = parsed[len(parsed) // 2], parsed[min(len(parsed) - 1, int(0.95 * len(parsed)))]
+            reached = (
+                f"{len(parsed)} reach the parser: mean {sum(parsed) / len(parsed):.2f}, p50 {p50:.2f}, p95 {p95:.2f} ms"
+            )
+        else:
+            reached = "none reach the parser"
+        print(f"{name}: {len(spent)} utterances, mean {mean:.3f} ms CPU; {reached}")
+
+
+def turn_cost(conversations: int) -> None:
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from persona_path import NEW_SESSION, BenchClock, feed, locomo_units
+
+    from ovos_memory_plugins.composite import CompositeMemory
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    composite = {"members": [{"module": "ovos-memory-plugin-lexical"}, {"module": "ovos-memory-plugin-vector"}]}
+    composite["members"][1]["config"] = {"embedder": "hash"}
+    setups: list[tuple[str, Any, dict[str, Any]]] = [
+        ("keyword", LexicalMemory, {}),
+        ("composite keyword + vector (hash)", CompositeMemory, composite),
+    ]
+    units = [u for _, u in zip(range(conversations), locomo_units(), strict=False)]
+    for name, cls, config in setups:
+        spent: dict[bool, list[float]] = {True: [], False: []}
+        asked = 0
+        for unit in units:
+            with tempfile.TemporaryDirectory(prefix="turn-cost-") as tmp:
+                clocks = {on: BenchClock() for on in (True, False)}
+                mems = {
+                    on: cls({**config, "root": f"{tmp}/{on}", "retrieval": {"time_words": on}}, clock=clocks[on])
+                    for on in (True, False)
+                }
+                try:
+                    for on, mem in mems.items():
+                        feed(mem, unit, clocks[on])
+                    for ask in unit.asks:
+                        for clock in clocks.values():
+                            clock.set(ask.when)
+                        if mems[True].recall_window(ask.question) is None:
+                            continue
+                        asked += 1
+                        for on in (True, False, True, False):  # warm both, then time both, alternating
+                            started = time.process_time()
+                            mems[on].build_conversation_context(ask.question, NEW_SESSION)
+                            spent[on].append((time.process_time() - started) * 1000)
+                finally:
+                    for mem in mems.values():
+                        mem.close()
+        on, off = (sorted(spent[x][1::2]) for x in (True, False))
+        if not on:
+            print(f"{name}: no question names a window")
+            continue
+
+        def pct(values: list[float], q: float) -> float:
+            return values[min(len(values) - 1, int(q * len(values)))]
+
+        extra = sum(on) / len(on) - sum(off) / len(off)
+        print(
+            f"{name}: {asked} turns naming a window; CPU ms with time words mean {sum(on) / len(on):.2f}"
+            f" p50 {pct(on, 0.5):.2f} p95 {pct(on, 0.95):.2f}; without mean {sum(off) / len(off):.2f}"
+            f" p50 {pct(off, 0.5):.2f} p95 {pct(off, 0.95):.2f}; extra per turn {extra:.2f} ms"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--compare", action="store_true", help="also run ovos-date-parser")
     parser.add_argument("--show", action="store_true", help="print the wrong cases")
+    parser.add_argument("--cost", action="store_true", help="CPU per utterance instead (see the docstring)")
+    parser.add_argument("--turn-cost", action="store_true", help="what time words add to a turn (docstring)")
+    parser.add_argument("--conversations", type=int, default=2, help="LoCoMo conversations for --turn-cost")
     args = parser.parse_args()
     data = json.loads(DATA.read_text(encoding="utf-8"))
     now = datetime.fromisoformat(data["now"])
     cases = data["cases"]
+    if args.cost:
+        cost(cases, now)
+        return
+    if args.turn_cost:
+        turn_cost(args.conversations)
+        return
     run("dateparser (dates.time_window)", time_window, cases, now, args.show)
     if args.compare:
         run("ovos-date-parser (day of extract_datetime)", ovos_window, cases, now, args.show)

@@ -383,13 +383,19 @@ def _might_say_when(text: str, code: str) -> bool:
     if _YEAR.search(folded):
         return True
     words, phrases = _vocabulary(code)
-    if code == "zh":  # no spaces: the parser's phrases as substrings
-        return any(p in folded for p in phrases if len(p) >= 2)
+    if code == "zh":  # no spaces: the parser's phrases as substrings, or a number of units ("3天")
+        if any(p in folded for p in phrases if len(p) >= 2):
+            return True
+        return any(ch.isdigit() for ch in folded) and any(
+            f"{d}{u}" in folded for d in "0123456789" for u in _units(code)[0]
+        )
     return any(w in words for w in _WORD.findall(folded))
 
 
-#: Number words the parser reads only as digits ("hace dos días" -> "hace 2 días"), one to ten.
+#: Number words the parser reads only as digits ("hace dos días" -> "hace 2 días"), one to ten;
+#: before a time unit only ("two weeks": a duration is told by its number).
 _NUMBERS: dict[str, tuple[str, ...]] = {
+    "en": ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"),
     "de": ("ein", "zwei", "drei", "vier", "fünf", "sechs", "sieben", "acht", "neun", "zehn"),
     "es": ("un", "dos", "tres", "cuatro", "cinco", "seis", "siete", "ocho", "nueve", "diez"),
     "fr": ("un", "deux", "trois", "quatre", "cinq", "six", "sept", "huit", "neuf", "dix"),
@@ -409,8 +415,77 @@ def _with_digits(text: str, code: str) -> str:
     table = {w: str(i) for i, w in enumerate(words, start=1)} | _ALSO.get(code, {})
     if code == "zh":
         return re.sub(r"([一两二三四五六七八九十])(?=(天|周|星期|个月|年))", lambda m: table[m.group(1)], text)
-    pattern = r"\b(" + "|".join(map(re.escape, table)) + r")\b(?=\s+\w)"
+    if not any(w in text.casefold() for w in table):
+        return text
+    units = "|".join(map(re.escape, sorted((u for u in _units(code)[0] if u.isalpha()), key=len, reverse=True)))
+    pattern = r"\b(" + "|".join(map(re.escape, table)) + r")\b(?=\s+(?:" + units + r")\b)"
     return re.sub(pattern, lambda m: table.get(m.group(1).casefold(), m.group(1)), text, flags=re.I)
+
+
+#: Words for "the past ..." that the parser does not read before a time unit without a number
+#: ("the past month", "im vergangenen Monat", "el último mes", "de afgelopen maand"): a 1 is put
+#: between ("the past 1 month"), which the parser reads as a duration, a span up to now. Calendar
+#: words the parser knows ("last month", "letzten Monat", "el mes pasado") are left to it.
+_PAST: dict[str, tuple[str, ...]] = {
+    "en": ("past",),
+    "de": ("vergangenen", "vergangene", "vergangener"),
+    "es": ("último", "última"),
+    "fr": ("dernier", "dernière"),
+    "pt": ("último", "última"),
+    "it": ("ultimo", "ultima"),
+    "nl": ("afgelopen",),
+}
+
+
+def _units(code: str) -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
+    """The parser's words for a language's time units (day, week, month, year, their plurals),
+    its month and weekday names, and its words for "ago" (``vor``, ``hace``, ``il y a``, 前)."""
+    cached = _PARSER_STATE.get(("units", code))
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    from dateparser.languages.loader import LocaleDataLoader
+
+    info = LocaleDataLoader().get_locale(code).info
+
+    def entries(*keys: str) -> list[str]:
+        return [str(e).casefold() for k in keys for e in info.get(k, []) if isinstance(e, str)]
+
+    units = frozenset(e for e in entries("day", "week", "month", "year") if len(e) >= 3 or code == "zh")
+    months = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october"]
+    days = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    names = frozenset(entries(*months, "november", "december", *days))
+    found = (units, names, tuple(entries("ago")))
+    _PARSER_STATE[("units", code)] = found
+    return found
+
+
+def _with_past_one(text: str, code: str) -> str:
+    """``text`` with a 1 between a word of :data:`_PAST` and the time unit right after it."""
+    words = _PAST.get(code)
+    if not words or not any(w in text.casefold() for w in words):
+        return text
+    units = sorted((u for u in _units(code)[0] if u.isalpha()), key=len, reverse=True)
+    pattern = r"\b(" + "|".join(map(re.escape, words)) + r")\s+(" + "|".join(map(re.escape, units)) + r")\b"
+    return re.sub(pattern, r"\1 1 \2", text, flags=re.I)
+
+
+def _is_duration(found: str, text: str, code: str) -> bool:
+    """Whether the parser's find in ``text`` is a bare duration ("3 days", "2 Wochen", "1个月"):
+    a number and a time unit, no month or weekday name, and no word for "ago" in it or around it
+    ("3 days ago", "il y a 3 jours", found as "a 3 jours", are a day)."""
+    folded = found.casefold()
+    if not any(ch.isdigit() for ch in folded):
+        return False
+    units, names, ago = _units(code)
+    if code == "zh":
+        return any(u in folded for u in units) and not any(a in folded for a in ago)
+    words = set(_WORD.findall(folded))
+    if not words & units or words & names:
+        return False
+    where = text.casefold().find(folded)
+    around = text.casefold()[max(where - 12, 0) : where + len(folded) + 12] if where >= 0 else folded
+    spaced = f" {' '.join(_WORD.findall(around))} "
+    return not any(f" {a} " in spaced for a in ago)
 
 
 def _period_window(when: datetime, period: str) -> tuple[datetime, datetime]:
@@ -427,6 +502,16 @@ def _period_window(when: datetime, period: str) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
+def _search(search_dates: Any, text: str, code: str, settings: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """The parser's finds in ``text`` as ``(text, date, period)``: the periods come with the
+    search from dateparser 1.5 on (``add_period``); an older one gives None (read again)."""
+    try:
+        found = search_dates(text, languages=[code], settings=settings, add_period=True) or []
+    except TypeError:  # dateparser before 1.5: no add_period
+        return [(f[0], None, None) for f in search_dates(text, languages=[code], settings=settings) or []]
+    return [(f[0], f[1], f[2]) for f in found]
+
+
 def time_window(utterance: str, now: datetime, lang: str | None = None) -> Window | None:
     """The window of time the utterance's time words name ("yesterday", "last week", "in May",
     "two days ago", "letzte Woche", "上周"), in ``now``'s time zone, or None when it names none
@@ -434,7 +519,9 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
 
     ``dateparser`` finds the words and says their period (day, week, month, year); the window
     is that whole period: a day from midnight, a week from Monday, a calendar month or year;
-    several ("in March and April") span from the first to the end of the last. A date after
+    several ("in March and April") span from the first to the end of the last. A duration
+    ("the past 3 days", "in den letzten 2 Wochen", "过去一个月", and "the past month", read as
+    one month) is a span, from the day that long ago to the end of today. A date after
     ``now`` is no window (memories are of the past). A found date whose words are
     all stop words ("we" read as Wednesday) is ignored.
     """
@@ -444,6 +531,7 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
     text = _with_digits(utterance, code)
     if not _might_say_when(text, code):
         return None
+    text = _with_past_one(text, code)
     from dateparser.date import DateDataParser
     from dateparser.search import search_dates
 
@@ -453,21 +541,26 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
     settings = {"RELATIVE_BASE": naive, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True}
     parser = DateDataParser(languages=[code], settings=settings)  # its settings hold this turn's now
     stops = stop_words(code)
-    candidates: list[str] = []
-    for found, _ in search_dates(text, languages=[code], settings=settings) or []:
+    candidates: list[tuple[str, datetime | None, str | None]] = []
+    for found, when, period in _search(search_dates, text, code, settings):
         words = _WORD.findall(found.casefold())
         if code == "zh" or len(words) > 1 or (words and words[0] not in stops):  # not "we" as Wednesday
-            candidates.append(found)
+            candidates.append((found, when, period))
     if not candidates:  # a phrase the search missed in a long sentence ("la semana pasada")
         folded = text.casefold()
-        candidates = [p for p in _vocabulary(code)[1] if " " in p and p in folded][:1]
+        candidates = [(p, None, None) for p in _vocabulary(code)[1] if " " in p and p in folded][:1]
     windows = []
-    for found in candidates:
-        data = parser.get_date_data(found)
-        when = data.date_obj
+    today = naive.replace(hour=0, minute=0, second=0, microsecond=0)
+    for found, when, period in candidates:
+        if when is None or period is None:  # not searched, or a parser without periods: read it
+            data = parser.get_date_data(found)
+            when, period = data.date_obj, data.period
         if when is None or when > naive + timedelta(hours=1):
             continue
-        windows.append(_period_window(when, data.period or "day"))
+        if _is_duration(found, text, code):  # "the past 3 days": from that day to the end of today
+            windows.append((when.replace(hour=0, minute=0, second=0, microsecond=0), today + timedelta(days=1)))
+        else:
+            windows.append(_period_window(when, period or "day"))
     if not windows:
         return None
     zone = now.tzinfo or timezone.utc  # "in March and April": from the first to the end of the last

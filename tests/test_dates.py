@@ -358,3 +358,27 @@ def test_the_window_follows_the_clock_and_spans_several_time_words() -> None:
     assert again == (at(2026, 12, 1), at(2027, 1, 1))  # each call reads its own now
     both = time_window("which airline did I fly with in March and April?", datetime(2023, 4, 27, tzinfo=UTC))
     assert both == (at(2023, 3, 1), at(2023, 5, 1))
+
+
+def test_a_duration_is_a_span_up_to_today_and_ago_is_a_day() -> None:
+    from ovos_memory_plugins.dates import time_window
+
+    assert time_window("what did I do in the past 3 days?", NOW) == (at(2026, 11, 29), at(2026, 12, 3))
+    assert time_window("what did I say 3 days ago?", NOW) == (at(2026, 11, 29), at(2026, 11, 30))
+    assert time_window("which events did I go to during the past month?", NOW) == (at(2026, 11, 2), at(2026, 12, 3))
+    assert time_window("what did we discuss last month?", NOW) == (at(2026, 11, 1), at(2026, 12, 1))  # calendar
+    assert time_window("was habe ich in den letzten zwei Wochen gemacht?", NOW, "de") == (
+        at(2026, 11, 18),
+        at(2026, 12, 3),
+    )
+    assert time_window("il y a trois jours j'ai dit quoi ?", NOW, "fr") == (at(2026, 11, 29), at(2026, 11, 30))
+    assert time_window("which one did I pick?", NOW) is None  # a number word before no time unit
+
+
+def test_a_parser_without_periods_in_its_search_is_read_again() -> None:
+    from ovos_memory_plugins.dates import _search
+
+    def old_search_dates(text: str, languages: list[str], settings: dict[str, object]) -> list[tuple[str, datetime]]:
+        return [("yesterday", datetime(2026, 12, 1, 9))]  # dateparser before 1.5: no add_period
+
+    assert _search(old_search_dates, "what did I say yesterday?", "en", {}) == [("yesterday", None, None)]
