@@ -548,7 +548,8 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
             candidates.append((found, when, period))
     if not candidates:  # a phrase the search missed in a long sentence ("la semana pasada")
         folded = text.casefold()
-        candidates = [(p, None, None) for p in _vocabulary(code)[1] if " " in p and p in folded][:1]
+        phrases = [p for p in _vocabulary(code)[1] if " " in p and p in folded][:1]
+        candidates = [(p, None, None) for p in phrases]
     windows = []
     today = naive.replace(hour=0, minute=0, second=0, microsecond=0)
     for found, when, period in candidates:
