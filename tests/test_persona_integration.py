@@ -275,3 +275,38 @@ def test_an_unusable_root_still_loads_the_persona(
     messages = persona_host.say("ada", "where does my cat sleep?")
     assert messages[-1] == {"role": "user", "content": "where does my cat sleep?"}
     assert "laundry basket" in _earlier(messages), "kept in RAM for the life of the process"
+
+
+@pytest.mark.parametrize("module", ["ovos-memory-plugin-lexical", "ovos-memory-plugin-vector"])
+def test_a_persona_asked_what_did_i_tell_you_yesterday_gets_yesterdays_memories_dated(
+    persona_host: Host, module: str
+) -> None:
+    """Yesterday's and an older exchange, recorded at their times through the ``clock=`` seam in
+    the persona's memory folder; the real persona (system clock) is then asked about yesterday."""
+    pytest.importorskip("dateparser", reason="the dates extra (dateparser) is not installed")
+    from datetime import datetime, timedelta
+
+    from ovos_plugin_manager.agents import find_memory_plugins
+
+    from ovos_memory_plugins.dates import when_label
+    from ovos_memory_plugins.testing import exchange
+
+    if module not in find_memory_plugins():
+        pytest.skip(f"{module} is not installed")
+    root = persona_host.folder / "ada-memory"
+    config = {**OFFLINE_CONFIG.get(module, {}), "root": str(root), "namespace": "ada"}
+    now = datetime.now().astimezone()
+    yesterday, older = now - timedelta(days=1), now - timedelta(days=12)
+    when = [older]
+    cls = find_memory_plugins()[module]
+    with cls(config, clock=lambda: when[0]) as mem:
+        mem.update_history(exchange("I planted tulips in the garden", "Lovely, tulips."), "kitchen")
+        when[0] = yesterday
+        mem.update_history(exchange("I booked the dentist for Friday", "Dentist on Friday, noted."), "kitchen")
+    persona_host.add_persona("ada", module, {"root": str(root), "namespace": "ada"})
+    persona_host.start()
+    sent = _earlier(persona_host.say("ada", "what did I tell you yesterday?", "hallway"))
+    label = when_label(yesterday.timestamp(), datetime.now().astimezone(), "en")
+    assert label.endswith(", yesterday")
+    assert f"[{label}] Q: I booked the dentist for Friday" in sent, sent
+    assert "planted tulips" not in sent  # twelve days ago is not yesterday
