@@ -147,3 +147,17 @@ def test_numpy_and_sqlite_vec_keep_the_same_window(tmp_path: Path) -> None:
             hits = mem.search("tulips garden dentist", window=(_at(2026, 12, 1), _at(2026, 12, 2)))
             found.append([(h.source, round(h.score, 5)) for h in hits])
     assert found[0] == found[1] and len(found[0]) == 2
+
+
+def test_postgres_reads_a_window_through_an_index_on_created(postgres_url: str) -> None:
+    pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
+    from ovos_memory_plugins.storage.registry import open_storage
+
+    storage = open_storage(postgres_url, namespace=f"time-windows-{next(_ns)}")
+    try:
+        found = storage.db.scalar(  # type: ignore[attr-defined]
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_documents_created'"
+        )
+        assert found is not None and "(namespace, created)" in found
+    finally:
+        storage.close()

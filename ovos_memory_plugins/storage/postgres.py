@@ -860,12 +860,19 @@ def _v4(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+def _v5(conn: psycopg.Connection[Any]) -> None:
+    """Documents by when they were made: time words read a window's newest documents
+    (``made_between``) and filter searches by ``created``, as the SQLite file's index on it does."""
+    conn.execute("CREATE INDEX IF NOT EXISTS memory_documents_created ON memory_documents (namespace, created)")
+
+
 #: The schema. Append only; never rename or reorder an applied step.
 MIGRATIONS = [
     PgMigration("0001_documents_keywords_vectors_history", _v1),
     PgMigration("0002_keyword_namespace_lexeme", _v2),
     PgMigration("0003_keyword_index_short_pending_list", _v3),
     PgMigration("0004_keyword_document_frequencies", _v4),
+    PgMigration("0005_documents_created", _v5),
 ]
 
 
