@@ -530,7 +530,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     @property
     def filters_time(self) -> bool:
         """Whether :meth:`search` can keep to a window of time (``window=``): the memory's index
-        filters on the documents' ``created`` in its query (the SQLite keyword index)."""
+        filters on the documents' ``created`` in its query (the keyword, vector and hybrid indexes
+        of either engine: :class:`~ovos_memory_plugins.index.IndexedMemory`)."""
         return False
 
     def _query_window(self, query: str, top_k: int, session_id: str | None, window: Window) -> list[MemoryHit]:

@@ -769,7 +769,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
 
     def _time_members(self) -> list[_Member]:
         """The recalling members that can keep a search to a window of time (``filters_time``:
-        the keyword member on SQLite); the others contribute ordinary hits only."""
+        keyword, vector and hybrid members, on either engine); the others contribute ordinary
+        hits only."""
         return [
             m
             for m in self._members
