@@ -171,17 +171,19 @@ def test_a_ten_megabyte_id_is_refused_at_once_and_deletes_stay_fast(
                 assert "at most" in str(exc)
             else:  # ... or (the composite, fanning out) nothing done and a log line saying why
                 assert not result and "at most" in caplog.text, result
-            assert time.monotonic() - start < 1.0
+            # generous bounds on a shared 2-core machine: the bug they catch (the id written,
+            # then every later statement scanning 10 MB) costs far more than these
+            assert time.monotonic() - start < 5.0
         start = time.monotonic()
         mem.update_history(exchange("a question", "an answer"), huge)  # never raises: logged, dropped
         mem.build_conversation_context("a question", huge)
-        assert time.monotonic() - start < 2.0
+        assert time.monotonic() - start < 10.0
         for i in range(20):
             mem.store(f"filler {i} about herons", "s")
         start = time.monotonic()
         assert mem.delete([kept]) == 1
         assert mem.delete(["no-such-id"]) == 0
-        assert time.monotonic() - start < 0.5, "later deletes stay fast"
+        assert time.monotonic() - start < 3.0, "later deletes stay fast"
     assert files_holding(tmp_path / "m", "x" * 1000) == [], "the huge id was written nowhere"
 
 
