@@ -11,7 +11,7 @@ import pytest
 
 from ovos_memory_plugins.lexical import LexicalMemory
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "persona_path.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "persona_path.py"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Provable forget on PostgreSQL: the canary of ``test_trust_forget.py`` through every backend
+"""Provable forget on PostgreSQL: the canary of ``test_forget_canary.py`` through every backend
 and every forget verb, with the rows in the server read afterwards.
 
 The same backends as a persona configures them with ``"database": "postgresql://..."`` (each in
@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
-from test_trust_forget import (
+from test_forget_canary import (
     ASK,
     CANARY,
     KEEP,
@@ -76,7 +76,7 @@ def rows_of(url: str, namespace: str, word: str) -> dict[str, int]:
 
 
 def fill(backend: Backend, mem: Any) -> None:
-    """The canary in every way the backend takes it (as ``test_trust_forget.fill``)."""
+    """The canary in every way the backend takes it (as ``test_forget_canary.fill``)."""
     mem.build_conversation_context(ASK, "ava")
     mem.update_history(exchange(ASK, REPLY), "ava")
     mem.store(STORED, "ava")

@@ -1,6 +1,6 @@
 """Test doubles for the tool box tests (no tests here): a small in-RAM ``NotesKeeper``, a slow retriever.
 
-The real notes backends implement the protocol too (``tests/test_toolbox_notes.py``); this double
+The real notes backends implement the protocol too (``tests/frontends/test_toolbox_notes.py``); this double
 keeps the tool box's own tests independent of their matching rules.
 """
 

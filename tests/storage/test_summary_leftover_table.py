@@ -1,6 +1,6 @@
 """An earlier release's ``summaries`` table that must stay: read once per open, shown in ``stats()``.
 
-Real SQLite files written as that release wrote them (helpers of tests/test_summary_store.py);
+Real SQLite files written as that release wrote them (helpers of tests/storage/test_summary_store.py);
 the reads are counted with a trace callback on the store's real connection; the operator's view
 through the real command (``ovos-memory stats``).
 """

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "ovos_memory_plugins"
+PACKAGE = Path(__file__).resolve().parents[2] / "ovos_memory_plugins"
 HEAVY = ("ovos_plugin_manager", "numpy")
 
 

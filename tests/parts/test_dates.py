@@ -224,7 +224,7 @@ def test_notes_and_sticky_notes_are_dated_like_memories(tmp_path: Path) -> None:
 
 dateparser = pytest.importorskip("dateparser", reason="the dates extra (dateparser) is not installed")
 
-TIME_WORDS = json.loads((Path(__file__).parent / "data" / "time_words.json").read_text(encoding="utf-8"))
+TIME_WORDS = json.loads((Path(__file__).parents[1] / "data" / "time_words.json").read_text(encoding="utf-8"))
 
 
 def _expected(case: dict[str, object], now: datetime) -> tuple[float, float] | None:

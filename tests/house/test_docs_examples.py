@@ -12,7 +12,7 @@ import pytest
 
 from ovos_memory_plugins.testing import MemoryContract
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "writing-a-backend.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "writing-a-backend.md"
 
 
 def _blocks() -> list[str]:

@@ -133,7 +133,7 @@ def test_a_model_that_keeps_calling_tools_is_cut_off(tmp_path: Path, server: Scr
     ada.close()
 
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "tools.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
 
 
 def test_the_docs_example_runs_as_written(

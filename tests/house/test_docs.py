@@ -15,7 +15,7 @@ import pytest
 from ovos_memory_plugins.cli import build_parser
 from ovos_memory_plugins.config import MemoryConfig, describe
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 PREFIX = "ovos-memory-plugin-"
 
 

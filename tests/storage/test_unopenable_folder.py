@@ -151,7 +151,7 @@ def test_a_read_only_folder_fails_the_command_as_nobody(shared_folder: Path) -> 
     home = shared_folder / "home"
     home.mkdir(mode=0o777)
     home.chmod(0o777)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "XDG_DATA_HOME": str(home)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "XDG_DATA_HOME": str(home)}
     base = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", _RUN_CLI]
     for args in (["search", "locker"], ["remember", "my bike is blue"]):
         cmd = [*base, *args, "--module", LEXICAL.module, "--root", str(root)]

@@ -1,7 +1,7 @@
 """Forget by description, from the Python API, the command and the editor, on both engines; and
 the tool box's ``forget_memory`` on memories of documents.
 
-The locker-code case of ``test_trust_notes.py`` (remember "my locker code is 4417", update it to
+The locker-code case of ``test_notes_locker_code.py`` (remember "my locker code is 4417", update it to
 1234, forget "locker code 4417") on every memory that keeps notes, on SQLite files and on
 PostgreSQL: 4417 leaves every file under the folder and every row of the memory's namespaces,
 1234 stays. And a keyword or vector memory's document forgotten through the tool box (loose
@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from test_trust_notes import NEW, OLD, setup_locker
+from test_notes_locker_code import NEW, OLD, setup_locker
 from trust_helpers import (
     COMPOSITE,
     LEXICAL,
@@ -60,7 +60,7 @@ def kept(root: Path, url: str | None, namespace: str, word: str) -> list[str]:
     """Files under ``root`` and tables of the memory's namespaces that still hold ``word``."""
     found = files_holding(root, word)
     if url:
-        from test_trust_forget_postgres import rows_of
+        from test_forget_canary_postgres import rows_of
 
         found += [f"table {t}" for t in rows_of(url, namespace, word)]
     return found

@@ -576,7 +576,7 @@ def test_the_docs_page_persona_json_is_valid_and_lists_every_key() -> None:
     from ovos_memory_plugins.config import describe
     from ovos_memory_plugins.sticky import PHRASE_KINDS, StickyOptions
 
-    page = (Path(__file__).resolve().parent.parent / "docs" / "sticky.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "sticky.md").read_text(encoding="utf-8")
     persona = json.loads(re.findall(r"```json\n(.*?)```", page, re.S)[0])
     assert persona["memory_module"] == "ovos-memory-plugin-sticky"
     validate_config(persona["ovos-memory-plugin-sticky"], plugin="ovos-memory-plugin-sticky")

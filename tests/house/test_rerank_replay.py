@@ -15,7 +15,7 @@ import pytest
 
 from ovos_memory_plugins.lexical import LexicalMemory
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def _load(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:

@@ -16,7 +16,7 @@ from ovos_memory_plugins import loader
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.errors import BackendError
 
-PACKAGE = Path(__file__).resolve().parents[1] / "ovos_memory_plugins"
+PACKAGE = Path(__file__).resolve().parents[2] / "ovos_memory_plugins"
 
 
 def test_short_and_full_names_resolve_and_an_unknown_one_lists_what_is_installed() -> None:

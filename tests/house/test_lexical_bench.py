@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "recall.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "recall.py"
 
 
 @pytest.fixture

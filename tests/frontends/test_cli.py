@@ -429,7 +429,7 @@ def test_notes_remember_edit_forget_dream_export(
 
 # -- the migration recipes of docs/migration.md, run as written ---------------------------------
 
-MIGRATION = Path(__file__).resolve().parent.parent / "docs" / "migration.md"
+MIGRATION = Path(__file__).resolve().parents[2] / "docs" / "migration.md"
 
 
 def _recipe(n: int, path: str, replacement: Path) -> str:

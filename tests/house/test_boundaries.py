@@ -16,7 +16,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "ovos_memory_plugins"
+PACKAGE = Path(__file__).resolve().parents[2] / "ovos_memory_plugins"
 
 
 @dataclass(frozen=True)
