@@ -316,4 +316,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> NoReturn:
     """Run the command and exit with its code."""
     sys.exit(main())
-

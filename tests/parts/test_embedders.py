@@ -268,8 +268,8 @@ def test_local_minilm_bulk_runs_batches_at_once_with_the_same_vectors() -> None:
 
 @pytest.mark.skipif(not _HAS_MINILM, reason="the [local] extra is absent")
 def test_local_model_hash_mismatch_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedders, "_MINILM_ONNX_SHA256", "0" * 64)
-    monkeypatch.setattr(embedders, "_verified", set())
+    monkeypatch.setattr(embedders.local, "_MINILM_ONNX_SHA256", "0" * 64)
+    monkeypatch.setattr(embedders.local, "_verified", set())
     with pytest.raises(BackendError, match="SHA-256"):
         embedders.MiniLMEmbedder()
 
@@ -303,16 +303,16 @@ def test_local_multilingual_matches_meaning_across_languages() -> None:
 
 @pytest.mark.skipif(not _HAS_USE, reason="the [local] extra is absent")
 def test_local_multilingual_hash_mismatch_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedders, "_USE_SHA256", {"weights.npz": "0" * 64})
-    monkeypatch.setattr(embedders, "_verified", set())
+    monkeypatch.setattr(embedders.local, "_USE_SHA256", {"weights.npz": "0" * 64})
+    monkeypatch.setattr(embedders.local, "_verified", set())
     with pytest.raises(BackendError, match="SHA-256"):
         embedders.USEEmbedder()
 
 
 def test_local_threads_follow_the_usable_cores() -> None:
     assert 1 <= embedders.usable_cores() <= (__import__("os").cpu_count() or 1)
-    assert embedders._threads(3) == 3
-    assert embedders._threads(None) == min(2, embedders.usable_cores())
+    assert embedders.local._threads(3) == 3
+    assert embedders.local._threads(None) == min(2, embedders.usable_cores())
 
 
 # -- caches ------------------------------------------------------------------------------------
@@ -447,7 +447,7 @@ def test_openai_embedder_total_deadline_then_back_off(fault: str) -> None:
         with pytest.raises(BackendError) as first:
             emb.embed_queries(["where is my bike"])
         took = time.monotonic() - start
-        assert took < 1.6, took  # one deadline, whatever the server does (a trickle would take ~60 s)
+        assert took < 3.0, took  # one deadline (1 s), whatever the server does (a trickle would take ~60 s)
         assert isinstance(first.value, DeadlineExceeded) == (fault != "dead")
         for _ in range(5):  # backing off: no request, microseconds
             start = time.monotonic()
