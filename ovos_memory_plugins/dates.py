@@ -430,7 +430,7 @@ _PAST: dict[str, tuple[str, ...]] = {
     "en": ("past",),
     "de": ("vergangenen", "vergangene", "vergangener"),
     "es": ("último", "última"),
-    "fr": ("dernier", "dernière"),
+    "fr": ("dernier", "dernière", "derniers", "dernières"),
     "pt": ("último", "última"),
     "it": ("ultimo", "ultima"),
     "nl": ("afgelopen",),
@@ -460,13 +460,17 @@ def _units(code: str) -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
 
 
 def _with_past_one(text: str, code: str) -> str:
-    """``text`` with a 1 between a word of :data:`_PAST` and the time unit right after it."""
+    """``text`` with a 1 between a word of :data:`_PAST` and the time unit right after it, and
+    such a word between a number and its unit left out ("ces 3 derniers jours": "ces 3 jours",
+    which the parser finds)."""
     words = _PAST.get(code)
     if not words or not any(w in text.casefold() for w in words):
         return text
-    units = sorted((u for u in _units(code)[0] if u.isalpha()), key=len, reverse=True)
-    pattern = r"\b(" + "|".join(map(re.escape, words)) + r")\s+(" + "|".join(map(re.escape, units)) + r")\b"
-    return re.sub(pattern, r"\1 1 \2", text, flags=re.I)
+    units = "|".join(map(re.escape, sorted((u for u in _units(code)[0] if u.isalpha()), key=len, reverse=True)))
+    past = "|".join(map(re.escape, words))
+    number = "|".join([r"\d+", *map(re.escape, _NUMBERS.get(code, ()))])
+    text = re.sub(r"\b(" + number + r")\s+(?:" + past + r")\s+(" + units + r")\b", r"\1 \2", text, flags=re.I)
+    return re.sub(r"\b(" + past + r")\s+(" + units + r")\b", r"\1 1 \2", text, flags=re.I)
 
 
 def _is_duration(found: str, text: str, code: str) -> bool:
@@ -528,10 +532,9 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
     if not utterance.strip() or not parser_available():
         return None
     code = language(lang)
-    text = _with_digits(utterance, code)
+    text = _with_digits(_with_past_one(utterance, code), code)
     if not _might_say_when(text, code):
         return None
-    text = _with_past_one(text, code)
     from dateparser.date import DateDataParser
     from dateparser.search import search_dates
 

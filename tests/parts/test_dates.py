@@ -372,6 +372,8 @@ def test_a_duration_is_a_span_up_to_today_and_ago_is_a_day() -> None:
         at(2026, 12, 3),
     )
     assert time_window("il y a trois jours j'ai dit quoi ?", NOW, "fr") == (at(2026, 11, 29), at(2026, 11, 30))
+    assert time_window("pendant les deux dernières semaines", NOW, "fr") == (at(2026, 11, 18), at(2026, 12, 3))
+    assert time_window("vendredi dernier", NOW, "fr") == (at(2026, 11, 27), at(2026, 11, 28))  # a day, not a span
     assert time_window("which one did I pick?", NOW) is None  # a number word before no time unit
 
 
