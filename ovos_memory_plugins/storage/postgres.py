@@ -1913,10 +1913,13 @@ class PgVectorStore:
         session_filter = " AND v.session_id = %(session)s" if session_id is not None else ""
         params: dict[str, Any] = {"ns": self.namespace, "space": space, "q": q, "k": int(k), "session": session_id}
         if window is not None:
-            session_filter += " AND d.created >= %(since)s AND d.created < %(until)s"
+            session_filter += " AND d.namespace = %(ns)s AND d.created >= %(since)s AND d.created < %(until)s"
             params["since"], params["until"] = float(window[0]), float(window[1])
         large = self.count(space) >= HNSW_MIN_VECTORS
-        if large and self._has_ann(dims):
+        # a window of time is searched exactly, its documents found by their `created`: an HNSW
+        # scan filtered to a few days of a large namespace can stop (hnsw.max_scan_tuples) before
+        # it reaches them
+        if large and window is None and self._has_ann(dims):
             with self.db.transaction() as conn:
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 conn.execute("SET LOCAL hnsw.ef_search = 100")

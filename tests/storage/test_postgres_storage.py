@@ -281,6 +281,21 @@ def test_hnsw_index_search(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -
             (vectors[7],),
         ).fetchall()
     assert "memory_vectors_hnsw_8" in " ".join(r[0] for r in plan)
+    # with the HNSW index there, a window of time still finds every document made then, in order
+    inside = [f"h{i}" for i in range(0, 300, 30)]
+    with db.atomic() as conn:
+        conn.execute("UPDATE memory_documents SET created = 1000 WHERE namespace = %s", (ns,))
+        conn.execute(
+            "UPDATE memory_documents SET created = 5000 WHERE namespace = %s AND doc_id = ANY(%s)", (ns, inside)
+        )
+    in_window = [d for d, _ in vec.search("e8", vectors[7], 20, window=(4000.0, 6000.0))]
+    assert sorted(in_window) == sorted(inside)
+    assert in_window == sorted(
+        inside,
+        key=lambda d: (
+            -float(vectors[int(d[1:])] @ vectors[7] / np.linalg.norm(vectors[int(d[1:])]) / np.linalg.norm(vectors[7]))
+        ),
+    )
 
 
 def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
