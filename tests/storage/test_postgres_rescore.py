@@ -177,3 +177,25 @@ def test_both_engines_prune_with_the_same_constants() -> None:
     for name in ("PRUNE_MIN_DOCUMENTS", "PRUNE_POSTINGS", "RESCORE_CANDIDATES", "BM25_K1", "BM25_B"):
         assert getattr(pg, name) == getattr(keyword, name), name
     assert pg.bm25_scores is keyword.bm25_scores
+
+
+def test_a_window_of_time_gives_the_same_documents_in_the_same_order_as_sqlite(engines: Engines) -> None:
+    """Time words at scale: documents dated over 20 days, searched within a window of 5, pruned or
+    not: both engines return the window's documents only, in SQLite's order, with its scores."""
+    docs = [
+        Document(d.doc_id, d.text, d.session_id, {**d.metadata, "time": 86_400.0 * (i % 20)})
+        for i, d in enumerate(corpus(400))
+    ]
+    engines.add(docs)
+    made = {d.doc_id: 86_400.0 * (i % 20) for i, d in enumerate(docs)}
+    window = (86_400.0 * 5, 86_400.0 * 10)
+    rng = random.Random(5)
+    rescored = 0
+    for query in [" ".join(rng.sample(VOCAB, rng.randint(2, 6))) for _ in range(20)]:
+        rescored += pruned(engines.sqlite, query)
+        sqlite = engines.sqlite.search(query, 10, window=window)
+        postgres = engines.postgres.search(query, 10, window=window)
+        assert sqlite and all(window[0] <= made[h.source] < window[1] for h in sqlite), query
+        assert [h.source for h in postgres] == [h.source for h in sqlite], query
+        assert [h.score for h in postgres] == pytest.approx([h.score for h in sqlite], rel=1e-9), query
+    assert rescored >= 10
