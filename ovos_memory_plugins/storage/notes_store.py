@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ovos_memory_plugins.errors import CorruptFileError, StorageError
-from ovos_memory_plugins.storage.records import Note, note_id
+from ovos_memory_plugins.storage.records import Note, note_id, words_key
 from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase
 from ovos_memory_plugins.storage.tables import TableAccess, scrub_lines, truncate_wal
 
@@ -65,6 +65,7 @@ __all__ = [
     "DatabaseNotesStore",
     "FileNotesStore",
     "FileRewrites",
+    "NotesShelf",
     "NotesStore",
     "Rewrites",
     "SQLiteNotesStore",
@@ -849,6 +850,80 @@ def move_notes(source: NotesStore, target: NotesStore) -> int:
         new_retired = [n for n in retired if (n.text, n.retired_on) not in old_retired]
         target.add_retired(new_retired)
     return len(new_active) + len(new_retired)
+
+
+class NotesShelf:
+    """The rows of a :class:`NotesStore` as the notes part works on them
+    (:class:`~ovos_memory_plugins.notebook.NoteShelf`): ids are the words' (``n-…``), an active
+    note's place in the list is kept, a note is dated by the month.
+
+    Args:
+        store: ``MEMORY.md`` or the ``memory_notes`` table.
+        month: this month, ``YYYY-MM`` (the date of a note given none).
+        cached: the active notes as last read (a listing outside a transaction may use them).
+    """
+
+    def __init__(
+        self, store: NotesStore, *, month: Callable[[], str], cached: Callable[[], list[Note]] | None = None
+    ) -> None:
+        self.store = store
+        self._month = month
+        self._cached = cached
+
+    def rows(self, *, include_retired: bool = False, fresh: bool = True) -> list[Note]:
+        """The active notes in order, then the retired ones (``include_retired``)."""
+        active = list(self._cached()) if self._cached is not None and not fresh else self.store.load()
+        return active + self.store.retired() if include_retired else active
+
+    def transaction(self) -> contextlib.AbstractContextManager[object]:
+        """The store's transaction."""
+        return self.store.transaction()
+
+    def insert(
+        self,
+        text: str,
+        *,
+        session_id: str,
+        date: str = "",
+        lang: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Note:
+        """Append a note (language and metadata are not kept by these stores)."""
+        note = make_note(text, date or self._month(), session_id=session_id)
+        with self.store.transaction():
+            self.store.save([*self.store.load(), note])
+        return note
+
+    def touch(self, note: Note) -> None:
+        """Nothing to note: these stores keep when a fact was learned, not when it was said again."""
+
+    def replace(self, old: Note, text: str, *, date: str, day: str) -> tuple[Note, Note]:
+        """Retire ``old`` and put ``text`` at its place in the list."""
+        new = make_note(text, date or self._month(), session_id=old.session_id)
+        with self.store.transaction():
+            notes = self.store.load()
+            index = next((i for i, n in enumerate(notes) if n.id == old.id), len(notes))
+            self.store.retire([old], day)
+            key = words_key(text)
+            notes = [n for n in self.store.load() if words_key(n.text) != key]
+            notes.insert(min(index, len(notes)), new)
+            self.store.save(notes)
+        return replace(old, retired_on=day), new
+
+    def set_retired(self, note: Note, day: str | None) -> Note:
+        """Move the note to the retired ones (``day``) or back to the end of the active ones."""
+        if day is None:
+            self.store.restore([note])
+        else:
+            self.store.retire([note], day)
+        return replace(note, retired_on=day)
+
+    def delete(self, note: Note, *, session_id: str | None = None) -> list[Note]:
+        """Remove every row with the note's words (active and retired; ``session_id``'s only)."""
+        key = words_key(note.text)
+        return self.store.remove(
+            lambda n: words_key(n.text) == key and (session_id is None or n.session_id == session_id)
+        )
 
 
 class _OldNotesFile:
