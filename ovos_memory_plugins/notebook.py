@@ -42,6 +42,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ovos_memory_plugins.common import normalize_content
 from ovos_memory_plugins.config import option
 from ovos_memory_plugins.protocols import Note, NoteChange, words_key
+from ovos_memory_plugins.storage.records import NewNote
 from ovos_memory_plugins.text import query_terms, tokenize
 
 LOG = logging.getLogger(__name__)
@@ -327,16 +328,8 @@ class NoteShelf(Protocol):
         """A block in which a read-modify-write cycle is not interleaved with another process's."""
         ...
 
-    def insert(
-        self,
-        text: str,
-        *,
-        session_id: str,
-        date: str = "",
-        lang: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Note:
-        """Add an active note (dated ``date``, else today as the store dates notes); return it."""
+    def insert(self, new: NewNote) -> Note:
+        """Add an active note (dated ``new.date``, else today as the store dates notes); return it."""
         ...
 
     def touch(self, note: Note) -> None:
@@ -476,8 +469,8 @@ class Notebook:
     def remember(
         self,
         fact: Any,
-        *,
         session_id: str = "default",
+        *,
         date: str | None = None,
         lang: str | None = None,
         metadata: dict[str, Any] | None = None,
@@ -494,7 +487,7 @@ class Notebook:
             if same is not None:
                 self.shelf.touch(same)
                 return NoteChange("duplicate", note=same, message=f"already noted: {same.text}")
-            note = self.shelf.insert(text, session_id=sid, date=date or given, lang=lang, metadata=metadata)
+            note = self.shelf.insert(NewNote(text, sid, date or given, lang, dict(metadata or {})))
         self._changed(True)
         return NoteChange("added", note=note, message=f"noted: {text}")
 

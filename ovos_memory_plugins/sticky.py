@@ -657,20 +657,13 @@ class StickyMemory(BaseRetrievalMemory):
         """The active notes, oldest first: every one (None), or those ``session_id`` sees under ``scope``."""
         return [note_of(r) for r in self._rows(session_id)]
 
-    def remember(
-        self,
-        fact: str,
-        session_id: str = "default",
-        *,
-        date: str | None = None,
-        lang: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> NoteChange:
+    def remember(self, fact: str, session_id: str = "default", **extra: Any) -> NoteChange:
         """Save ``fact`` as a note (``added``); the same fact again keeps one note (``duplicate``;
         in ``global`` scope across sessions). Non-text input, text without a letter or digit, or
-        a fact over ``max_note_chars`` changes nothing (``refused``). ``date`` is accepted for the
-        protocol; a sticky note is dated when it is saved."""
-        return self.notebook.remember(fact, session_id=session_id, date=date, lang=lang, metadata=metadata)
+        a fact over ``max_note_chars`` changes nothing (``refused``). Keywords: ``lang`` (the
+        language it was said in), ``metadata``, and ``date``, accepted for the protocol (a
+        sticky note is dated when it is saved)."""
+        return self.notebook.remember(fact, session_id, **extra)
 
     def forget(self, description: str, *, session_id: str | None = None, lang: str | None = None) -> NoteChange:
         """Delete, for real, the note ``description`` names (its exact id, or words naming it;

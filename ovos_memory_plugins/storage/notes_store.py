@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ovos_memory_plugins.errors import CorruptFileError, StorageError
-from ovos_memory_plugins.storage.records import Note, note_id, words_key
+from ovos_memory_plugins.storage.records import NewNote, Note, note_id, words_key
 from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase
 from ovos_memory_plugins.storage.tables import TableAccess, scrub_lines, truncate_wal
 
@@ -879,17 +879,9 @@ class NotesShelf:
         """The store's transaction."""
         return self.store.transaction()
 
-    def insert(
-        self,
-        text: str,
-        *,
-        session_id: str,
-        date: str = "",
-        lang: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Note:
+    def insert(self, new: NewNote) -> Note:
         """Append a note (language and metadata are not kept by these stores)."""
-        note = make_note(text, date or self._month(), session_id=session_id)
+        note = make_note(new.text, new.date or self._month(), session_id=new.session_id)
         with self.store.transaction():
             self.store.save([*self.store.load(), note])
         return note

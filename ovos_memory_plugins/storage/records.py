@@ -13,7 +13,7 @@ from typing import Any
 
 from ovos_memory_plugins.common import normalize_content
 
-__all__ = ["Note", "note_id", "words_key"]
+__all__ = ["NewNote", "Note", "note_id", "words_key"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,25 @@ class Note:
     def active(self) -> bool:
         """Whether the note is still true (not retired)."""
         return self.retired_on is None
+
+
+@dataclass(frozen=True)
+class NewNote:
+    """A note to add, before a store gives it its id and date.
+
+    Attributes:
+        text: the fact, one line.
+        session_id: the session it is learned in.
+        date: when it was learned (``""``: the store dates it, today).
+        lang: the language it was said in (None: not known; kept by sticky notes).
+        metadata: what to store with it (kept by sticky notes).
+    """
+
+    text: str
+    session_id: str
+    date: str = ""
+    lang: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 _TRAILING = " \t\r\n.。!！?？;；,，…"

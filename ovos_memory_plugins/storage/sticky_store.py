@@ -43,7 +43,7 @@ from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.notes_store import move_aside, pg_notes_schema, read_old_file
-from ovos_memory_plugins.storage.records import Note, words_key
+from ovos_memory_plugins.storage.records import NewNote, Note, words_key
 from ovos_memory_plugins.storage.sqlite import Migration
 from ovos_memory_plugins.storage.tables import TableAccess, marks
 
@@ -394,23 +394,14 @@ class StickyShelf:
         """Every write is one statement: the memory's lock is enough."""
         return contextlib.nullcontext()
 
-    def insert(
-        self,
-        text: str,
-        *,
-        session_id: str,
-        date: str = "",
-        lang: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Note:
-        """Save a note dated now (``date`` is not kept: a sticky note is dated when saved); a
-        retired note with the same id becomes active again."""
-        note_id = self._new_id(session_id, text)
-        meta = dict(metadata or {})
+    def insert(self, new: NewNote) -> Note:
+        """Save a note dated now (``new.date`` is not kept: a sticky note is dated when saved);
+        a retired note with the same id becomes active again."""
+        note_id = self._new_id(new.session_id, new.text)
         stamp = self._now()
-        self.store.put(note_id, text, session_id, lang=lang, metadata=meta, now=stamp)
-        row = self.store.get(note_id) or StickyRow(note_id, text, session_id, stamp, stamp, lang, meta)
-        return note_of(row)
+        self.store.put(note_id, new.text, new.session_id, lang=new.lang, metadata=new.metadata, now=stamp)
+        row = self.store.get(note_id)
+        return note_of(row or StickyRow(note_id, new.text, new.session_id, stamp, stamp, new.lang, new.metadata))
 
     def touch(self, note: Note) -> None:
         """Mark the note as said again."""
@@ -421,7 +412,7 @@ class StickyShelf:
         row = self.store.get(old.id)
         self.store.set_retired(old.id, day)
         lang = row.lang if row is not None else None
-        new = self.insert(text, session_id=old.session_id, lang=lang, metadata=dict(old.metadata))
+        new = self.insert(NewNote(text, old.session_id, "", lang, dict(old.metadata)))
         return self._now_of(old), new
 
     def set_retired(self, note: Note, day: str | None) -> Note:
