@@ -218,6 +218,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         self.root: Path = resolve_root(self.settings)
         self._lock = threading.RLock()
         self._closed = False
+        self._exchange_listeners: list[Callable[[StoredDocument], None]] = []
         #: The indexes the base writes every document to and deletes it from (IndexedMemory).
         self.indexes: list[Index] = []
         self.storage: Storage = self._open_storage()
@@ -509,7 +510,27 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         with self._lock:
             prepared = self._prepare_documents(docs)
             with self.storage.atomic():
-                return self._put_prepared(docs, prepared)
+                stored = self._put_prepared(docs, prepared)
+            self._tell_exchanges(stored)
+            return stored
+
+    def add_exchange_listener(self, listener: Callable[[StoredDocument], None]) -> None:
+        """Call ``listener(exchange)`` for every exchange document this memory writes (a turn
+        recorded by ``update_history``, an exchange imported or copied in), once the write's
+        transaction is done, in write order, under the memory's lock: a listener keeps it short
+        (the notes' digest only queues the exchange). A listener that raises is logged; the
+        write stands."""
+        self._exchange_listeners.append(listener)
+
+    def _tell_exchanges(self, stored: Sequence[StoredDocument]) -> None:
+        for doc in stored:
+            if doc.metadata.get("kind") != "exchange":
+                continue
+            for listener in list(self._exchange_listeners):
+                try:
+                    listener(doc)
+                except Exception:
+                    LOG.exception("%s: an exchange listener failed for %s", type(self).__name__, doc.doc_id)
 
     def _prepare_documents(self, docs: Sequence[Document]) -> list[Any]:
         """Every index's work for ``docs`` done before the transaction (it may embed: slow, network)."""
@@ -921,12 +942,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
             # One transaction (one durable commit) for the messages, the exchange documents and an
             # extractive fold; should the documents fail, the messages are recorded alone.
+            written: list[StoredDocument] = []
             try:
                 with self.storage.atomic():
                     record_history()
-                    self._put_prepared(docs, prepared)
+                    stored = self._put_prepared(docs, prepared)
                     if fold_now:
                         fold()
+                written = stored
             except Exception:
                 if not docs:
                     raise
@@ -935,6 +958,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                     record_history()
                     if fold_now:
                         fold()
+            self._tell_exchanges(written)  # the exchange listeners, once the turn is committed
         if leaving and not fold_now:
             fold()
 

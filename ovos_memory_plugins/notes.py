@@ -378,6 +378,7 @@ class NotesMemory(IndexedMemory):
         self._counts = {"digests": 0, "facts_added": 0, "facts_retired": 0, "episodes": 0, "dreams": 0}
         self._refresh()
         self._adopting = False
+        self.add_exchange_listener(self._exchange_recorded)  # the digest reacts to recorded exchanges
         self._adopt_old_archive()
         self._recover_pending()
 
@@ -842,13 +843,13 @@ class NotesMemory(IndexedMemory):
 
         self._rewrites.scrub(forgotten)
 
-    # -- archive hooks (the base's storage hooks) -------------------------------------------------
+    # -- the archive and the digest's exchange listener ------------------------------------------
 
-    def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
-        """The base wrote the document to the documents table and the archive's index; an
-        exchange marked pending also joins its session's pending transcript for the next digest."""
-        if metadata.get("kind") == "exchange" and metadata.get(DIGEST_KEY) == "pending" and not self._adopting:
-            self._note_exchange(doc_id, text, session_id)
+    def _exchange_recorded(self, exchange: StoredDocument) -> None:
+        """The digest's exchange listener (the base calls it once an exchange is written): one
+        marked pending joins its session's pending transcript for the next digest."""
+        if exchange.metadata.get(DIGEST_KEY) == "pending" and not self._adopting:
+            self._note_exchange(exchange.doc_id, exchange.text, exchange.session_id)
 
     def _put_prepared(self, docs: Sequence[Document], prepared: Sequence[Any]) -> list[StoredDocument]:
         """Mark each new exchange ``"digest": "pending"`` in its metadata as it is written (the
@@ -956,9 +957,9 @@ class NotesMemory(IndexedMemory):
     # -- digest ----------------------------------------------------------------------------------
 
     def _note_exchange(self, doc_id: str, text: str, session_id: str) -> None:
-        """Add an exchange to the session's pending transcript (called under the base lock: no
-        model work here; ``update_history`` schedules it once the lock is released). An exchange
-        stored again (the turn after it joined) keeps its place."""
+        """Add an exchange to the session's pending transcript (the exchange listener runs under
+        the base lock: no model work here; ``update_history`` schedules it once the lock is
+        released). An exchange stored again (the turn after it joined) keeps its place."""
         if not self.auto_curate:
             return
         with self._cond:
