@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,27 @@ def test_an_old_key_is_renamed_and_reported_not_dropped(caplog: pytest.LogCaptur
     assert parsed.problems == []
     assert parsed.options.max_context_chars == 3000 and parsed.options.max_notes_in_context == 7
     assert "'notes_budget' is deprecated; use 'max_context_chars'" in caplog.text
+    assert parsed.deprecated == [
+        "config key 'notes_budget' is deprecated; use 'max_context_chars'",
+        "config key 'context_facts' is deprecated; use 'max_notes_in_context'",
+    ]
+    both = parse_config({"notes_budget": 3000, "max_context_chars": 5000}, NotesOptions)
+    assert both.options.max_context_chars == 5000  # the new name wins, and the old one is said
+    assert both.deprecated == ["config key 'notes_budget' is deprecated and ignored: 'max_context_chars' is given too"]
+
+
+def test_check_warns_of_an_old_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ovos_memory_plugins.cli import main
+
+    module = "ovos-memory-plugin-notes"
+    block = {"root": str(tmp_path / "m"), "archive": None, "notes_budget": 3000}
+    persona = {"name": "Ada", "handlers": ["ovos-memory-test-echo"], "memory_module": module, module: block}
+    path = tmp_path / "ada.json"
+    path.write_text(json.dumps(persona))
+    code = main(["check", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "is valid" in out
+    assert "warning: config key 'notes_budget' is deprecated; use 'max_context_chars'" in out
 
 
 @pytest.mark.parametrize("kind", KINDS)
