@@ -165,3 +165,14 @@ def test_the_digest_queues_exchanges_through_the_listener(tmp_path: Path) -> Non
         assert mem.pending_exchanges("s") == 3  # an exchange copied in is heard too
         mem.delete(["d-imported"])
         assert mem.pending_exchanges("s") == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_update_to_words_already_noted_keeps_one_copy(kind: str, tmp_path: Path) -> None:
+    with open_memory(kind, tmp_path, None) as mem:
+        mem.remember("my bike is red", session_id="ava")
+        mem.remember("my bike is green", session_id="ava")
+        change = mem.update("my bike is red", "My bike is green.", session_id="ava")
+        assert change.status == "updated" and change.replaced_by is not None
+        assert [n.text for n in mem.list_notes()] == ["my bike is green"]
+        assert [n.text for n in mem.list_notes(include_retired=True) if not n.active] == ["my bike is red"]
