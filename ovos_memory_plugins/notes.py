@@ -87,7 +87,6 @@ from ovos_memory_plugins.notebook import (
 )
 from ovos_memory_plugins.protocols import Note, NoteChange, words_key
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage.engine import Document, ForgetReport, Index, StoredDocument
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
@@ -103,6 +102,8 @@ from ovos_memory_plugins.storage.notes_store import (
     render_notes,
     rewrites_for,
 )
+from ovos_memory_plugins.storage.records import Document, ForgetReport, StoredDocument
+from ovos_memory_plugins.storage.seam import Index
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 

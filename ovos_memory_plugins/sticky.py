@@ -67,7 +67,7 @@ from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.notebook import as_fact, change_for, match_note, refused, select_for_prompt
 from ovos_memory_plugins.protocols import Note, NoteChange
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage.engine import check_id
+from ovos_memory_plugins.storage.records import check_id
 from ovos_memory_plugins.storage.sqlite import Database
 from ovos_memory_plugins.storage.sticky_store import (
     StickyRow,

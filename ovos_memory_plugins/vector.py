@@ -49,7 +49,7 @@ from ovos_memory_plugins.errors import BackendError
 from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexedMemory, VectorIndex
 from ovos_memory_plugins.lexical import LexicalOptions, db_path_option, keyword_settings
 from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
-from ovos_memory_plugins.storage.engine import Index
+from ovos_memory_plugins.storage.seam import Index
 from ovos_memory_plugins.storage.sqlite import Database
 
 LOG = logging.getLogger(__name__)

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage
+from ovos_memory_plugins.storage.records import Document, KeywordSettings
+from ovos_memory_plugins.storage.seam import Storage
 
 __all__ = ["EngineContract"]
 

@@ -1,7 +1,7 @@
 """Move a memory between engines: a folder's SQLite file to PostgreSQL and back, losslessly.
 
 :func:`copy_storage` copies everything one memory keeps through the storage seam
-(:mod:`ovos_memory_plugins.storage.engine`): its documents (ids, sessions, text, metadata and
+(:mod:`ovos_memory_plugins.storage.seam`): its documents (ids, sessions, text, metadata and
 creation times, oldest first, so keys keep their order and dialogue turns keep their context),
 the keyword index (rebuilt on the target from the same tokens), the vectors of every embedder
 space (copied, never re-embedded), the history of every session with its exchange-id chain,
@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.protocols import Note
-from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
@@ -43,7 +42,9 @@ from ovos_memory_plugins.storage.notes_store import (
     notes_store_for,
     rewrites_for,
 )
+from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument
 from ovos_memory_plugins.storage.registry import open_storage
+from ovos_memory_plugins.storage.seam import Storage
 from ovos_memory_plugins.storage.sticky_store import copy_sticky, sticky_store_for
 from ovos_memory_plugins.storage.summary_store import OLD_TABLE as OLD_SUMMARIES
 from ovos_memory_plugins.storage.summary_store import SummaryStore

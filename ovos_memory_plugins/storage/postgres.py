@@ -5,7 +5,7 @@ password may also come from ``PGPASSWORD`` or ``~/.pgpass``, and every other ``P
 libpq reads applies too). Needs the optional extra ``postgres`` (psycopg 3, psycopg_pool,
 pgvector) and, in the database, the ``vector`` extension (pgvector). See ``docs/postgres.md``.
 
-What :func:`open_storage` returns implements :mod:`ovos_memory_plugins.storage.engine` (the same
+What :func:`open_storage` returns implements :mod:`ovos_memory_plugins.storage.seam` (the same
 seam as the SQLite engine), for one memory = one ``namespace``:
 
 * :class:`PgDatabase`: a pool of connections (psycopg_pool) with a deadline on everything: the
@@ -54,16 +54,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ovos_memory_plugins.common import MemoryHit, exchange_parts
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.engine import (
-    Compacted,
-    Document,
-    KeywordSettings,
-    Storage,
-    StoredDocument,
-    StoredMessage,
-    document_time,
-    dump_metadata,
-)
 from ovos_memory_plugins.storage.keyword import (
     BM25_B,
     BM25_K1,
@@ -76,6 +66,16 @@ from ovos_memory_plugins.storage.keyword import (
     document_terms,
     query_counts,
 )
+from ovos_memory_plugins.storage.records import (
+    Compacted,
+    Document,
+    KeywordSettings,
+    StoredDocument,
+    StoredMessage,
+    document_time,
+    dump_metadata,
+)
+from ovos_memory_plugins.storage.seam import Storage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -910,7 +910,7 @@ _DOCUMENT_PUT = (
 
 
 class PgDocuments:
-    """The namespace's rows of ``memory_documents`` (see :class:`~ovos_memory_plugins.storage.engine.DocumentStore`)."""
+    """The namespace's rows of ``memory_documents`` (see :class:`~ovos_memory_plugins.storage.seam.DocumentStore`)."""
 
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         self.db = db
@@ -1082,7 +1082,7 @@ _HISTORY_TRIM = (
 
 class PgHistory:
     """History and exchange-id chains of one namespace
-    (see :class:`~ovos_memory_plugins.storage.engine.HistoryStore`)."""
+    (see :class:`~ovos_memory_plugins.storage.seam.HistoryStore`)."""
 
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         self.db = db
@@ -1963,7 +1963,7 @@ class PgVectorStore:
 
 
 class PgStorage(Storage):
-    """:class:`~ovos_memory_plugins.storage.engine.Storage` for one namespace of a PostgreSQL database."""
+    """:class:`~ovos_memory_plugins.storage.seam.Storage` for one namespace of a PostgreSQL database."""
 
     db: PgDatabase
 

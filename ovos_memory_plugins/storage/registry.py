@@ -8,7 +8,7 @@ imported only when a location of its scheme is opened, so SQLite users never imp
 
 A second engine registers itself with :func:`register_engine` (its module must define
 ``open_storage(location, *, namespace="default", **options) -> Storage``, see
-:mod:`~ovos_memory_plugins.storage.engine`); nothing above ``storage/`` names an engine.
+:mod:`~ovos_memory_plugins.storage.seam`); nothing above ``storage/`` names an engine.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ovos_memory_plugins.errors import StorageError
 
 if TYPE_CHECKING:  # the contract's types only: the contract never imports back at run time
-    from ovos_memory_plugins.storage.engine import Database, Storage
+    from ovos_memory_plugins.storage.seam import Database, Storage
 
 __all__ = ["ENGINES", "engine_for", "open_storage", "register_engine"]
 

@@ -1,4 +1,4 @@
-"""The SQLite engine of the storage seam (:mod:`ovos_memory_plugins.storage.engine`).
+"""The SQLite engine of the storage seam (:mod:`ovos_memory_plugins.storage.seam`).
 
 One file per memory holds every table, created by the append-only migrations of the store
 ``memory`` (applied atomically across processes, see :meth:`Database.migrate`):
@@ -36,14 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.engine import (
-    Document,
-    KeywordSettings,
-    Storage,
-    StoredDocument,
-    document_time,
-    dump_metadata,
-)
+from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument, document_time, dump_metadata
+from ovos_memory_plugins.storage.seam import Storage
 from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
 
 LOG = logging.getLogger(__name__)
@@ -225,7 +219,7 @@ _SELECT = "SELECT id, doc_id, session_id, content, metadata, created FROM docume
 
 
 class SqliteDocuments:
-    """The documents table (see :class:`ovos_memory_plugins.storage.engine.DocumentStore`)."""
+    """The documents table (see :class:`ovos_memory_plugins.storage.seam.DocumentStore`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -352,7 +346,7 @@ class SqliteDocuments:
 
 
 class SqliteStorage(Storage):
-    """:class:`~ovos_memory_plugins.storage.engine.Storage` over one SQLite :class:`Database`."""
+    """:class:`~ovos_memory_plugins.storage.seam.Storage` over one SQLite :class:`Database`."""
 
     db: Database
 

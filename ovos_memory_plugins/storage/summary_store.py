@@ -39,7 +39,7 @@ from ovos_memory_plugins.storage.sqlite import Migration
 from ovos_memory_plugins.storage.tables import TableAccess
 
 if TYPE_CHECKING:
-    from ovos_memory_plugins.storage.engine import Storage
+    from ovos_memory_plugins.storage.seam import Storage
 
 LOG = logging.getLogger(__name__)
 

@@ -124,7 +124,7 @@ class _Matrix:
 
 class SqliteVectorStore:
     """Vectors per embedder id over the memory's documents, with exact search
-    (see :class:`ovos_memory_plugins.storage.engine.VectorStore`).
+    (see :class:`ovos_memory_plugins.storage.seam.VectorStore`).
 
     Args:
         db: the memory's database.
