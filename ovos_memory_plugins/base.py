@@ -92,8 +92,7 @@ from ovos_memory_plugins.storage.records import (
     check_id,
 )
 from ovos_memory_plugins.storage.registry import open_storage
-from ovos_memory_plugins.storage.seam import Index, Storage, compact_database
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.seam import Database, Index, Storage, compact_database
 from ovos_memory_plugins.storage.summary_store import open_summary_store
 from ovos_memory_plugins.summary import RollingSummary
 from ovos_memory_plugins.text import clean_text, clip_query, query_terms
@@ -268,11 +267,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         return []
 
     def _open_state_database(self) -> Database:
-        """The SQLite database at :meth:`_database_path` (RAM when None). A subclass that
-        overrides this hook chooses the database itself (it may call this one); raises
-        :class:`StorageError` when the file cannot be opened."""
+        """The database at :meth:`_database_path` (RAM when None), opened through the storage
+        registry. A subclass that overrides this hook chooses the database itself (it may call
+        this one); raises :class:`StorageError` when the file cannot be opened."""
         where = self._database_path()
-        return Database(where[0] if where is not None else ":memory:")
+        return open_storage(where[0] if where is not None else ":memory:").db
 
     def _open_storage(self) -> Storage:
         """The memory's one database, migrated; never raises (falls back to RAM, and says so:

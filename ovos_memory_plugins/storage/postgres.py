@@ -47,9 +47,8 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ovos_memory_plugins.common import MemoryHit, exchange_parts
@@ -70,18 +69,25 @@ from ovos_memory_plugins.storage.records import (
     Compacted,
     Document,
     KeywordSettings,
+    Migration,
     StoredDocument,
     StoredMessage,
     document_time,
     dump_metadata,
 )
 from ovos_memory_plugins.storage.seam import Storage
+from ovos_memory_plugins.storage.tables import pg_lexeme as _lexeme
+from ovos_memory_plugins.storage.tables import tsquery_literal
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import numpy.typing as npt
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    from ovos_memory_plugins.storage.postgres_notes import PgRewrites
 
     Vector = npt.NDArray[np.float32]
 
@@ -144,16 +150,7 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
 
 
-# -- quoting: the one place tsvector and tsquery literals are written ---------------------------
-
-
-def _lexeme(term: str) -> str:
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def tsquery_literal(terms: Iterable[str]) -> str:
-    """A ``tsquery`` that matches a document holding any of the terms (each a literal lexeme)."""
-    return " | ".join(_lexeme(t) for t in dict.fromkeys(terms) if t)
+# -- quoting: the namespace lexeme (tsquery literals: storage.tables, shared with the notes) -----
 
 
 def namespace_lexeme(namespace: str) -> str:
@@ -276,12 +273,8 @@ def check_server(url: str, *, connect_timeout: float = 3.0, statement_timeout: f
 # -- the database ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PgMigration:
-    """One schema step. ``name`` is recorded once applied; never rename or reorder applied steps."""
-
-    name: str
-    apply: Callable[[psycopg.Connection[Any]], None]
+#: One schema step (the record both engines' migrations are).
+PgMigration = Migration
 
 
 #: Seconds :meth:`PgDatabase.compact` waits for its ``VACUUM`` at most.
@@ -1062,6 +1055,14 @@ class PgDocuments:
         """Delete every document of the namespace; return how many existed."""
         with self.db.transaction() as conn:
             return int(conn.execute("DELETE FROM memory_documents WHERE namespace = %s", (self.namespace,)).rowcount)
+
+    def set_created(self, items: Sequence[tuple[str, float]]) -> None:
+        """Set the ``created`` of these documents (by doc id); inside :meth:`PgDatabase.atomic`."""
+        if items:
+            self.db.executemany(
+                "UPDATE memory_documents SET created = %s WHERE namespace = %s AND doc_id = %s",
+                [(created, self.namespace, doc_id) for doc_id, created in items],
+            )
 
 
 # -- history ---------------------------------------------------------------------------------
@@ -1966,6 +1967,10 @@ class PgStorage(Storage):
     """:class:`~ovos_memory_plugins.storage.seam.Storage` for one namespace of a PostgreSQL database."""
 
     db: PgDatabase
+    #: A database several servers share: notes, undo history and markers live in it, not under ``root``.
+    local: ClassVar[bool] = False
+    #: Notes, sticky notes and summaries are tables of the database (``storage.tables``).
+    table_stores: ClassVar[bool] = True
 
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         db.migrate("memory", MIGRATIONS)
@@ -1983,6 +1988,12 @@ class PgStorage(Storage):
 
     def _vectors(self, search: str = "auto") -> PgVectorStore:
         return PgVectorStore(self.db, self.namespace)
+
+    def rewrites(self, root: Path) -> PgRewrites:
+        """The notes' previous bodies and last dream of the namespace, in the database (``root`` unused)."""
+        from ovos_memory_plugins.storage.postgres_notes import PgRewrites
+
+        return PgRewrites(self.db, self.namespace)
 
     def retire_indexes(self, active: Iterable[str]) -> None:
         """Drop the namespace's rows of indexes this memory no longer maintains (``"keyword"``,

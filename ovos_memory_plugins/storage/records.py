@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -27,6 +27,7 @@ __all__ = [
     "Document",
     "ForgetReport",
     "KeywordSettings",
+    "Migration",
     "Note",
     "StoredDocument",
     "StoredMessage",
@@ -104,6 +105,17 @@ class StoredDocument:
     created: float
     changed: bool = True
     new: bool = False
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step of an engine (``apply`` gets its connection: a ``sqlite3.Connection``, a
+    ``psycopg.Connection``). ``name`` is recorded once applied; never rename or reorder applied
+    steps. Both engines' migrations are this record (``storage.sqlite.Migration``,
+    ``storage.postgres.PgMigration``)."""
+
+    name: str
+    apply: Callable[[Any], None]
 
 
 class StoredMessage(NamedTuple):

@@ -23,7 +23,7 @@ from ovos_memory_plugins.errors import StorageError
 if TYPE_CHECKING:  # the contract's types only: the contract never imports back at run time
     from ovos_memory_plugins.storage.seam import Database, Storage
 
-__all__ = ["ENGINES", "engine_for", "open_storage", "register_engine"]
+__all__ = ["ENGINES", "engine_for", "is_url", "open_storage", "register_engine"]
 
 #: URL scheme -> the module of the engine that opens it (imported on first use).
 ENGINES: dict[str, str] = {
@@ -39,6 +39,11 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 def register_engine(scheme: str, module: str) -> None:
     """Open ``scheme://...`` locations with the ``open_storage`` of ``module`` (a dotted name)."""
     ENGINES[scheme.lower()] = module
+
+
+def is_url(location: str | Path) -> bool:
+    """Whether ``location`` is a ``scheme://`` URL (a database server), not a file path."""
+    return _SCHEME.match(str(location).strip()) is not None
 
 
 def engine_for(location: str) -> str:

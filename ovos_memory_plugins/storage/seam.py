@@ -72,8 +72,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.records import Compacted, Document, KeywordSettings, StoredDocument, StoredMessage
 
 if TYPE_CHECKING:
@@ -81,6 +83,10 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from ovos_memory_plugins.common import MemoryHit
+    from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
+    from ovos_memory_plugins.storage.notes_store import DatabaseNotesStore, NotesStore, Rewrites
+    from ovos_memory_plugins.storage.sticky_store import StickyStore
+    from ovos_memory_plugins.storage.summary_store import SummaryStore
 
     Vector = npt.NDArray[np.float32]
 
@@ -203,6 +209,11 @@ class DocumentStore(Protocol):
 
     def remove_all(self) -> int:
         """Delete every document; return how many existed. Call every index's ``remove_all`` first."""
+        ...
+
+    def set_created(self, items: Sequence[tuple[str, float]]) -> None:
+        """Set the ``created`` (seconds since the epoch) of documents by ``(doc_id, created)``:
+        a copy keeps its source's times (``storage.migrate``). Only inside ``atomic()``."""
         ...
 
 
@@ -350,10 +361,24 @@ class VectorStore(Protocol):
         """``(doc_id, cosine similarity)`` of the ``k`` nearest, best first; ties: smaller doc id."""
         ...
 
+    def iter_vectors(self, space: str, batch: int = 500) -> Iterator[list[tuple[str, Vector]]]:
+        """Every vector of ``space`` as ``(doc_id, vector)``, oldest document first, in batches
+        (``storage.migrate`` copies them, never re-embedding)."""
+        ...
+
 
 @dataclass
 class Storage:
-    """Everything one memory keeps, over one database: build indexes with the factories."""
+    """Everything one memory keeps, over one database: build indexes with the factories, and
+    take every other table from it (as sqlite-utils' ``Database`` hands out tables).
+
+    The documents table and the history are attributes; the indexes come from
+    :meth:`keyword_index` and :meth:`vector_store`; the tables beside them from :meth:`notes`
+    (curated notes), :meth:`sticky` (sticky notes), :meth:`summaries` (the rolling summary),
+    :meth:`embedding_cache` and :meth:`rewrites` (the notes' undo history). A plugin asks the
+    storage for them and never opens a database or checks which engine runs; what an engine is
+    is declared (:attr:`local`, :attr:`table_stores`).
+    """
 
     db: Database
     documents: DocumentStore
@@ -362,6 +387,83 @@ class Storage:
     keyword_factory: Any
     #: ``vector_store(search_path) -> VectorStore`` for this engine.
     vector_factory: Any
+    #: The memory's namespace: it keys the memory's rows where memories share one database
+    #: (PostgreSQL); ``"default"`` in a SQLite file, which holds one memory.
+    namespace: str = "default"
+
+    #: The storage is a file on this machine (SQLite): what the memory keeps beside it under its
+    #: ``root`` (``MEMORY.md``, the notes' undo history, files of earlier releases to move in)
+    #: belongs with it. False for a database several servers share (PostgreSQL): everything is
+    #: kept in the database, nothing under one machine's ``root``.
+    local: ClassVar[bool] = True
+    #: The engine's database takes the package's table stores (notes, sticky notes, summaries:
+    #: the same statements on SQLite and PostgreSQL, :class:`~ovos_memory_plugins.storage.tables.TableAccess`).
+    #: Another engine leaves it False (those methods refuse with :class:`StorageError`) or
+    #: overrides them.
+    table_stores: ClassVar[bool] = False
+
+    def _tables(self, what: str) -> None:
+        if not self.table_stores:
+            raise StorageError(f"the {type(self.db).__name__} engine keeps no {what}")
+
+    def notes(self) -> DatabaseNotesStore:
+        """The curated-notes table of this memory (``memory_notes``: active and retired notes, in
+        order). Raises :class:`StorageError` when it cannot be created."""
+        self._tables("notes tables")
+        from ovos_memory_plugins.storage.notes_store import DatabaseNotesStore
+
+        return DatabaseNotesStore(db=self.db, namespace=self.namespace)
+
+    def sticky(self) -> StickyStore:
+        """The sticky-note tables of this memory (notes and last-ask records)."""
+        self._tables("sticky-note tables")
+        from ovos_memory_plugins.storage.sticky_store import StickyStore
+
+        return StickyStore(self.db, self.namespace)
+
+    def summaries(self) -> SummaryStore:
+        """The rolling summaries of this memory's sessions."""
+        self._tables("rolling-summary table")
+        from ovos_memory_plugins.storage.summary_store import SummaryStore
+
+        return SummaryStore(self.db, self.namespace)
+
+    def rewrites(self, root: Path) -> Rewrites:
+        """Where the notes' previous bodies (``undo``) and the last dream's time are kept: files
+        under ``root`` for a :attr:`local` storage (an engine that is not overrides this)."""
+        from ovos_memory_plugins.storage.notes_store import FileRewrites
+
+        return FileRewrites(root)
+
+    def embedding_cache(self) -> EmbeddingCache | None:
+        """The content-hash embedding cache in this memory's database; None when the engine
+        keeps none (PostgreSQL). Raises :class:`StorageError` when it cannot be created."""
+        return None
+
+    def holds(self, tables: str) -> bool:
+        """Whether this memory's database may already hold rows of ``tables`` (``"notes"``,
+        ``"sticky"``, ``"summaries"``), asked without creating them (copying out of a file that
+        never had them creates nothing in it). True where the engine does not say."""
+        return True
+
+    def notes_store(self, kind: str, root: Path, *, database_file: Path | None = None) -> NotesStore:
+        """The curated notes of a memory that keeps them in ``kind`` (``"file"``: ``MEMORY.md``
+        under ``root``; ``"sqlite"``: :meth:`notes`), after moving in what earlier releases and
+        the other kind left (see :func:`ovos_memory_plugins.storage.notes_store.adopt_notes`)."""
+        from ovos_memory_plugins.storage.notes_store import adopt_notes
+
+        return adopt_notes(self, kind, root, database_file=database_file)
+
+    def sticky_store(self, root: Path) -> StickyStore:
+        """:meth:`sticky`, after moving in the ``sticky.db`` an earlier release kept under
+        ``root`` (a :attr:`local` storage on disk only; see
+        :func:`ovos_memory_plugins.storage.sticky_store.import_sticky_file`)."""
+        store = self.sticky()
+        if self.local and not self.db.in_ram and not self.db.fallback_reason:
+            from ovos_memory_plugins.storage.sticky_store import import_sticky_file
+
+            import_sticky_file(store, root / "sticky.db")
+        return store
 
     def atomic(self) -> contextlib.AbstractContextManager[Any]:
         """One transaction over everything the memory keeps."""

@@ -27,12 +27,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.records import Compacted
+from ovos_memory_plugins.storage.records import Compacted, Migration
 
 LOG = logging.getLogger(__name__)
 
@@ -79,14 +78,6 @@ def quote_identifier(name: str) -> str:
 def quote_fts_phrase(term: str) -> str:
     """Quote one term as an FTS5 string so operators and keywords in it are plain text."""
     return '"' + term.replace('"', '""') + '"'
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One schema step. ``name`` is recorded once applied; never rename or reorder applied steps."""
-
-    name: str
-    apply: Callable[[sqlite3.Connection], None]
 
 
 _fts5: bool | None = None

@@ -33,12 +33,15 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument, document_time, dump_metadata
 from ovos_memory_plugins.storage.seam import Storage
 from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
+
+if TYPE_CHECKING:
+    from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
 
 LOG = logging.getLogger(__name__)
 
@@ -344,11 +347,26 @@ class SqliteDocuments:
         with self.db.atomic(savepoint=False) as conn:
             return int(conn.execute("DELETE FROM documents").rowcount)
 
+    def set_created(self, items: Sequence[tuple[str, float]]) -> None:
+        """Set the ``created`` of these documents (by doc id); inside :meth:`Database.atomic`."""
+        if items:
+            self.db.executemany(
+                "UPDATE documents SET created = ? WHERE doc_id = ?", [(created, doc_id) for doc_id, created in items]
+            )
+
 
 class SqliteStorage(Storage):
     """:class:`~ovos_memory_plugins.storage.seam.Storage` over one SQLite :class:`Database`."""
 
     db: Database
+    #: Notes, sticky notes and summaries are tables of the file (``storage.tables``).
+    table_stores: ClassVar[bool] = True
+    #: The tables :meth:`holds` looks for, by the name a caller asks with.
+    HELD_TABLES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "notes": ("memory_notes",),
+        "sticky": ("memory_sticky_notes",),
+        "summaries": ("memory_summaries", "summaries"),
+    }
 
     def __init__(self, db: Database, vector_driver: str | None = None) -> None:
         from ovos_memory_plugins.storage.history import SqliteHistory
@@ -372,6 +390,19 @@ class SqliteStorage(Storage):
         from ovos_memory_plugins.storage.vector_store import SqliteVectorStore
 
         return SqliteVectorStore(self.db, search, self.vector_driver)
+
+    def embedding_cache(self) -> EmbeddingCache:
+        """The content-hash embedding cache (table ``embedding_cache`` of the file)."""
+        from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
+
+        try:
+            return EmbeddingCache(self.db)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot use database {self.db.path}: {exc}") from exc
+
+    def holds(self, tables: str) -> bool:
+        """Whether the file has the tables of ``tables`` (``"notes"``, ``"sticky"``, ``"summaries"``)."""
+        return any(self.db.table_exists(name) for name in self.HELD_TABLES.get(tables, (tables,)))
 
     def retire_indexes(self, active: Iterable[str]) -> None:
         """Drop the rows of indexes this memory no longer maintains (``"keyword"``,
