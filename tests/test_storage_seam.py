@@ -64,8 +64,16 @@ def test_a_plugin_imports_no_engine_and_checks_no_engine_name(name: str) -> None
             assert not ("engine" in names and values & {"sqlite", "postgresql"}), f"{name}:{node.lineno}"
 
 
+#: What ``storage.engine`` held before it became the old home of the seam and the records.
+OLD_ENGINE_NAMES = [
+    *["MAX_ID_CHARS", "Compacted", "Document", "ForgetReport", "KeywordSettings", "StoredDocument"],
+    *["StoredMessage", "check_id", "document_time", "dump_metadata", "CompactingDatabase", "Database"],
+    *["DocumentStore", "HistoryStore", "Index", "Storage", "VectorStore", "compact_database"],
+]
+
+
 def test_the_old_import_paths_name_the_same_objects() -> None:
-    for name in engine.__all__:
+    for name in OLD_ENGINE_NAMES:
         home = records if hasattr(records, name) else seam
         assert getattr(engine, name) is getattr(home, name), name
     sqlite = importlib.import_module("ovos_memory_plugins.storage.sqlite")

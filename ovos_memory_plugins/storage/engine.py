@@ -17,49 +17,25 @@ import importlib
 import warnings
 from typing import Any
 
-from ovos_memory_plugins.storage.records import (
-    MAX_ID_CHARS,
-    Compacted,
-    Document,
-    ForgetReport,
-    KeywordSettings,
-    StoredDocument,
-    StoredMessage,
-    check_id,
-    document_time,
-    dump_metadata,
-)
-from ovos_memory_plugins.storage.seam import (
-    CompactingDatabase,
-    Database,
-    DocumentStore,
-    HistoryStore,
-    Index,
-    Storage,
-    VectorStore,
-    compact_database,
-)
-
-__all__ = [
-    "MAX_ID_CHARS",
-    "Compacted",
-    "CompactingDatabase",
-    "Database",
-    "Document",
-    "DocumentStore",
-    "ForgetReport",
-    "HistoryStore",
-    "Index",
-    "KeywordSettings",
-    "Storage",
-    "StoredDocument",
-    "StoredMessage",
-    "VectorStore",
-    "check_id",
-    "compact_database",
-    "document_time",
-    "dump_metadata",
-]
+# ``X as X``: each name is re-exported, for code written against earlier releases
+from ovos_memory_plugins.storage.records import MAX_ID_CHARS as MAX_ID_CHARS
+from ovos_memory_plugins.storage.records import Compacted as Compacted
+from ovos_memory_plugins.storage.records import Document as Document
+from ovos_memory_plugins.storage.records import ForgetReport as ForgetReport
+from ovos_memory_plugins.storage.records import KeywordSettings as KeywordSettings
+from ovos_memory_plugins.storage.records import StoredDocument as StoredDocument
+from ovos_memory_plugins.storage.records import StoredMessage as StoredMessage
+from ovos_memory_plugins.storage.records import check_id as check_id
+from ovos_memory_plugins.storage.records import document_time as document_time
+from ovos_memory_plugins.storage.records import dump_metadata as dump_metadata
+from ovos_memory_plugins.storage.seam import CompactingDatabase as CompactingDatabase
+from ovos_memory_plugins.storage.seam import Database as Database
+from ovos_memory_plugins.storage.seam import DocumentStore as DocumentStore
+from ovos_memory_plugins.storage.seam import HistoryStore as HistoryStore
+from ovos_memory_plugins.storage.seam import Index as Index
+from ovos_memory_plugins.storage.seam import Storage as Storage
+from ovos_memory_plugins.storage.seam import VectorStore as VectorStore
+from ovos_memory_plugins.storage.seam import compact_database as compact_database
 
 
 def __getattr__(name: str) -> Any:
