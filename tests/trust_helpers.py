@@ -1,4 +1,4 @@
-"""Shared parts of the ``test_trust_*`` end-to-end proofs (not fixtures: plain functions).
+"""Shared parts of the end-to-end trust proofs (docs/reliability.md) (not fixtures: plain functions).
 
 Every backend of the package, built the way a persona JSON builds it (a config block, no test
 seams), so the same table drives the forget, namespace and many-process proofs; a byte scanner

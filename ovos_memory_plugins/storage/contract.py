@@ -2,7 +2,7 @@
 
 Subclass :class:`EngineContract` as ``Test<Engine>Contract`` in a pytest module and implement
 :meth:`EngineContract.open` (a fresh, empty storage for one memory; ``where`` is a fresh
-folder the engine may use). The SQLite engine runs it in ``tests/test_storage_contract.py``;
+folder the engine may use). The SQLite engine runs it in ``tests/storage/test_storage_contract.py``;
 a second engine (PostgreSQL) runs the same tests::
 
     class TestPostgresContract(EngineContract):
