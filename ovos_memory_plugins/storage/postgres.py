@@ -49,7 +49,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
 
 from ovos_memory_plugins.common import MemoryHit, exchange_parts
 from ovos_memory_plugins.errors import StorageError
@@ -75,6 +74,7 @@ from ovos_memory_plugins.storage.records import (
     document_time,
     dump_metadata,
 )
+from ovos_memory_plugins.storage.registry import redact_url
 from ovos_memory_plugins.storage.seam import Storage
 from ovos_memory_plugins.storage.tables import pg_lexeme as _lexeme
 from ovos_memory_plugins.storage.tables import tsquery_literal
@@ -136,18 +136,6 @@ _URL_RE = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 def is_postgres_url(value: object) -> bool:
     """Whether a ``database`` value names a PostgreSQL server (``postgresql://`` or ``postgres://``)."""
     return isinstance(value, str) and bool(_URL_RE.match(value.strip()))
-
-
-def redact_url(url: str) -> str:
-    """The URL with its user and password replaced by ``***`` and without its query (which may
-    carry a password too), for logs, errors and ``stats()``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://***"
-    host = parts.netloc.rsplit("@", 1)[-1]
-    netloc = f"***@{host}" if "@" in parts.netloc else host
-    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
 
 
 # -- quoting: the namespace lexeme (tsquery literals: storage.tables, shared with the notes) -----

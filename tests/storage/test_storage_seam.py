@@ -30,7 +30,10 @@ ENGINE_MODULES = {
 }
 #: The plugins and the core they build on (front-ends are not plugins: cli.py names the
 #: engines' check and folder helpers for its messages).
-PLUGINS = ["base.py", "index.py", "lexical.py", "vector.py", "notes.py", "sticky.py", "notebook.py", "summary.py"]
+PLUGINS = [
+    *["base.py", "index.py", "lexical.py", "vector.py", "notes.py", "sticky.py", "notebook.py", "summary.py"],
+    "composite.py",
+]
 
 
 def _imports(path: Path) -> set[str]:
@@ -87,6 +90,13 @@ def test_the_postgres_module_keeps_its_names() -> None:
     pg = importlib.import_module("ovos_memory_plugins.storage.postgres")
     assert pg.PgMigration is records.Migration
     assert pg.tsquery_literal(["x", "it's"]) == "'x' | 'it''s'"
+
+
+def test_a_url_is_shown_without_its_secrets() -> None:
+    from ovos_memory_plugins.storage.registry import redact_url
+
+    assert redact_url("postgresql://u:secret@h:5/db?sslpassword=x") == "postgresql://***@h:5/db"
+    assert redact_url("postgresql://[::1/db") == "postgresql://***"
 
 
 def test_is_url_tells_a_server_from_a_file() -> None:
