@@ -125,17 +125,27 @@ def _vector_v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX vectors_doc ON vectors (doc)")
 
 
-def _from_lexical_docs(conn: sqlite3.Connection) -> None:
-    """The keyword backend's ``lexical_docs`` (text, session, metadata and terms in one row)."""
-    if not _columns(conn, "lexical_docs"):
-        return
-    n = conn.execute("SELECT count(*) FROM lexical_docs").fetchone()[0]
+def _move_old_documents(conn: sqlite3.Connection, table: str, text: str, order: str) -> int | None:
+    """Copy the rows of an earlier release's documents ``table`` (its ``text`` column, in
+    ``order``) into ``documents``, upserting by doc id; return how many it held, None when the
+    file has no such table. ``table``, ``text`` and ``order`` are this module's constants."""
+    if not _columns(conn, table):
+        return None
+    n = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     conn.execute(
         "INSERT INTO documents (doc_id, session_id, content, metadata, created)"
-        " SELECT doc_id, session_id, content, metadata, created FROM lexical_docs WHERE true ORDER BY rowid"
+        f" SELECT doc_id, session_id, {text}, metadata, created FROM {table} WHERE true ORDER BY {order}"
         " ON CONFLICT (doc_id) DO UPDATE SET session_id = excluded.session_id, content = excluded.content,"
         " metadata = excluded.metadata"
     )
+    return n
+
+
+def _from_lexical_docs(conn: sqlite3.Connection) -> None:
+    """The keyword backend's ``lexical_docs`` (text, session, metadata and terms in one row)."""
+    n = _move_old_documents(conn, "lexical_docs", "content", "rowid")
+    if n is None:
+        return
     conn.execute(
         "INSERT OR REPLACE INTO keyword_terms (id, body_terms, head_terms, ctx_terms, ctx_id)"
         " SELECT d.id, l.body_terms, l.head_terms, l.ctx_terms, c.id FROM lexical_docs l"
@@ -157,15 +167,9 @@ def _from_lexical_docs(conn: sqlite3.Connection) -> None:
 
 def _from_vec_documents(conn: sqlite3.Connection) -> None:
     """The vector backend's ``vec_documents`` / ``vec_spaces`` / ``vec_vectors``."""
-    if not _columns(conn, "vec_documents"):
+    n = _move_old_documents(conn, "vec_documents", "text", "created, doc_id")
+    if n is None:
         return
-    n = conn.execute("SELECT count(*) FROM vec_documents").fetchone()[0]
-    conn.execute(
-        "INSERT INTO documents (doc_id, session_id, content, metadata, created)"
-        " SELECT doc_id, session_id, text, metadata, created FROM vec_documents WHERE true ORDER BY created, doc_id"
-        " ON CONFLICT (doc_id) DO UPDATE SET session_id = excluded.session_id, content = excluded.content,"
-        " metadata = excluded.metadata"
-    )
     if _columns(conn, "vec_spaces"):
         conn.execute(
             "INSERT OR IGNORE INTO vector_spaces (space, dimension, created)"
