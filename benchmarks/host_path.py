@@ -209,7 +209,8 @@ def resolve(spec: str, tmp: Path, entry_point: str, worktrees: list[Path]) -> Ve
             "try:\n    print(version('ovos-memory-plugins'))\nexcept Exception:\n    print('?')"
         )
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        found = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True, env=env)
+        # run from the temporary folder: a checkout's egg-info in the current folder would name its version
+        found = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True, env=env, cwd=tmp)
         return Version(f"installed {found.stdout.strip()}", python, None, entry_point)
     if spec.startswith("git:"):
         ref = spec.split(":", 1)[1]
