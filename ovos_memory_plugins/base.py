@@ -20,7 +20,7 @@ and may implement, when it can do better than the base:
 * ``_close()``: release files and connections.
 
 Every document also goes into the memory's one documents table (its catalogue: id, session,
-text, metadata; :mod:`ovos_memory_plugins.storage.engine`), in the same transaction as the
+text, metadata; :mod:`ovos_memory_plugins.storage.seam`), in the same transaction as the
 hook, so ``forget_session``/``forget_all`` can always enumerate what to delete. Memories made of
 indexes over that table (:class:`ovos_memory_plugins.index.IndexedMemory`: the keyword and vector
 backends) need no hooks at all.
@@ -83,19 +83,16 @@ from ovos_memory_plugins.select import (
     window_first,
     window_places,
 )
-from ovos_memory_plugins.storage.engine import (
+from ovos_memory_plugins.storage.records import (
     Compacted,
     Document,
     ForgetReport,
-    Index,
     KeywordSettings,
-    Storage,
     StoredDocument,
     check_id,
-    compact_database,
 )
 from ovos_memory_plugins.storage.registry import open_storage
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.seam import Database, Index, Storage, compact_database
 from ovos_memory_plugins.storage.summary_store import open_summary_store
 from ovos_memory_plugins.summary import RollingSummary
 from ovos_memory_plugins.text import clean_text, clip_query, query_terms
@@ -271,11 +268,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         return []
 
     def _open_state_database(self) -> Database:
-        """The SQLite database at :meth:`_database_path` (RAM when None). A subclass that
-        overrides this hook chooses the database itself (it may call this one); raises
-        :class:`StorageError` when the file cannot be opened."""
+        """The database at :meth:`_database_path` (RAM when None), opened through the storage
+        registry. A subclass that overrides this hook chooses the database itself (it may call
+        this one); raises :class:`StorageError` when the file cannot be opened."""
         where = self._database_path()
-        return Database(where[0] if where is not None else ":memory:")
+        return open_storage(where[0] if where is not None else ":memory:").db
 
     def _open_storage(self) -> Storage:
         """The memory's one database, migrated; never raises (falls back to RAM, and says so:
@@ -659,7 +656,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """Delete documents by id from every tier (documents, indexes, the exchange's history
         messages, the running summary of an exchange's session, the backend's own store);
         return how many existed, as a
-        :class:`~ovos_memory_plugins.storage.engine.ForgetReport` (an int with ``.tiers``).
+        :class:`~ovos_memory_plugins.storage.records.ForgetReport` (an int with ``.tiers``).
         Raises if the backend cannot delete."""
         ids = [check_id(d, "doc_id") for d in dict.fromkeys(doc_ids)]
         if not self._can_delete():
@@ -691,7 +688,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def forget_session(self, session_id: str) -> int:
         """Delete a session's documents (every tier) and history; return how many documents
-        went (a :class:`~ovos_memory_plugins.storage.engine.ForgetReport`)."""
+        went (a :class:`~ovos_memory_plugins.storage.records.ForgetReport`)."""
         session_id = check_id(session_id, "session_id")
         with self._lock:
             catalogued = self.storage.documents.ids(session_id)
@@ -712,7 +709,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def forget_all(self) -> int:
         """Delete every document (every tier) and all history; return how many documents went
-        (a :class:`~ovos_memory_plugins.storage.engine.ForgetReport`)."""
+        (a :class:`~ovos_memory_plugins.storage.records.ForgetReport`)."""
         with self._lock:
             if not self._can_delete() and not self._can("_delete_all") and self.storage.documents.count():
                 raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")

@@ -80,24 +80,20 @@ from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_st
 from ovos_memory_plugins.notebook import DEPRECATED_ALIASES, Notebook, NotebookOptions, select_for_prompt
 from ovos_memory_plugins.protocols import Note, NoteChange, words_key
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage.engine import Document, ForgetReport, Index, StoredDocument
 from ovos_memory_plugins.storage.notes_store import (
+    DatabaseNotesStore,
     FileNotesStore,
     NotesShelf,
     NotesStore,
     Rewrites,
-    SQLiteNotesStore,
     atomic_write,
-    import_notes_file,
     make_note,
-    move_notes,
-    notes_store_for,
     parse_notes,
     prompt_line,
     render_notes,
-    rewrites_for,
 )
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.records import Document, ForgetReport, StoredDocument
+from ovos_memory_plugins.storage.seam import Index
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 
 LOG = logging.getLogger(__name__)
@@ -356,12 +352,10 @@ class NotesMemory(IndexedMemory):
         #: Why the notes are kept in RAM (the store could not be opened), else None; reported by
         #: ``stats()`` and an ERROR every turn, never silent.
         self.store_problem: str | None = None
-        #: The memory's database file opened for the notes alone (``archive`` null), else None.
-        self._own_db: Database | None = None
         self._notes_store: NotesStore = self._open_store()
         #: The verbs (remember, forget, update, retire, restore), shared with sticky notes.
         self.notebook: Notebook = self._open_notebook()
-        self._rewrites: Rewrites = rewrites_for(self.storage.db, self.settings.namespace, self.root)
+        self._rewrites: Rewrites = self.storage.rewrites(self.root)
         self._llm: ChatLLM | None = llm if llm is not None else make_llm(self.options.llm)
         curate = self.options.auto_curate
         self.auto_curate = (self._llm is not None) if curate is None else bool(curate and self._llm is not None)
@@ -408,78 +402,19 @@ class NotesMemory(IndexedMemory):
         return self.storage.keyword_index(self.keyword_settings)
 
     def _open_store(self) -> NotesStore:
-        """The configured store, after moving in the notes of the other store type and of an
-        earlier release's ``notes.db``; never raises (RAM, and says so).
-
-        On PostgreSQL the notes live in the database whatever ``store`` says: a ``MEMORY.md``
-        under one machine's ``root`` cannot be shared by the servers that share the memory."""
-        root = self.root
-        db = self.storage.db
+        """The configured store, from the memory's storage (``Storage.notes_store``: it moves in
+        the notes of the other store type and of an earlier release's ``notes.db``, and keeps
+        them in the database whatever ``store`` says on PostgreSQL); never raises (RAM, and
+        says so)."""
+        where = super()._database_path()  # the memory's file, even with ``archive`` null (RAM)
         try:
-            if db.engine == "postgresql":
-                return notes_store_for(db, self.settings.namespace)
-            if db.fallback_reason:
-                raise StorageError(db.fallback_reason)
-            if self.options.store == "sqlite":
-                sql = SQLiteNotesStore(db=self._notes_database())
-                if not sql.db.in_ram:
-                    import_notes_file(sql, root / "notes.db")
-                if (root / "MEMORY.md").exists() or (root / "RETIRED.md").exists():
-                    self._move_in(FileNotesStore(root), sql, [root / "MEMORY.md", root / "RETIRED.md"])
-                return sql
-            root.mkdir(parents=True, exist_ok=True)
-            store = FileNotesStore(root)
-            store.remove_stale_temp_files()
-            import_notes_file(store, root / "notes.db")
-            self._move_out_of_database(store)
-            return store
+            return self.storage.notes_store(
+                self.options.store, self.root, database_file=where[0] if where is not None else None
+            )
         except Exception as exc:
-            self.store_problem = f"cannot open the notes store in {root} ({exc}); notes are kept in RAM only"
+            self.store_problem = f"cannot open the notes store in {self.root} ({exc}); notes are kept in RAM only"
             LOG.error("NotesMemory: %s", self.store_problem)
-            return SQLiteNotesStore(":memory:")
-
-    def _notes_database(self) -> Database:
-        """The database the SQLite store's table lives in: the memory's own. With ``archive``
-        null (documents and history in RAM), the memory's database file opened for the notes
-        alone (closed with the memory)."""
-        db = self.storage.db
-        where = super()._database_path()
-        if not isinstance(db, Database) or not db.in_ram or where is None:
-            return db  # type: ignore[return-value]
-        self._own_db = Database(where[0])
-        return self._own_db
-
-    def _move_out_of_database(self, store: FileNotesStore) -> None:
-        """``store`` is ``file`` but the memory's database holds notes (the SQLite store was
-        used before): move them into ``MEMORY.md``, then delete them from the database."""
-        where = super()._database_path()
-        if self.storage.db.in_ram and (where is None or not where[0].exists()):
-            return
-        db = self._notes_database()
-        try:
-            if db.table_exists("memory_notes") and db.scalar("SELECT 1 FROM memory_notes LIMIT 1"):
-                old = SQLiteNotesStore(db=db)
-                if self._move_in(old, store, []):
-                    old.remove(lambda n: True)
-                    old.close()
-        finally:
-            if self._own_db is not None:  # the file store needs no database of its own
-                self._own_db.close()
-                self._own_db = None
-
-    @staticmethod
-    def _move_in(source: NotesStore, target: NotesStore, rename: list[Path]) -> bool:
-        """Move every note of ``source`` into ``target``; rename the source files after. False on failure."""
-        try:
-            n = move_notes(source, target)
-        except CorruptFileError as exc:
-            LOG.error("NotesMemory: cannot move notes (%s); the file is left untouched", exc)
-            return False
-        for path in rename:
-            if path.exists():
-                path.rename(path.with_name(path.name + ".moved"))
-        LOG.info("NotesMemory: moved %d notes into the %s store", n, type(target).__name__)
-        return True
+            return DatabaseNotesStore()
 
     def _adopt_old_archive(self) -> None:
         """Copy an archive an earlier release kept in ``<root>/archive/`` (a separate keyword
@@ -1465,5 +1400,3 @@ class NotesMemory(IndexedMemory):
             LOG.warning("NotesMemory: a background digest or dream is still running; closing anyway")
         close_llm(self._llm)
         self._notes_store.close()
-        if self._own_db is not None:
-            self._own_db.close()

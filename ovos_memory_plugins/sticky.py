@@ -47,7 +47,6 @@ import functools
 import json
 import logging
 import re
-import sqlite3
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -62,21 +61,23 @@ from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import option
 from ovos_memory_plugins.dates import Clock, when_label
-from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.notebook import Notebook, NotebookOptions, select_for_prompt
+from ovos_memory_plugins.notebook import (
+    Notebook,
+    NotebookOptions,
+    select_for_prompt,
+)
 from ovos_memory_plugins.protocols import Note, NoteChange
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage.engine import check_id
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.records import check_id
+from ovos_memory_plugins.storage.registry import open_storage
+from ovos_memory_plugins.storage.seam import Database
 from ovos_memory_plugins.storage.sticky_store import (
     StickyRow,
     StickyShelf,
     StickyStore,
     ask_key,
     day_of,
-    import_sticky_file,
     note_of,
-    sticky_store_for,
 )
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 
@@ -536,8 +537,8 @@ class StickyMemory(BaseRetrievalMemory):
 
     Args:
         config: the plugin's block of the persona JSON.
-        database: a SQLite :class:`Database` to keep the notes in instead of the memory's own
-            database (a test seam).
+        database: an open database (of either engine, :class:`~ovos_memory_plugins.storage.seam.Database`)
+            to keep the notes in instead of the memory's own database (a test seam).
     """
 
     #: Turns stay history only; notes come from the user's asks and store() (the kit's context-only profile).
@@ -569,21 +570,20 @@ class StickyMemory(BaseRetrievalMemory):
         self.notebook: Notebook = self._open_notebook()
 
     def _open_sticky(self, database: Database | None) -> StickyStore:
-        """The notes' tables in the memory's own database (SQLite file or PostgreSQL), after
-        moving in the ``sticky.db`` of an earlier release; never raises (RAM, and says so)."""
-        db = self.storage.db
+        """The notes' tables in the memory's own database (SQLite file or PostgreSQL), from its
+        storage (``Storage.sticky_store``: it moves in the ``sticky.db`` of an earlier release);
+        never raises (RAM, and says so)."""
         if database is not None:
             return StickyStore(database)  # an injected database is the caller's to fix
+        db = self.storage.db
         try:
-            store = sticky_store_for(db, self.settings.namespace)
-        except (StorageError, OSError, sqlite3.Error) as exc:
+            store = self.storage.sticky_store(self.root)
+        except Exception as exc:  # a constructor must not raise: any driver error is reported
             self.store_problem = f"cannot use {db.location} ({exc}); notes are kept in RAM only"
             LOG.error("StickyMemory: %s", self.store_problem)
-            return StickyStore(Database(":memory:"))
+            return open_storage(":memory:").sticky()
         if db.fallback_reason:
             self.store_problem = f"{db.fallback_reason}; notes are kept in RAM only"
-        elif isinstance(db, Database) and not db.in_ram:
-            import_sticky_file(store, self.root / "sticky.db")
         return store
 
     @staticmethod
