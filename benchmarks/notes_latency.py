@@ -5,10 +5,13 @@ Wall-clock figures include waiting for a busy CPU; the CPU-time row is the proce
 does around one answer: ``build_conversation_context(utterance)`` before it and
 ``update_history([user, assistant])`` after it. Run::
 
-    python benchmarks/notes_latency.py [--notes 1000] [--turns 400] [--store file|sqlite] [--archive]
+    python benchmarks/notes_latency.py [--notes 1000] [--turns 400] [--store file|sqlite] [--archive] [--curate]
 
 ``--archive`` adds the default keyword archive (exchanges indexed and searched every turn);
-without it the archive is null and the figures are the notes block alone.
+without it the archive is null and the figures are the notes block alone. ``--curate`` (with
+``--archive``) turns the digest on, inline, with a scripted model that admits nothing: every
+exchange is marked pending and queued, and every ``curate_every_turns`` (20) turns a digest
+reads the transcript and clears the marks.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import statistics
 import tempfile
 import time
 
+from ovos_memory_plugins.fakes import ScriptedLLM
 from ovos_memory_plugins.notes import NotesMemory
 from ovos_memory_plugins.testing import exchange
 
@@ -36,13 +40,18 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=400)
     parser.add_argument("--store", choices=["file", "sqlite"], default="file")
     parser.add_argument("--archive", action="store_true", help="use the keyword archive (default: null)")
+    parser.add_argument("--curate", action="store_true", help="digest inline with a scripted model (needs --archive)")
     args = parser.parse_args()
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as root:
         config = {"root": root, "store": args.store}
         if not args.archive:
             config["archive"] = None
-        mem = NotesMemory(config)
+        llm = None
+        if args.curate:
+            config["curate_in_background"] = False
+            llm = ScriptedLLM(default='{"new": [], "replace": [], "retire": [], "forget": [], "episode": ""}')
+        mem = NotesMemory(config, llm=llm)
         body = "\n".join(
             f"- [2025-{1 + i % 12:02d}] note {i}: the user's {rng.choice(TOPICS)} fact number {i} "
             f"with {rng.choice(TOPICS)} details"
@@ -63,6 +72,7 @@ def main() -> None:
         mem.close()
     turn = [b + u for b, u in zip(build, update, strict=True)]
     label = f"{args.notes} notes, store={args.store}, archive={'keyword' if args.archive else 'null'}"
+    label += ", digest inline" if args.curate else ""
     print(f"{label}, {args.turns} turns (ms):")
     rows = (
         ("build_conversation_context", build),

@@ -20,7 +20,7 @@ and may implement, when it can do better than the base:
 * ``_close()``: release files and connections.
 
 Every document also goes into the memory's one documents table (its catalogue: id, session,
-text, metadata; :mod:`ovos_memory_plugins.storage.engine`), in the same transaction as the
+text, metadata; :mod:`ovos_memory_plugins.storage.seam`), in the same transaction as the
 hook, so ``forget_session``/``forget_all`` can always enumerate what to delete. Memories made of
 indexes over that table (:class:`ovos_memory_plugins.index.IndexedMemory`: the keyword and vector
 backends) need no hooks at all.
@@ -83,19 +83,16 @@ from ovos_memory_plugins.select import (
     window_first,
     window_places,
 )
-from ovos_memory_plugins.storage.engine import (
+from ovos_memory_plugins.storage.records import (
     Compacted,
     Document,
     ForgetReport,
-    Index,
     KeywordSettings,
-    Storage,
     StoredDocument,
     check_id,
-    compact_database,
 )
 from ovos_memory_plugins.storage.registry import open_storage
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.seam import Database, Index, Storage, compact_database
 from ovos_memory_plugins.storage.summary_store import open_summary_store
 from ovos_memory_plugins.summary import RollingSummary
 from ovos_memory_plugins.text import clean_text, clip_query, query_terms
@@ -218,6 +215,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         self.root: Path = resolve_root(self.settings)
         self._lock = threading.RLock()
         self._closed = False
+        self._exchange_listeners: list[Callable[[StoredDocument], None]] = []
         #: The indexes the base writes every document to and deletes it from (IndexedMemory).
         self.indexes: list[Index] = []
         self.storage: Storage = self._open_storage()
@@ -270,11 +268,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         return []
 
     def _open_state_database(self) -> Database:
-        """The SQLite database at :meth:`_database_path` (RAM when None). A subclass that
-        overrides this hook chooses the database itself (it may call this one); raises
-        :class:`StorageError` when the file cannot be opened."""
+        """The database at :meth:`_database_path` (RAM when None), opened through the storage
+        registry. A subclass that overrides this hook chooses the database itself (it may call
+        this one); raises :class:`StorageError` when the file cannot be opened."""
         where = self._database_path()
-        return Database(where[0] if where is not None else ":memory:")
+        return open_storage(where[0] if where is not None else ":memory:").db
 
     def _open_storage(self) -> Storage:
         """The memory's one database, migrated; never raises (falls back to RAM, and says so:
@@ -509,7 +507,27 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         with self._lock:
             prepared = self._prepare_documents(docs)
             with self.storage.atomic():
-                return self._put_prepared(docs, prepared)
+                stored = self._put_prepared(docs, prepared)
+            self._tell_exchanges(stored)
+            return stored
+
+    def add_exchange_listener(self, listener: Callable[[StoredDocument], None]) -> None:
+        """Call ``listener(exchange)`` for every exchange document this memory writes (a turn
+        recorded by ``update_history``, an exchange imported or copied in), once the write's
+        transaction is done, in write order, under the memory's lock: a listener keeps it short
+        (the notes' digest only queues the exchange). A listener that raises is logged; the
+        write stands."""
+        self._exchange_listeners.append(listener)
+
+    def _tell_exchanges(self, stored: Sequence[StoredDocument]) -> None:
+        for doc in stored:
+            if doc.metadata.get("kind") != "exchange":
+                continue
+            for listener in list(self._exchange_listeners):
+                try:
+                    listener(doc)
+                except Exception:
+                    LOG.exception("%s: an exchange listener failed for %s", type(self).__name__, doc.doc_id)
 
     def _prepare_documents(self, docs: Sequence[Document]) -> list[Any]:
         """Every index's work for ``docs`` done before the transaction (it may embed: slow, network)."""
@@ -639,7 +657,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """Delete documents by id from every tier (documents, indexes, the exchange's history
         messages, the running summary of an exchange's session, the backend's own store);
         return how many existed, as a
-        :class:`~ovos_memory_plugins.storage.engine.ForgetReport` (an int with ``.tiers``).
+        :class:`~ovos_memory_plugins.storage.records.ForgetReport` (an int with ``.tiers``).
         Raises if the backend cannot delete."""
         ids = [check_id(d, "doc_id") for d in dict.fromkeys(doc_ids)]
         if not self._can_delete():
@@ -671,7 +689,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def forget_session(self, session_id: str) -> int:
         """Delete a session's documents (every tier) and history; return how many documents
-        went (a :class:`~ovos_memory_plugins.storage.engine.ForgetReport`)."""
+        went (a :class:`~ovos_memory_plugins.storage.records.ForgetReport`)."""
         session_id = check_id(session_id, "session_id")
         with self._lock:
             catalogued = self.storage.documents.ids(session_id)
@@ -692,7 +710,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def forget_all(self) -> int:
         """Delete every document (every tier) and all history; return how many documents went
-        (a :class:`~ovos_memory_plugins.storage.engine.ForgetReport`)."""
+        (a :class:`~ovos_memory_plugins.storage.records.ForgetReport`)."""
         with self._lock:
             if not self._can_delete() and not self._can("_delete_all") and self.storage.documents.count():
                 raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")
@@ -927,12 +945,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
             # One transaction (one durable commit) for the messages, the exchange documents and an
             # extractive fold; should the documents fail, the messages are recorded alone.
+            written: list[StoredDocument] = []
             try:
                 with self.storage.atomic():
                     record_history()
-                    self._put_prepared(docs, prepared)
+                    stored = self._put_prepared(docs, prepared)
                     if fold_now:
                         fold()
+                written = stored
             except Exception:
                 if not docs:
                     raise
@@ -941,6 +961,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                     record_history()
                     if fold_now:
                         fold()
+            self._tell_exchanges(written)  # the exchange listeners, once the turn is committed
         if leaving and not fold_now:
             fold()
 

@@ -98,8 +98,8 @@ from ovos_memory_plugins.protocols import (
     words_key,
 )
 from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window, window_first
-from ovos_memory_plugins.storage.engine import Compacted
-from ovos_memory_plugins.storage.postgres import redact_url
+from ovos_memory_plugins.storage.records import Compacted
+from ovos_memory_plugins.storage.registry import redact_url
 from ovos_memory_plugins.text import clean_text, clip_query
 
 LOG = logging.getLogger(__name__)

@@ -267,6 +267,10 @@ class ParsedConfig:
     memory: MemoryConfig
     options: Any
     problems: list[str]
+    #: Keys renamed in a release (an options class's ``deprecated_keys``): each old key given,
+    #: said as the WARNING logged for it (still accepted under its new name, or ignored when the
+    #: new name is given too). ``ovos-memory check`` shows them as warnings.
+    deprecated: list[str] = field(default_factory=list)
 
 
 _MISSING = object()
@@ -376,13 +380,18 @@ def parse_config(raw: Mapping[str, Any] | None, options_class: type[Any] | None 
         problems.append(f"the memory config must be a JSON object, not {type(raw).__name__}; using defaults")
         raw = {}
     aliases = getattr(options_class, "deprecated_keys", None) or {}
-    if any(old in raw for old in aliases):  # keys renamed in a release: still accepted, logged
+    deprecated: list[str] = []
+    if any(old in raw for old in aliases):  # keys renamed in a release: still accepted, reported
         raw = dict(raw)
         for old, new in aliases.items():
             if old in raw:
                 value = raw.pop(old)
-                logging.getLogger(__name__).warning("config key %r is deprecated; use %r", old, new)
-                raw.setdefault(new, value)
+                if new in raw:
+                    deprecated.append(f"config key {old!r} is deprecated and ignored: {new!r} is given too")
+                else:
+                    deprecated.append(f"config key {old!r} is deprecated; use {new!r}")
+                    raw[new] = value
+                logging.getLogger(__name__).warning("%s", deprecated[-1])
     shared = {f.name for f in dataclasses.fields(MemoryConfig)}
     own = {f.name for f in dataclasses.fields(options_class)} if options_class is not None else set()
     known = shared | own
@@ -390,7 +399,7 @@ def parse_config(raw: Mapping[str, Any] | None, options_class: type[Any] | None 
         problems.append(_unknown(str(unknown), known))
     memory = _parse_section(MemoryConfig, raw, "", problems, only=shared)
     options = _parse_section(options_class, raw, "", problems, only=own) if options_class is not None else None
-    return ParsedConfig(memory=memory, options=options, problems=problems)
+    return ParsedConfig(memory=memory, options=options, problems=problems, deprecated=deprecated)
 
 
 def _plugin_class(plugin: str | type[Any]) -> type[Any]:

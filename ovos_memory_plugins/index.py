@@ -1,6 +1,6 @@
 """Indexes over a memory's documents table, their fusion into a hybrid, and the memory made of them.
 
-An index (:class:`~ovos_memory_plugins.storage.engine.Index`, the storage seam's protocol)
+An index (:class:`~ovos_memory_plugins.storage.seam.Index`, the storage seam's protocol)
 finds the documents of the memory's one documents table again::
 
     prepare(docs)               before the write transaction (the vector index embeds here)
@@ -12,7 +12,7 @@ Indexes shipped here and in :mod:`ovos_memory_plugins.storage`:
 
 * the keyword index (:class:`ovos_memory_plugins.storage.keyword.SqliteKeywordIndex`);
 * :class:`VectorIndex`: an embedder over the engine's
-  :class:`~ovos_memory_plugins.storage.engine.VectorStore`; embedder outages leave vectors
+  :class:`~ovos_memory_plugins.storage.seam.VectorStore`; embedder outages leave vectors
   pending for a background retry (writes) or give no hits (reads);
 * :class:`HybridIndex` (``a | b``): several indexes as one; writes reach every arm, reads fuse
   the arms that answer (a failing arm is skipped, logged).
@@ -38,14 +38,8 @@ from ovos_memory_plugins.common import MemoryHit, fuse_points, fuse_rrf, fuse_we
 from ovos_memory_plugins.dates import Clock, Window
 from ovos_memory_plugins.embedders import CachedEmbedder, Embedder, embed_documents, embed_queries
 from ovos_memory_plugins.errors import BackendError, StorageError
-from ovos_memory_plugins.storage.engine import (
-    Document,
-    DocumentStore,
-    ForgetReport,
-    Index,
-    StoredDocument,
-    VectorStore,
-)
+from ovos_memory_plugins.storage.records import Document, ForgetReport, StoredDocument
+from ovos_memory_plugins.storage.seam import DocumentStore, Index, VectorStore
 
 LOG = logging.getLogger(__name__)
 
@@ -128,7 +122,7 @@ class HybridIndex(IndexBase):
     """Several indexes as one: writes reach every arm, reads fuse the arms that answer.
 
     Args:
-        arms: the indexes, each implementing :class:`~ovos_memory_plugins.storage.engine.Index`.
+        arms: the indexes, each implementing :class:`~ovos_memory_plugins.storage.seam.Index`.
         weights: one per arm (default 1.0 each); an arm's ``weight(query)``, when it has one,
             multiplies its weight per query.
         fusion: ``"calibrated"`` (the default: ``"weighted"`` with each arm's weight times the
@@ -279,7 +273,7 @@ class VectorIndex(IndexBase):
     vector backend answers with no hits).
 
     Args:
-        store: where vectors live (the engine's :class:`~ovos_memory_plugins.storage.engine.VectorStore`).
+        store: where vectors live (the engine's :class:`~ovos_memory_plugins.storage.seam.VectorStore`).
         documents: the memory's documents table (hits read their text there).
         embedder: the active embedder; its ``id`` names the vector space searched.
         min_similarity: hits below this cosine similarity are dropped.

@@ -36,8 +36,9 @@ from typing import Any, ClassVar
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import check_path, option
 from ovos_memory_plugins.index import IndexedMemory
-from ovos_memory_plugins.storage.engine import Index, KeywordSettings
 from ovos_memory_plugins.storage.keyword import StoredTerms, query_counts, split_head
+from ovos_memory_plugins.storage.records import KeywordSettings
+from ovos_memory_plugins.storage.seam import Index
 from ovos_memory_plugins.text import stop_words, tokenize
 
 __all__ = ["LexicalMemory", "LexicalOptions", "db_path_option", "split_head"]

@@ -77,33 +77,23 @@ from ovos_memory_plugins.dates import Clock, month_label
 from ovos_memory_plugins.errors import BackendError, CorruptFileError, StorageError
 from ovos_memory_plugins.index import IndexedMemory
 from ovos_memory_plugins.llm import ChatLLM, check_llm_config, close_llm, llm_stats, make_llm, parse_json_reply
-from ovos_memory_plugins.notebook import (
-    DEPRECATED_ALIASES,
-    as_fact,
-    change_for,
-    match_note,
-    refused,
-    select_for_prompt,
-)
+from ovos_memory_plugins.notebook import DEPRECATED_ALIASES, Notebook, NotebookOptions, select_for_prompt
 from ovos_memory_plugins.protocols import Note, NoteChange, words_key
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage.engine import Document, ForgetReport, Index, StoredDocument
 from ovos_memory_plugins.storage.notes_store import (
+    DatabaseNotesStore,
     FileNotesStore,
+    NotesShelf,
     NotesStore,
     Rewrites,
-    SQLiteNotesStore,
     atomic_write,
-    import_notes_file,
     make_note,
-    move_notes,
-    notes_store_for,
     parse_notes,
     prompt_line,
     render_notes,
-    rewrites_for,
 )
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.records import Document, ForgetReport, StoredDocument
+from ovos_memory_plugins.storage.seam import Index
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 
 LOG = logging.getLogger(__name__)
@@ -123,10 +113,6 @@ NOTES_HEADER = (
     "When two notes disagree, the one with the newer [YYYY-MM] date is true."
 )
 
-#: A fact longer than this is refused (a note is one line, not a document).
-MAX_FACT_CHARS = 500
-#: Two candidates whose scores are within this ratio are too close to call.
-CLOSE_CALL = 0.8
 #: At most this many new facts per digest (strict admission).
 MAX_NEW_PER_DIGEST = 5
 #: Pending transcript kept per session at most (oldest exchanges dropped first).
@@ -201,8 +187,9 @@ def _check_llm(value: Any) -> str | None:
 
 
 @dataclass
-class NotesOptions:
-    """The notes backend's own keys (see ``docs/notes.md``)."""
+class NotesOptions(NotebookOptions):
+    """The notes backend's own keys (see ``docs/notes.md``), after the knobs every kind of note
+    shares (:class:`~ovos_memory_plugins.notebook.NotebookOptions`)."""
 
     #: Keys renamed to the names sticky notes share; still accepted, with a log line.
     deprecated_keys: ClassVar[dict[str, str]] = DEPRECATED_ALIASES["NotesOptions"]
@@ -213,36 +200,7 @@ class NotesOptions:
         "`RETIRED.md`) or `sqlite` (a table of the memory's own database, no cap, full-text search). Switching "
         "moves every note. On PostgreSQL the notes are always in the database.",
     )
-    max_context_chars: int = option(
-        8000,
-        doc="Characters of notes the prompt carries at most; shown to the model as a meter "
-        "(formerly `notes_budget`, still accepted).",
-        minimum=200,
-    )
-    max_notes_in_context: int = option(
-        60,
-        doc="Up to this many notes, all travel every turn; past it, only the ones relevant to the "
-        "utterance (BM25) plus the `newest_in_context` newest (formerly `context_facts`).",
-        minimum=0,
-    )
-    newest_in_context: int = option(
-        5,
-        doc="Newest notes that always travel once `max_notes_in_context` is exceeded (formerly `newest_facts`).",
-        minimum=0,
-    )
     header: str = option(NOTES_HEADER, doc="Text placed before the notes in the prompt (formerly `notes_header`).")
-    forget_min_score: float = option(
-        0.0,
-        doc="How much of a description (0 to 1: the share of its content words) a note must hold to be picked "
-        "by `forget`/`update`/`retire`/`restore`; an exact id or the exact words always match.",
-        minimum=0,
-    )
-    forget_ambiguity: float = option(
-        0.8,
-        doc="A second note scoring at least this fraction of the best makes a description ambiguous: "
-        "nothing changes and the candidates come back.",
-        minimum=0,
-    )
     llm: dict[str, Any] | None = option(
         None,
         doc='The language model for digest and dreaming: `{"base_url", "api_key", "model", "timeout"}` '
@@ -383,7 +341,6 @@ class NotesMemory(IndexedMemory):
         super().__init__(config, clock=lambda: datetime.fromtimestamp(seconds()).astimezone())
         self._clock = seconds
         self._mutex = threading.RLock()
-        self._forget_listeners: list[Callable[[Note], None]] = []
         self._cache_lock = threading.Lock()
         self._cache: list[Note] = []
         self._cache_version: Any = object()
@@ -395,10 +352,10 @@ class NotesMemory(IndexedMemory):
         #: Why the notes are kept in RAM (the store could not be opened), else None; reported by
         #: ``stats()`` and an ERROR every turn, never silent.
         self.store_problem: str | None = None
-        #: The memory's database file opened for the notes alone (``archive`` null), else None.
-        self._own_db: Database | None = None
         self._notes_store: NotesStore = self._open_store()
-        self._rewrites: Rewrites = rewrites_for(self.storage.db, self.settings.namespace, self.root)
+        #: The verbs (remember, forget, update, retire, restore), shared with sticky notes.
+        self.notebook: Notebook = self._open_notebook()
+        self._rewrites: Rewrites = self.storage.rewrites(self.root)
         self._llm: ChatLLM | None = llm if llm is not None else make_llm(self.options.llm)
         curate = self.options.auto_curate
         self.auto_curate = (self._llm is not None) if curate is None else bool(curate and self._llm is not None)
@@ -415,6 +372,7 @@ class NotesMemory(IndexedMemory):
         self._counts = {"digests": 0, "facts_added": 0, "facts_retired": 0, "episodes": 0, "dreams": 0}
         self._refresh()
         self._adopting = False
+        self.add_exchange_listener(self._exchange_recorded)  # the digest reacts to recorded exchanges
         self._adopt_old_archive()
         self._recover_pending()
 
@@ -444,78 +402,19 @@ class NotesMemory(IndexedMemory):
         return self.storage.keyword_index(self.keyword_settings)
 
     def _open_store(self) -> NotesStore:
-        """The configured store, after moving in the notes of the other store type and of an
-        earlier release's ``notes.db``; never raises (RAM, and says so).
-
-        On PostgreSQL the notes live in the database whatever ``store`` says: a ``MEMORY.md``
-        under one machine's ``root`` cannot be shared by the servers that share the memory."""
-        root = self.root
-        db = self.storage.db
+        """The configured store, from the memory's storage (``Storage.notes_store``: it moves in
+        the notes of the other store type and of an earlier release's ``notes.db``, and keeps
+        them in the database whatever ``store`` says on PostgreSQL); never raises (RAM, and
+        says so)."""
+        where = super()._database_path()  # the memory's file, even with ``archive`` null (RAM)
         try:
-            if db.engine == "postgresql":
-                return notes_store_for(db, self.settings.namespace)
-            if db.fallback_reason:
-                raise StorageError(db.fallback_reason)
-            if self.options.store == "sqlite":
-                sql = SQLiteNotesStore(db=self._notes_database())
-                if not sql.db.in_ram:
-                    import_notes_file(sql, root / "notes.db")
-                if (root / "MEMORY.md").exists() or (root / "RETIRED.md").exists():
-                    self._move_in(FileNotesStore(root), sql, [root / "MEMORY.md", root / "RETIRED.md"])
-                return sql
-            root.mkdir(parents=True, exist_ok=True)
-            store = FileNotesStore(root)
-            store.remove_stale_temp_files()
-            import_notes_file(store, root / "notes.db")
-            self._move_out_of_database(store)
-            return store
+            return self.storage.notes_store(
+                self.options.store, self.root, database_file=where[0] if where is not None else None
+            )
         except Exception as exc:
-            self.store_problem = f"cannot open the notes store in {root} ({exc}); notes are kept in RAM only"
+            self.store_problem = f"cannot open the notes store in {self.root} ({exc}); notes are kept in RAM only"
             LOG.error("NotesMemory: %s", self.store_problem)
-            return SQLiteNotesStore(":memory:")
-
-    def _notes_database(self) -> Database:
-        """The database the SQLite store's table lives in: the memory's own. With ``archive``
-        null (documents and history in RAM), the memory's database file opened for the notes
-        alone (closed with the memory)."""
-        db = self.storage.db
-        where = super()._database_path()
-        if not isinstance(db, Database) or not db.in_ram or where is None:
-            return db  # type: ignore[return-value]
-        self._own_db = Database(where[0])
-        return self._own_db
-
-    def _move_out_of_database(self, store: FileNotesStore) -> None:
-        """``store`` is ``file`` but the memory's database holds notes (the SQLite store was
-        used before): move them into ``MEMORY.md``, then delete them from the database."""
-        where = super()._database_path()
-        if self.storage.db.in_ram and (where is None or not where[0].exists()):
-            return
-        db = self._notes_database()
-        try:
-            if db.table_exists("memory_notes") and db.scalar("SELECT 1 FROM memory_notes LIMIT 1"):
-                old = SQLiteNotesStore(db=db)
-                if self._move_in(old, store, []):
-                    old.remove(lambda n: True)
-                    old.close()
-        finally:
-            if self._own_db is not None:  # the file store needs no database of its own
-                self._own_db.close()
-                self._own_db = None
-
-    @staticmethod
-    def _move_in(source: NotesStore, target: NotesStore, rename: list[Path]) -> bool:
-        """Move every note of ``source`` into ``target``; rename the source files after. False on failure."""
-        try:
-            n = move_notes(source, target)
-        except CorruptFileError as exc:
-            LOG.error("NotesMemory: cannot move notes (%s); the file is left untouched", exc)
-            return False
-        for path in rename:
-            if path.exists():
-                path.rename(path.with_name(path.name + ".moved"))
-        LOG.info("NotesMemory: moved %d notes into the %s store", n, type(target).__name__)
-        return True
+            return DatabaseNotesStore()
 
     def _adopt_old_archive(self) -> None:
         """Copy an archive an earlier release kept in ``<root>/archive/`` (a separate keyword
@@ -674,74 +573,46 @@ class NotesMemory(IndexedMemory):
 
     # -- verbs (the NotesKeeper protocol) -------------------------------------------------------
 
+    def _open_notebook(self) -> Notebook:
+        """The verbs over this memory's notes store (:class:`~ovos_memory_plugins.notebook.Notebook`)."""
+        return Notebook(
+            NotesShelf(self._notes_store, month=self._month, cached=self._refresh),
+            self.options,
+            lock=self._mutex,
+            today=self._day,
+            tidy=normalize_fact,
+            after_forget=self._forgotten,
+            changed=self._notes_changed,
+            name="NotesMemory",
+        )
+
+    def _notes_changed(self, grew: bool) -> None:
+        """After a verb: the cached list is read again; a list that grew may be dreamed over."""
+        with self._cache_lock:
+            self._cache_version = object()
+        if grew:
+            self._after_growth()
+
+    def _forgotten(self, gone: list[Note]) -> None:
+        """After a forget: the journal's copies and the backups' and undo history's lines go too."""
+        self._notes_store.checkpoint()
+        self._scrub({words_key(n.text) for n in gone})
+
     def list_notes(self, *, include_retired: bool = False, session_id: str | None = None) -> list[Note]:
         """The active notes in order, then (``include_retired``) the retired ones; only those
         learned in ``session_id`` when it is given."""
-        notes = list(self._refresh())
-        if include_retired:
-            notes += self._notes_store.retired()
-        if session_id is not None:
-            notes = [n for n in notes if n.session_id == session_id]
-        return notes
-
-    def _fact(self, fact: Any) -> tuple[str, str] | NoteChange:
-        """``(text, date)`` of a fact to store, or a ``refused`` change saying why not."""
-        if as_fact(fact) is None:
-            return refused(f"a note must be text with a letter or digit in it, not {fact!r:.40}")
-        text, given = normalize_fact(fact)
-        if not text:
-            return refused("cannot remember an empty fact")
-        if len(text) > MAX_FACT_CHARS:
-            return refused(f"a note is one short fact (at most {MAX_FACT_CHARS} characters), not {len(text)}")
-        return text, given
+        return self.notebook.list_notes(include_retired=include_retired, session_id=session_id)
 
     def remember(self, fact: str, *, session_id: str = "default", date: str | None = None) -> NoteChange:
         """Add a fact (dated this month unless it starts with ``[YYYY-MM]`` or ``date`` is given),
         learned in ``session_id`` (``forget_session`` removes it).
 
         A fact already noted (same words, ignoring case and spacing) is not added twice
-        (``duplicate``). Non-text, empty or over-long input changes nothing (``refused``).
-        Raises CorruptFileError when ``MEMORY.md`` cannot be parsed (it is never overwritten).
+        (``duplicate``). Non-text, empty or over-long (``max_note_chars``) input changes nothing
+        (``refused``). Raises CorruptFileError when ``MEMORY.md`` cannot be parsed (it is never
+        overwritten).
         """
-        parsed = self._fact(fact)
-        if isinstance(parsed, NoteChange):
-            return parsed
-        text, given = parsed
-        sid = session_id if isinstance(session_id, str) else "default"
-        note = make_note(text, date or given or self._month(), session_id=sid)
-        with self._mutex, self._notes_store.transaction():
-            notes = self._notes_store.load()
-            key = words_key(text)
-            for existing in notes:
-                if words_key(existing.text) == key:
-                    return NoteChange("duplicate", note=existing, message=f"already noted: {existing.text}")
-            notes.append(note)
-            self._notes_store.save(notes)
-            self._saved(notes)
-        self._after_growth()
-        return NoteChange("added", note=note, message=f"noted: {text}")
-
-    def _match(self, description: Any, notes: list[Note]) -> NoteChange | Note:
-        """The note ``description`` names among ``notes``, or the change saying why none is."""
-        if isinstance(description, str):
-            text, _ = normalize_fact(description)
-            description = text or description
-        match = match_note(
-            description,
-            notes,
-            min_score=self.options.forget_min_score,
-            ambiguity=self.options.forget_ambiguity,
-        )
-        failed = change_for(match)
-        if failed is not None:
-            return failed
-        assert match.note is not None
-        return match.note
-
-    @staticmethod
-    def _in_session(notes: list[Note], session_id: str | None) -> list[Note]:
-        """The notes a verb may pick: every one (None), else only those learned in ``session_id``."""
-        return notes if session_id is None else [n for n in notes if n.session_id == session_id]
+        return self.notebook.remember(fact, session_id=session_id, date=date)
 
     def forget(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Delete the note ``description`` names (its exact id, or words naming it; retired
@@ -749,29 +620,13 @@ class NotesMemory(IndexedMemory):
         in ``MEMORY.md.bak`` and the undo history. Close calls change nothing (``ambiguous``).
         With ``session_id`` only the notes learned in that session are candidates, and only
         its copies go."""
-        with self._mutex, self._notes_store.transaction():
-            picked = self._match(description, self.list_notes(include_retired=True, session_id=session_id))
-            if isinstance(picked, NoteChange):
-                return picked
-            key = words_key(picked.text)
-            self._notes_store.remove(
-                lambda n: words_key(n.text) == key and (session_id is None or n.session_id == session_id)
-            )
-            self._saved(self._notes_store.load())
-        self._notes_store.checkpoint()
-        self._scrub({key})
-        for listener in list(self._forget_listeners):
-            try:
-                listener(picked)
-            except Exception:
-                LOG.exception("NotesMemory: a forget listener failed for note %s", picked.id)
-        return NoteChange("forgotten", note=picked, message=f"forgot: {picked.text}")
+        return self.notebook.forget(description, session_id=session_id)
 
     def add_forget_listener(self, listener: Callable[[Note], None]) -> None:
         """Call ``listener(note)`` after every note this memory forgets, whatever asked (a verb,
         a delete by id, the digest's ``forget`` list): a composite removes the other members'
         copies of the fact. A listener that raises is logged; the forget stands."""
-        self._forget_listeners.append(listener)
+        self.notebook.add_forget_listener(listener)
 
     def update(self, description: str, new_fact: str, *, session_id: str | None = None) -> NoteChange:
         """Replace the active note ``description`` names with ``new_fact`` (dated this month).
@@ -780,51 +635,18 @@ class NotesMemory(IndexedMemory):
         place. Ambiguous descriptions change nothing and return the candidates. With
         ``session_id`` only the notes learned in that session are candidates.
         """
-        parsed = self._fact(new_fact)
-        if isinstance(parsed, NoteChange):
-            return parsed
-        text, given = parsed
-        with self._mutex, self._notes_store.transaction():
-            notes = self._notes_store.load()
-            picked = self._match(description, self._in_session(notes, session_id))
-            if isinstance(picked, NoteChange):
-                return picked
-            old = picked
-            index = notes.index(old)
-            if words_key(old.text) == words_key(text):
-                return NoteChange("duplicate", note=old, message=f"already noted: {old.text}")
-            new = make_note(text, given or self._month(), session_id=old.session_id)
-            self._notes_store.retire([old], self._day())
-            notes = self._notes_store.load()
-            notes = [n for n in notes if words_key(n.text) != words_key(text)]
-            notes.insert(min(index, len(notes)), new)
-            self._notes_store.save(notes)
-            self._saved(notes)
-        self._after_growth()
-        return NoteChange("updated", note=old, replaced_by=new, message=f"updated: {old.text} -> {text}")
+        return self.notebook.update(description, new_fact, session_id=session_id)
 
     def retire(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Mark the active note ``description`` names as no longer true (kept in the retired
         notes, out of the prompt; recall can still show it, marked). With ``session_id`` only
         the notes learned in that session are candidates."""
-        with self._mutex, self._notes_store.transaction():
-            picked = self._match(description, self._in_session(self._notes_store.load(), session_id))
-            if isinstance(picked, NoteChange):
-                return picked
-            self._notes_store.retire([picked], self._day())
-            self._saved(self._notes_store.load())
-        return NoteChange("retired", note=picked, message=f"retired: {picked.text}")
+        return self.notebook.retire(description, session_id=session_id)
 
     def restore(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Make the retired note ``description`` names active again (with ``session_id``: only
         one learned in that session)."""
-        with self._mutex, self._notes_store.transaction():
-            picked = self._match(description, self._in_session(self._notes_store.retired(), session_id))
-            if isinstance(picked, NoteChange):
-                return picked
-            self._notes_store.restore([picked])
-            self._saved(self._notes_store.load())
-        return NoteChange("restored", note=picked, message=f"restored: {picked.text}")
+        return self.notebook.restore(description, session_id=session_id)
 
     def notes(self) -> list[Note]:
         """The active notes, in order (``list_notes()``)."""
@@ -893,7 +715,7 @@ class NotesMemory(IndexedMemory):
             if not text or key in seen:
                 continue
             seen.add(key)
-            note = make_note(text[:MAX_FACT_CHARS], raw.date or self._month())
+            note = make_note(text[: self.options.max_note_chars], raw.date or self._month())
             notes.append(make_note(note.text, note.date, session_id=learned.get(note.id, "")))
         with self._mutex, self._notes_store.transaction():
             before = self._body()
@@ -956,13 +778,13 @@ class NotesMemory(IndexedMemory):
 
         self._rewrites.scrub(forgotten)
 
-    # -- archive hooks (the base's storage hooks) -------------------------------------------------
+    # -- the archive and the digest's exchange listener ------------------------------------------
 
-    def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
-        """The base wrote the document to the documents table and the archive's index; an
-        exchange marked pending also joins its session's pending transcript for the next digest."""
-        if metadata.get("kind") == "exchange" and metadata.get(DIGEST_KEY) == "pending" and not self._adopting:
-            self._note_exchange(doc_id, text, session_id)
+    def _exchange_recorded(self, exchange: StoredDocument) -> None:
+        """The digest's exchange listener (the base calls it once an exchange is written): one
+        marked pending joins its session's pending transcript for the next digest."""
+        if exchange.metadata.get(DIGEST_KEY) == "pending" and not self._adopting:
+            self._note_exchange(exchange.doc_id, exchange.text, exchange.session_id)
 
     def _put_prepared(self, docs: Sequence[Document], prepared: Sequence[Any]) -> list[StoredDocument]:
         """Mark each new exchange ``"digest": "pending"`` in its metadata as it is written (the
@@ -1070,9 +892,9 @@ class NotesMemory(IndexedMemory):
     # -- digest ----------------------------------------------------------------------------------
 
     def _note_exchange(self, doc_id: str, text: str, session_id: str) -> None:
-        """Add an exchange to the session's pending transcript (called under the base lock: no
-        model work here; ``update_history`` schedules it once the lock is released). An exchange
-        stored again (the turn after it joined) keeps its place."""
+        """Add an exchange to the session's pending transcript (the exchange listener runs under
+        the base lock: no model work here; ``update_history`` schedules it once the lock is
+        released). An exchange stored again (the turn after it joined) keeps its place."""
         if not self.auto_curate:
             return
         with self._cond:
@@ -1265,7 +1087,7 @@ class NotesMemory(IndexedMemory):
 
     def _admit(self, fact: str) -> str | None:
         text, _ = normalize_fact(fact.splitlines()[0] if fact.strip() else "")
-        if not text or len(text) > MAX_FACT_CHARS or text.endswith("?"):
+        if not text or len(text) > self.options.max_note_chars or text.endswith("?"):
             return None
         return text
 
@@ -1444,7 +1266,7 @@ class NotesMemory(IndexedMemory):
             if date not in dates:
                 date = best.date
             key = words_key(text)
-            if key in seen or len(text) > MAX_FACT_CHARS:
+            if key in seen or len(text) > self.options.max_note_chars:
                 continue
             seen.add(key)
             out.append(make_note(text, date, session_id=sessions.get(key, best.session_id)))
@@ -1578,5 +1400,3 @@ class NotesMemory(IndexedMemory):
             LOG.warning("NotesMemory: a background digest or dream is still running; closing anyway")
         close_llm(self._llm)
         self._notes_store.close()
-        if self._own_db is not None:
-            self._own_db.close()

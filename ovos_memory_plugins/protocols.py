@@ -113,7 +113,7 @@ class Compactable(Protocol):
         """Make deleted rows unrecoverable in everything this memory stores in; return the
         locations done (file paths, or a database URL without its password). A location that
         could not be done now (a busy file) is left out and logged; where the result is a
-        :class:`~ovos_memory_plugins.storage.engine.Compacted`, its ``skipped`` names it."""
+        :class:`~ovos_memory_plugins.storage.records.Compacted`, its ``skipped`` names it."""
         ...
 
 

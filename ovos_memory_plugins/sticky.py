@@ -47,12 +47,10 @@ import functools
 import json
 import logging
 import re
-import sqlite3
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -63,19 +61,23 @@ from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import option
 from ovos_memory_plugins.dates import Clock, when_label
-from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.notebook import as_fact, change_for, match_note, refused, select_for_prompt
+from ovos_memory_plugins.notebook import (
+    Notebook,
+    NotebookOptions,
+    select_for_prompt,
+)
 from ovos_memory_plugins.protocols import Note, NoteChange
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage.engine import check_id
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.records import check_id
+from ovos_memory_plugins.storage.registry import open_storage
+from ovos_memory_plugins.storage.seam import Database
 from ovos_memory_plugins.storage.sticky_store import (
     StickyRow,
+    StickyShelf,
     StickyStore,
     ask_key,
-    import_sticky_file,
-    note_key,
-    sticky_store_for,
+    day_of,
+    note_of,
 )
 from ovos_memory_plugins.text import clean_text, query_terms, tokenize
 
@@ -477,8 +479,9 @@ def load_phrasebooks(
 
 
 @dataclass
-class StickyOptions:
-    """The sticky memory's own keys (besides the shared ones)."""
+class StickyOptions(NotebookOptions):
+    """The sticky memory's own keys (besides the shared ones, and the knobs every kind of note
+    shares: :class:`~ovos_memory_plugins.notebook.NotebookOptions`)."""
 
     languages: list[str] | None = option(
         None,
@@ -500,32 +503,12 @@ class StickyOptions:
     confirm: bool = option(
         True, doc="After acting on an ask, add a system line telling the model what was done, so it can confirm."
     )
-    max_notes_in_context: int = option(
-        20,
-        doc="Notes sent every turn at most; past it, the newest `newest_in_context` plus those relevant "
-        "to the utterance. Also caps a 'what do you remember' listing.",
-        minimum=0,
-    )
-    newest_in_context: int = option(3, doc="How many of the newest notes always go in once over budget.", minimum=0)
-    max_context_chars: int = option(2000, doc="Characters of notes sent per turn at most.", minimum=0)
-    max_note_chars: int = option(300, doc="A note longer than this is cut (at a word boundary).", minimum=20)
     show_dates: bool = option(
         True,
         doc="Show each note's date, like every recalled memory's (`context.dates`: `[2026-12-01 18:30, "
         "yesterday]` before it; with `off`, `(2026-12-01)` after it, UTC).",
     )
     header: str = option(DEFAULT_STICKY_HEADER, doc="Text placed before the notes.")
-    forget_min_score: float = option(
-        0.6,
-        doc="How much of a 'forget …' description a note must cover to match (0 to 1; 1 = every content word).",
-        minimum=0,
-    )
-    forget_ambiguity: float = option(
-        0.8,
-        doc="A second note scoring at least this fraction of the best makes a 'forget …' ambiguous: "
-        "nothing is deleted and the model asks which one.",
-        minimum=0,
-    )
     replay_seconds: float = option(
         300,
         doc="The same ask repeated in a session within this many seconds is a replay: not acted on again.",
@@ -542,10 +525,6 @@ def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _date(stamp: float) -> str:
-    return datetime.fromtimestamp(stamp, tz=timezone.utc).strftime("%Y-%m-%d")
-
-
 # -- the memory ------------------------------------------------------------------------------
 
 
@@ -558,8 +537,8 @@ class StickyMemory(BaseRetrievalMemory):
 
     Args:
         config: the plugin's block of the persona JSON.
-        database: a SQLite :class:`Database` to keep the notes in instead of the memory's own
-            database (a test seam).
+        database: an open database (of either engine, :class:`~ovos_memory_plugins.storage.seam.Database`)
+            to keep the notes in instead of the memory's own database (a test seam).
     """
 
     #: Turns stay history only; notes come from the user's asks and store() (the kit's context-only profile).
@@ -587,24 +566,24 @@ class StickyMemory(BaseRetrievalMemory):
         self.store_problem: str | None = None
         self.store_db: StickyStore = self._open_sticky(database)
         self._terms: dict[str, tuple[str, list[str]]] = {}
-        self._forget_listeners: list[Callable[[Note], None]] = []
+        #: The verbs (remember, forget, update, retire, restore), shared with curated notes.
+        self.notebook: Notebook = self._open_notebook()
 
     def _open_sticky(self, database: Database | None) -> StickyStore:
-        """The notes' tables in the memory's own database (SQLite file or PostgreSQL), after
-        moving in the ``sticky.db`` of an earlier release; never raises (RAM, and says so)."""
-        db = self.storage.db
+        """The notes' tables in the memory's own database (SQLite file or PostgreSQL), from its
+        storage (``Storage.sticky_store``: it moves in the ``sticky.db`` of an earlier release);
+        never raises (RAM, and says so)."""
         if database is not None:
             return StickyStore(database)  # an injected database is the caller's to fix
+        db = self.storage.db
         try:
-            store = sticky_store_for(db, self.settings.namespace)
-        except (StorageError, OSError, sqlite3.Error) as exc:
+            store = self.storage.sticky_store(self.root)
+        except Exception as exc:  # a constructor must not raise: any driver error is reported
             self.store_problem = f"cannot use {db.location} ({exc}); notes are kept in RAM only"
             LOG.error("StickyMemory: %s", self.store_problem)
-            return StickyStore(Database(":memory:"))
+            return open_storage(":memory:").sticky()
         if db.fallback_reason:
             self.store_problem = f"{db.fallback_reason}; notes are kept in RAM only"
-        elif isinstance(db, Database) and not db.in_ram:
-            import_sticky_file(store, self.root / "sticky.db")
         return store
 
     @staticmethod
@@ -620,24 +599,47 @@ class StickyMemory(BaseRetrievalMemory):
 
     def detect(self, utterance: str) -> Ask | None:
         """The explicit ask in ``utterance`` (remember / forget / list), or None."""
-        return detect_ask(utterance, self.books, self.options.max_note_chars)
+        # a cut fact ends in "…": cut one short, so the note stays within max_note_chars
+        return detect_ask(utterance, self.books, self.options.max_note_chars - 1)
 
     def _book(self, lang: str | None) -> PhraseBook | None:
         return next((b for b in self.books if b.lang == lang), None)
 
-    # -- public verbs (the NotesKeeper protocol) ---------------------------------------------
+    # -- public verbs (the NotesKeeper protocol: the shared notes part) ----------------------
 
-    @staticmethod
-    def _public(row: StickyRow) -> Note:
-        """A stored row as the shared :class:`~ovos_memory_plugins.protocols.Note`."""
-        return Note(
-            id=row.id,
-            text=row.text,
-            date=_date(row.created),
-            session_id=row.session_id,
-            retired_on=row.retired_on,
-            metadata=dict(row.metadata),
+    def _open_notebook(self) -> Notebook:
+        """The verbs over this memory's sticky-note rows (:class:`~ovos_memory_plugins.notebook.Notebook`)."""
+        return Notebook(
+            StickyShelf(self.store_db, new_id=self.document_id, now=self.now),
+            self.options,
+            lock=self._lock,
+            today=lambda: day_of(time.time()),
+            tidy=lambda text: (_tidy(text, len(text)), ""),
+            terms=self._terms_for,
+            same_scope=lambda session_id: None if self.settings.scope == "global" else session_id,
+            erase=self._erase,
+            after_forget=lambda gone: self.store_db.checkpoint(),
+            name="StickyMemory",
         )
+
+    def _terms_for(self, lang: str | None) -> Callable[[str], Sequence[str]]:
+        """Content words with the stop words of ``lang`` (None: of every language)."""
+        book = self._book(lang)
+        stops = book.lists["stop_words"] if book is not None else [w for b in self.books for w in b.lists["stop_words"]]
+
+        def terms(text: str) -> list[str]:
+            return query_terms(text, lang, extra_stopwords=stops) or tokenize(text)
+
+        return terms
+
+    def _erase(self, note: Note, session_id: str | None) -> list[Note]:
+        """The base's one forget path for a picked note: its row (``_delete_documents``, with the
+        turn that told it), its catalogue row (a note saved through ``store()``), then the purge."""
+        row = self.store_db.get(note.id)
+        if row is None:
+            return []
+        BaseRetrievalMemory.delete(self, [note.id])
+        return [note_of(row)]
 
     def _rows(self, session_id: str | None = None, *, include_retired: bool = False) -> list[StickyRow]:
         """The stored notes ``session_id`` sees under ``scope`` (None: every one), oldest first."""
@@ -649,167 +651,49 @@ class StickyMemory(BaseRetrievalMemory):
     def list_notes(self, *, include_retired: bool = False, session_id: str | None = None) -> list[Note]:
         """The notes, oldest first (retired ones too with ``include_retired``); only those saved
         in ``session_id`` when it is given."""
-        rows = self.store_db.notes(session_id, include_retired=include_retired)
-        return [self._public(r) for r in rows]
+        return self.notebook.list_notes(include_retired=include_retired, session_id=session_id)
 
     def notes(self, session_id: str | None = None) -> list[Note]:
         """The active notes, oldest first: every one (None), or those ``session_id`` sees under ``scope``."""
-        return [self._public(r) for r in self._rows(session_id)]
+        return [note_of(r) for r in self._rows(session_id)]
 
-    def remember(
-        self,
-        fact: str,
-        session_id: str = "default",
-        *,
-        date: str | None = None,
-        lang: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> NoteChange:
-        """Save ``fact`` as a note (``added``); the same fact again keeps one note (``duplicate``).
-
-        Non-text input or text without a letter or digit changes nothing (``refused``).
-        ``date`` is accepted for the protocol; a sticky note is dated when it is saved.
-        """
-        if as_fact(fact) is None:
-            return refused(f"a note must be text with a letter or digit in it, not {fact!r:.40}")
-        sid = session_id if isinstance(session_id, str) else "default"
-        row, created = self._remember(fact, sid, lang, metadata)
-        note = self._public(row)
-        if created:
-            return NoteChange("added", note=note, message=f"noted: {note.text}")
-        return NoteChange("duplicate", note=note, message=f"already noted: {note.text}")
-
-    def _remember(
-        self, fact: str, session_id: str, lang: str | None, metadata: dict[str, Any] | None
-    ) -> tuple[StickyRow, bool]:
-        if not isinstance(fact, str):
-            raise ValueError(f"fact must be a string, not {type(fact).__name__}")
-        text = _tidy(fact, self.options.max_note_chars)
-        if not _WORDY.search(text):
-            raise ValueError("cannot remember an empty fact")
-        key = note_key(text)
-        with self._lock:
-            existing = self.store_db.find_key(key, None if self.settings.scope == "global" else session_id)
-            if existing is not None:
-                self.store_db.touch(existing.id)
-                return existing, False
-            note_id = self.document_id(session_id, text)
-            meta = dict(metadata or {})
-            self.store_db.put(note_id, text, session_id, lang=lang, metadata=meta, now=self.now())
-            note = self.store_db.get(note_id)
-        if note is None:  # only if another process deleted it in between
-            now = self.now()
-            note = StickyRow(note_id, text, session_id, now, now, lang, meta)
-        return note, True
-
-    def _stop_words(self, lang: str | None) -> list[str]:
-        book = self._book(lang)
-        if book is not None:
-            return book.lists["stop_words"]
-        return [w for b in self.books for w in b.lists["stop_words"]]
-
-    def _pick(self, description: Any, rows: list[StickyRow], lang: str | None) -> StickyRow | NoteChange:
-        """The row ``description`` names (the shared matcher), or the change saying why none is."""
-        if isinstance(description, str):
-            description = _tidy(description, 1000)
-        stops = self._stop_words(lang)
-
-        def terms(text: str) -> list[str]:
-            return query_terms(text, lang, extra_stopwords=stops) or tokenize(text)
-
-        by_id = {r.id: r for r in rows}
-        match = match_note(
-            description,
-            [self._public(r) for r in rows],
-            min_score=self.options.forget_min_score,
-            ambiguity=self.options.forget_ambiguity,
-            terms=terms,
-            key=note_key,
-        )
-        failed = change_for(match)
-        if failed is not None:
-            return failed
-        assert match.note is not None
-        return by_id[match.note.id]
-
-    def _scoped_rows(self, session_id: str | None, *, include_retired: bool = False) -> list[StickyRow]:
-        """The rows a verb called with ``session_id`` may pick: every one (None), else only the
-        notes saved in that session (as ``list_notes(session_id=...)`` lists them)."""
-        with self._lock:
-            return self.store_db.notes(session_id, include_retired=include_retired)
+    def remember(self, fact: str, session_id: str = "default", **extra: Any) -> NoteChange:
+        """Save ``fact`` as a note (``added``); the same fact again keeps one note (``duplicate``;
+        in ``global`` scope across sessions). Non-text input, text without a letter or digit, or
+        a fact over ``max_note_chars`` changes nothing (``refused``). Keywords: ``lang`` (the
+        language it was said in), ``metadata``, and ``date``, accepted for the protocol (a
+        sticky note is dated when it is saved)."""
+        return self.notebook.remember(fact, session_id, **extra)
 
     def forget(self, description: str, *, session_id: str | None = None, lang: str | None = None) -> NoteChange:
         """Delete, for real, the note ``description`` names (its exact id, or words naming it;
         retired notes included), and the replay record quoting it. Two notes matching about
         equally change nothing (``ambiguous``). With ``session_id`` only the notes saved in
         that session are candidates."""
-        return self._forget_among(description, self._scoped_rows(session_id, include_retired=True), lang)
+        return self.notebook.forget(description, session_id=session_id, lang=lang)
 
     def add_forget_listener(self, listener: Callable[[Note], None]) -> None:
         """Call ``listener(note)`` after every note this memory forgets, whatever asked (a verb,
         a delete by id, a spoken "forget …"): a composite removes the other members' copies of
         the fact. A listener that raises is logged; the forget stands."""
-        self._forget_listeners.append(listener)
-
-    def _tell_forgotten(self, note: Note) -> None:
-        for listener in list(self._forget_listeners):
-            try:
-                listener(note)
-            except Exception:
-                LOG.exception("StickyMemory: a forget listener failed for note %s", note.id)
-
-    def _forget_among(self, description: str, rows: list[StickyRow], lang: str | None) -> NoteChange:
-        with self._lock:
-            row = self._pick(description, rows, lang)
-            if isinstance(row, NoteChange):
-                return row
-            # the base's one forget path: the note (_delete_documents, with the turn that told it),
-            # its catalogue row (a note saved through store()), then the purge
-            self.delete([row.id])
-        return NoteChange("forgotten", note=self._public(row), message=f"forgot: {row.text}")
+        self.notebook.add_forget_listener(listener)
 
     def update(self, description: str, new_fact: str, *, session_id: str | None = None) -> NoteChange:
         """Replace the active note ``description`` names with ``new_fact``: the old one is
         retired (listed, out of the prompt), the new one saved in the old one's session. With
         ``session_id`` only the notes saved in that session are candidates."""
-        if as_fact(new_fact) is None:
-            return refused(f"a note must be text with a letter or digit in it, not {new_fact!r:.40}")
-        with self._lock:
-            row = self._pick(description, self._scoped_rows(session_id), None)
-            if isinstance(row, NoteChange):
-                return row
-            if note_key(_tidy(new_fact, self.options.max_note_chars)) == note_key(row.text):
-                return NoteChange("duplicate", note=self._public(row), message=f"already noted: {row.text}")
-            self.store_db.set_retired(row.id, _date(time.time()))
-            new, _ = self._remember(new_fact, row.session_id, row.lang, dict(row.metadata))
-            old = self.store_db.get(row.id) or row
-        return NoteChange(
-            "updated", note=self._public(old), replaced_by=self._public(new), message=f"updated: {row.text}"
-        )
+        return self.notebook.update(description, new_fact, session_id=session_id)
 
     def retire(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Mark the active note ``description`` names as no longer true: it stays listed
         (``list_notes(include_retired=True)``) but leaves the prompt and the search. With
         ``session_id`` only the notes saved in that session are candidates."""
-        with self._lock:
-            row = self._pick(description, self._scoped_rows(session_id), None)
-            if isinstance(row, NoteChange):
-                return row
-            self.store_db.set_retired(row.id, _date(time.time()))
-            row = self.store_db.get(row.id) or row
-        return NoteChange("retired", note=self._public(row), message=f"retired: {row.text}")
+        return self.notebook.retire(description, session_id=session_id)
 
     def restore(self, description: str, *, session_id: str | None = None) -> NoteChange:
         """Make the retired note ``description`` names active again (with ``session_id``: only
         one saved in that session)."""
-        with self._lock:
-            retired = [r for r in self._scoped_rows(session_id, include_retired=True) if r.retired_on is not None]
-            row = self._pick(description, retired, None)
-            if isinstance(row, NoteChange):
-                return row
-            self.store_db.set_retired(row.id, None)
-            row = self.store_db.get(row.id) or row
-        return NoteChange("restored", note=self._public(row), message=f"restored: {row.text}")
+        return self.notebook.restore(description, session_id=session_id)
 
     # -- retriever hooks ---------------------------------------------------------------------
 
@@ -886,7 +770,7 @@ class StickyMemory(BaseRetrievalMemory):
             n = super().delete(ids)
             self.store_db.checkpoint()
         for row in rows:
-            self._tell_forgotten(self._public(row))
+            self.notebook.tell_forgotten(note_of(row))
         return n
 
     def forget_all(self) -> int:
@@ -948,7 +832,7 @@ class StickyMemory(BaseRetrievalMemory):
         last = self.store_db.last_ask(session_id)
         if last is not None and last[0] == key and 0 <= now - last[1] <= self.options.replay_seconds:
             if ask.kind == "remember":  # idempotent: the note is kept (again, if deleted meanwhile)
-                self._remember(ask.text, session_id, ask.lang, {"kind": "sticky", "source": "utterance"})
+                self.remember(ask.text, session_id, lang=ask.lang, metadata={"kind": "sticky", "source": "utterance"})
             return last[2]
         lines = self._act(ask, session_id)
         # a forget's answer quotes the deleted note: its replay record says only that it was done
@@ -959,7 +843,12 @@ class StickyMemory(BaseRetrievalMemory):
     def _act(self, ask: Ask, session_id: str) -> list[str]:
         confirm = self.options.confirm
         if ask.kind == "remember":
-            note, created = self._remember(ask.text, session_id, ask.lang, {"kind": "sticky", "source": "utterance"})
+            change = self.remember(
+                ask.text, session_id, lang=ask.lang, metadata={"kind": "sticky", "source": "utterance"}
+            )
+            note, created = change.note, change.status == "added"
+            if note is None:  # refused: nothing was saved
+                return []
             LOG.info("StickyMemory: %s note %s for session %r", "saved" if created else "kept", note.id, session_id)
             if not confirm:
                 return []
@@ -970,7 +859,8 @@ class StickyMemory(BaseRetrievalMemory):
             ]
         if ask.kind == "forget":
             # a spoken forget picks among the notes this session sees under the memory's scope
-            result = self._forget_among(ask.text, self._rows(session_id, include_retired=True), ask.lang)
+            seen = [note_of(r) for r in self._rows(session_id, include_retired=True)]
+            result = self.notebook.forget(ask.text, lang=ask.lang, among=seen)
             LOG.info("StickyMemory: forget for session %r: %s", session_id, result.status)
             if not confirm:
                 return []
@@ -999,7 +889,7 @@ class StickyMemory(BaseRetrievalMemory):
             return line
         mode = self.settings.context.dates
         if mode == "off":
-            return line + f" ({_date(note.created)})"
+            return line + f" ({day_of(note.created)})"
         return f"- [{when_label(note.created, self.clock(), note.lang, mode)}] {_quote(note.text)}"
 
     def _render(self, header: str, rows: list[StickyRow], utterance: str) -> str:
@@ -1008,7 +898,7 @@ class StickyMemory(BaseRetrievalMemory):
         by_id = {r.id: r for r in rows}
         position = {r.id: i for i, r in enumerate(rows)}
         kept = select_for_prompt(
-            [self._public(r) for r in rows],
+            [note_of(r) for r in rows],
             utterance,
             max_notes=opts.max_notes_in_context,
             newest=opts.newest_in_context,

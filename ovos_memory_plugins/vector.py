@@ -49,8 +49,7 @@ from ovos_memory_plugins.errors import BackendError
 from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexedMemory, VectorIndex
 from ovos_memory_plugins.lexical import LexicalOptions, db_path_option, keyword_settings
 from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
-from ovos_memory_plugins.storage.engine import Index
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.seam import Index
 
 LOG = logging.getLogger(__name__)
 
@@ -244,14 +243,12 @@ class VectorMemory(IndexedMemory):
 
     def _embedding_cache(self) -> EmbeddingCache | None:
         """The content-hash cache in this memory's own SQLite file (identical texts are embedded
-        once, across restarts; forgetting a document forgets its row). None on other engines."""
-        db = self.storage.db
-        if not isinstance(db, Database):
-            return None
+        once, across restarts; forgetting a document forgets its row). None where the storage
+        keeps none (PostgreSQL)."""
         try:
-            return EmbeddingCache(db)
+            return self.storage.embedding_cache()
         except Exception as exc:  # a constructor must not raise: embed without the cache
-            LOG.warning("VectorMemory: no embedding cache in %s (%s)", db.location, exc)
+            LOG.warning("VectorMemory: no embedding cache in %s (%s)", self.storage.db.location, exc)
             return None
 
     def _build_embedder(self, spec: str | dict[str, Any]) -> Embedder:

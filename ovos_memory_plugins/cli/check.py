@@ -175,7 +175,7 @@ def cmd_check(args: argparse.Namespace, output: Output) -> int:
     warnings += extra_warnings(cls, config)
     problems: list[str] = []
     try:
-        validate_config(config, plugin=cls)
+        warnings += validate_config(config, plugin=cls).deprecated  # renamed keys: accepted, said
     except ConfigError as exc:
         problems = list(exc.problems)
     problems += server_problems(config)

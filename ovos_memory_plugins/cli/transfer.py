@@ -102,7 +102,7 @@ def cmd_ingest(args: argparse.Namespace, output: Output) -> int:
 #: (ovos-openai-plugin reads neither OPENAI_API_KEY nor a default URL).
 def cmd_migrate(args: argparse.Namespace, output: Output) -> int:
     from ovos_memory_plugins.storage.migrate import migrate_memory
-    from ovos_memory_plugins.storage.postgres import redact_url
+    from ovos_memory_plugins.storage.registry import redact_url
 
     bars: dict[str, Any] = {}
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.protocols import Compactable, DocumentLister, NotesKeeper
-from ovos_memory_plugins.storage.engine import Compacted
+from ovos_memory_plugins.storage.records import Compacted
 
 LOG = logging.getLogger(__name__)
 

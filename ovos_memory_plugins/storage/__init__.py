@@ -1,7 +1,10 @@
-"""Storage: the only code that touches bytes. One database per memory (see ``engine``).
+"""Storage: the only code that touches bytes. One database per memory (see ``seam``).
 
-* :mod:`~ovos_memory_plugins.storage.engine`: the engine-neutral seam (``Database``,
+* :mod:`~ovos_memory_plugins.storage.seam`: the engine-neutral seam (``Database``,
   ``DocumentStore``, ``Index``, ``HistoryStore``, ``VectorStore``, ``Storage``);
+* :mod:`~ovos_memory_plugins.storage.records`: the records they pass (``Document``,
+  ``StoredDocument``, ``ForgetReport``, ``Note``, ...); ``storage.engine``, the old home of
+  both, re-exports them for a release;
 * :mod:`~ovos_memory_plugins.storage.registry`: ``open_storage(location)``, the engine chosen by
   the location's URL scheme (a SQLite file otherwise);
 * :mod:`~ovos_memory_plugins.storage.sqlite` and
@@ -13,8 +16,9 @@
 * ``notes_store``, ``sticky_store``: the notes backends' stores.
 """
 
-from ovos_memory_plugins.storage.engine import ForgetReport, Storage
+from ovos_memory_plugins.storage.records import ForgetReport
 from ovos_memory_plugins.storage.registry import open_storage
+from ovos_memory_plugins.storage.seam import Storage
 from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase, quote_identifier
 
 __all__ = [

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage
+from ovos_memory_plugins.storage.records import Document, KeywordSettings, Note, note_id
+from ovos_memory_plugins.storage.seam import Storage
 
 __all__ = ["EngineContract"]
 
@@ -228,3 +229,44 @@ class EngineContract:
                 ("a1", 1_000_000.0),
                 ("q2", 1_086_400.5),
             ]
+
+    # -- the tables the storage hands out ------------------------------------------------------
+
+    def test_documents_take_a_copied_creation_time(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            self._put(st, Document("a", "x", "s"), Document("b", "y", "s"))
+            with st.atomic():
+                st.documents.set_created([("a", 1234.5)])
+            got = st.documents.get(["a", "b"])
+            assert got["a"].created == 1234.5 and got["b"].created != 1234.5
+
+    def test_vectors_are_read_back_oldest_first_in_batches(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            vs = st.vector_store()
+            self._put(st, *[Document(f"d{i}", f"text {i}", "s") for i in range(5)])
+            vectors = {f"d{i}": _unit(i) for i in range(5)}
+            with st.atomic():
+                vs.put_vectors("sp", list(vectors.items()))
+            batches = list(vs.iter_vectors("sp", 2))
+            assert [len(b) for b in batches] == [2, 2, 1]
+            assert [d for b in batches for d, _ in b] == list(vectors)
+            assert all(np.allclose(v, vectors[d]) for b in batches for d, v in b)
+            assert list(vs.iter_vectors("other", 2)) == []
+
+    def test_the_storage_hands_out_the_notes_sticky_and_summary_tables(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            notes = st.notes()
+            notes.save([Note(note_id("my bike is red"), "my bike is red", "2026-01", "s")])
+            assert [(n.text, n.session_id) for n in st.notes().load()] == [("my bike is red", "s")]
+            assert st.holds("notes")
+            sticky = st.sticky()
+            sticky.put("k1", "the wifi password is on the fridge", "s", now=10.0)
+            assert [r.text for r in st.sticky().notes()] == ["the wifi password is on the fridge"]
+            assert st.holds("sticky")
+            st.summaries().put("s", "- the user rides a red bike", 2)
+            assert st.summaries().get("s") == ("- the user rides a red bike", 2) and st.holds("summaries")
+            kept = st.rewrites(tmp_path)
+            kept.keep("- [2026-01] my bike is red\n", "edit", 20.0, 5)
+            assert [body for _, body in st.rewrites(tmp_path).bodies()] == ["- [2026-01] my bike is red\n"]
+            notes.close()
+            sticky.close()

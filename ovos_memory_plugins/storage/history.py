@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 
 from ovos_memory_plugins.common import exchange_parts
-from ovos_memory_plugins.storage.engine import StoredDocument, StoredMessage
+from ovos_memory_plugins.storage.records import StoredDocument, StoredMessage
 from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
 
 __all__ = ["SqliteHistory", "StoredMessage"]
@@ -46,7 +46,7 @@ MIGRATIONS = [Migration("0001_history_sessions_documents", _v1), Migration("0002
 
 class SqliteHistory:
     """History and exchange-id chains over a :class:`Database`
-    (see :class:`ovos_memory_plugins.storage.engine.HistoryStore`)."""
+    (see :class:`ovos_memory_plugins.storage.seam.HistoryStore`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db

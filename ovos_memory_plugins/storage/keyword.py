@@ -56,7 +56,7 @@ from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.ranking import BM25Ranker
 from ovos_memory_plugins.storage import sqlite as sqlite_layer
-from ovos_memory_plugins.storage.engine import Document, KeywordSettings, StoredDocument
+from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument
 from ovos_memory_plugins.storage.sqlite import Database, chunked, quote_fts_phrase
 from ovos_memory_plugins.text import query_terms, tokenize
 

@@ -1,7 +1,7 @@
 """Move a memory between engines: a folder's SQLite file to PostgreSQL and back, losslessly.
 
 :func:`copy_storage` copies everything one memory keeps through the storage seam
-(:mod:`ovos_memory_plugins.storage.engine`): its documents (ids, sessions, text, metadata and
+(:mod:`ovos_memory_plugins.storage.seam`): its documents (ids, sessions, text, metadata and
 creation times, oldest first, so keys keep their order and dialogue turns keep their context),
 the keyword index (rebuilt on the target from the same tokens), the vectors of every embedder
 space (copied, never re-embedded), the history of every session with its exchange-id chain,
@@ -34,19 +34,16 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.protocols import Note
-from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage, StoredDocument
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
     Rewrites,
     move_notes,
-    notes_store_for,
-    rewrites_for,
 )
-from ovos_memory_plugins.storage.registry import open_storage
-from ovos_memory_plugins.storage.sticky_store import copy_sticky, sticky_store_for
-from ovos_memory_plugins.storage.summary_store import OLD_TABLE as OLD_SUMMARIES
-from ovos_memory_plugins.storage.summary_store import SummaryStore
+from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument
+from ovos_memory_plugins.storage.registry import is_url, open_storage
+from ovos_memory_plugins.storage.seam import Storage
+from ovos_memory_plugins.storage.sticky_store import copy_sticky
 
 if TYPE_CHECKING:
     import numpy as np
@@ -119,43 +116,6 @@ def _batches(items: Iterator[StoredDocument], size: int) -> Iterator[list[Stored
         yield batch
 
 
-def _set_created(target: Storage, docs: Sequence[StoredDocument]) -> None:
-    """Keep the source's creation times (``put`` stamps the time of writing)."""
-    from ovos_memory_plugins.storage.postgres import PgStorage
-
-    if isinstance(target, PgStorage):
-        target.db.executemany(
-            "UPDATE memory_documents SET created = %s WHERE namespace = %s AND doc_id = %s",
-            [(d.created, target.namespace, d.doc_id) for d in docs],
-        )
-    else:
-        db: Any = target.db  # the SQLite engine's documents table
-        db.executemany("UPDATE documents SET created = ? WHERE doc_id = ?", [(d.created, d.doc_id) for d in docs])
-
-
-def _read_vectors(source: Storage, space: str, batch: int) -> Iterator[list[tuple[str, Vector]]]:
-    """The source's vectors of ``space``, oldest document first, in batches."""
-    import numpy as np
-
-    from ovos_memory_plugins.storage.postgres import PgStorage, PgVectorStore
-
-    if isinstance(source, PgStorage):
-        yield from PgVectorStore(source.db, source.namespace).iter_vectors(space, batch)
-        return
-    db: Any = source.db  # the SQLite engine's tables (storage/sqlite_engine.py)
-    last = 0
-    while True:
-        rows = db.query(
-            "SELECT d.id, d.doc_id, v.vector FROM vectors v JOIN documents d ON d.id = v.doc"
-            " WHERE v.space = ? AND d.id > ? ORDER BY d.id LIMIT ?",
-            (space, last, batch),
-        )
-        if not rows:
-            return
-        yield [(r[1], np.frombuffer(r[2], dtype=np.float32).copy()) for r in rows]
-        last = int(rows[-1][0])
-
-
 def copy_storage(
     source: Storage,
     target: Storage,
@@ -189,7 +149,7 @@ def copy_storage(
             with target.atomic():
                 stored = target.documents.put(plain)
                 index.add(stored, prepared)
-                _set_created(target, docs)
+                target.documents.set_created([(d.doc_id, d.created) for d in docs])  # put stamps now
             report.documents += len(docs)
             report_progress("documents", report.documents, total)
     finally:
@@ -199,7 +159,7 @@ def copy_storage(
     target_vectors = target.vector_store()
     for space, count in sorted(source_vectors.spaces().items()):
         done = 0
-        for items in _read_vectors(source, space, batch):
+        for items in source_vectors.iter_vectors(space, batch):
             done += target_vectors.put_vectors(space, items)
             report_progress(f"vectors:{space}", done, count)
         report.vectors[space] = done
@@ -228,16 +188,6 @@ def copy_storage(
     return report
 
 
-def _namespace(storage: Storage) -> str:
-    return str(getattr(storage, "namespace", "default"))
-
-
-def _holds(storage: Storage, sqlite_table: str) -> bool:
-    """Whether the notes tables may hold rows (a SQLite file without them is not given them)."""
-    db: Any = storage.db
-    return bool(db.engine == "postgresql" or db.table_exists(sqlite_table))
-
-
 def copy_notes(source: Storage, target: Storage) -> tuple[int, int]:
     """Copy the curated notes (active and retired, in order, with dates and sessions) and the
     sticky notes (every column, and the last-ask records) of ``source``'s database into
@@ -248,18 +198,18 @@ def copy_notes(source: Storage, target: Storage) -> tuple[int, int]:
         StorageError: the target holds fewer notes than were read from the source.
     """
     notes = sticky = 0
-    if _holds(source, "memory_notes"):
-        src = notes_store_for(source.db, _namespace(source))
+    if source.holds("notes"):
+        src = source.notes()
         if src.load() or src.retired():
-            dst = notes_store_for(target.db, _namespace(target))
+            dst = target.notes()
             notes = move_notes(src, dst)
             missing = {n.text for n in src.load()} - {n.text for n in dst.load()}
             if missing:
                 raise StorageError(f"{len(missing)} note(s) did not reach {target.db.location}")
-    if _holds(source, "memory_sticky_notes"):
-        src_sticky = sticky_store_for(source.db, _namespace(source))
+    if source.holds("sticky"):
+        src_sticky = source.sticky()
         if src_sticky.count() or src_sticky.asks():
-            dst_sticky = sticky_store_for(target.db, _namespace(target))
+            dst_sticky = target.sticky()
             sticky = copy_sticky(src_sticky, dst_sticky)
             have = {r.id for r in dst_sticky.notes(include_retired=True)}
             if any(r.id not in have for r in src_sticky.notes(include_retired=True)):
@@ -274,12 +224,12 @@ def copy_summaries(source: Storage, target: Storage) -> int:
     Raises:
         StorageError: the target holds other summaries than were read from the source.
     """
-    if not (_holds(source, "memory_summaries") or _holds(source, OLD_SUMMARIES)):
+    if not source.holds("summaries"):
         return 0
-    rows = SummaryStore(source.db, _namespace(source)).items()
+    rows = source.summaries().items()
     # the target gets the summary schema even without rows: the memory opening it later must
     # find what it keeps in place (a read-only command on the copy then writes nothing)
-    dst = SummaryStore(target.db, _namespace(target))
+    dst = target.summaries()
     if not rows:
         return 0
     with target.atomic():  # committed like any write (a fold's own commit skips the flush)
@@ -316,7 +266,7 @@ def _copy_rewrites(source: Rewrites, target: Rewrites, depth: int = 1000) -> Non
         target.mark_dreamed(when)
 
 
-def _carry_file_notes(memory: NotesInFiles, namespace: str, target: Storage, target_root: Path) -> int:
+def _carry_file_notes(memory: NotesInFiles, target: Storage, target_root: Path) -> int:
     """Put the notes a memory keeps in files where the same memory keeps them at the target:
     on PostgreSQL its notes table; in a folder, ``MEMORY.md`` and ``RETIRED.md`` under the
     target's folder (the same memory with ``"root": <folder>`` reads them there, and would
@@ -324,11 +274,7 @@ def _carry_file_notes(memory: NotesInFiles, namespace: str, target: Storage, tar
     undo history (files under ``root``, or rows on PostgreSQL) where the target keeps it."""
     notes = memory.file_notes()
     if notes:
-        dst: NotesStore = (
-            notes_store_for(target.db, _namespace(target))
-            if target.db.engine == "postgresql"
-            else FileNotesStore(target_root)
-        )
+        dst: NotesStore = target.notes() if not target.local else FileNotesStore(target_root)
         if isinstance(dst, FileNotesStore):
             target_root.mkdir(parents=True, exist_ok=True)
         with dst.transaction():
@@ -337,13 +283,9 @@ def _carry_file_notes(memory: NotesInFiles, namespace: str, target: Storage, tar
             dst.save([*have, *(n for n in notes if n.active and n.text not in texts)])
             dst.add_retired([n for n in notes if not n.active])
     source: Any = getattr(memory, "storage", None)
-    if source is not None:
-        _copy_rewrites(rewrites_for(source.db, namespace, memory.root), rewrites_for(target.db, namespace, target_root))
+    if isinstance(source, Storage):
+        _copy_rewrites(source.rewrites(memory.root), target.rewrites(target_root))
     return len(notes)
-
-
-def _is_url(location: str) -> bool:
-    return location.startswith(("postgresql://", "postgres://"))
 
 
 def migrate_memory(memory: Any, to: str, *, progress: Progress | None = None) -> MigrationReport:
@@ -359,7 +301,7 @@ def migrate_memory(memory: Any, to: str, *, progress: Progress | None = None) ->
     source: Storage = memory.storage
     namespace = memory.settings.namespace
     target_root = Path(to)
-    if _is_url(to):
+    if is_url(to):
         target = open_storage(to, namespace=namespace)
     else:  # where the same memory with "root": <to> keeps its file (<to>/<namespace>/... for a namespace)
         settings = dataclasses.replace(memory.settings, root=str(Path(to).expanduser()), database=None)
@@ -371,7 +313,7 @@ def migrate_memory(memory: Any, to: str, *, progress: Progress | None = None) ->
             source, target, keyword=settings if isinstance(settings, KeywordSettings) else None, progress=progress
         )
         if isinstance(memory, NotesInFiles):
-            report.notes += _carry_file_notes(memory, namespace, target, target_root)
+            report.notes += _carry_file_notes(memory, target, target_root)
         return report
     finally:
         target.close()
@@ -396,14 +338,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--namespace", default="default", help="the memory's namespace in PostgreSQL (default 'default')"
     )
     args = parser.parse_args(argv)
-    for where in (args.source, args.target):
-        if not _is_url(where) and where is args.source and not Path(where).exists():
-            parser.error(f"no such file: {where}")
-    source = open_storage(args.source, namespace=args.namespace) if _is_url(args.source) else open_storage(args.source)
+    if not is_url(args.source) and not Path(args.source).exists():
+        parser.error(f"no such file: {args.source}")
+    source = open_storage(args.source, namespace=args.namespace)  # a file's engine ignores the namespace
     try:
-        target = (
-            open_storage(args.target, namespace=args.namespace) if _is_url(args.target) else open_storage(args.target)
-        )
+        target = open_storage(args.target, namespace=args.namespace)
         try:
             report = copy_storage(source, target, progress=_print_progress)
         finally:

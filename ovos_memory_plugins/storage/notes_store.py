@@ -29,6 +29,8 @@ Every store implements :class:`NotesStore`:
 Earlier releases kept the SQLite store in ``<root>/notes.db``: :func:`import_notes_file` copies
 it into the memory's database once and renames it ``notes.db.moved`` after the copy committed.
 :func:`move_notes` copies every note, active and retired, from one store to another.
+:func:`adopt_notes` (``Storage.notes_store``) opens the notes of a memory after moving in what
+earlier releases and the other store kind left, so no plugin opens a database for its notes.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ovos_memory_plugins.errors import CorruptFileError, StorageError
-from ovos_memory_plugins.storage.records import Note, note_id
+from ovos_memory_plugins.storage.records import NewNote, Note, note_id, words_key
 from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase
 from ovos_memory_plugins.storage.tables import TableAccess, scrub_lines, truncate_wal
 
@@ -65,14 +67,17 @@ __all__ = [
     "DatabaseNotesStore",
     "FileNotesStore",
     "FileRewrites",
+    "NotesShelf",
     "NotesStore",
     "Rewrites",
     "SQLiteNotesStore",
     "TableAccess",
+    "adopt_notes",
     "format_note",
     "import_notes_file",
     "make_note",
     "move_aside",
+    "move_in_notes",
     "move_notes",
     "notes_store_for",
     "parse_notes",
@@ -851,6 +856,72 @@ def move_notes(source: NotesStore, target: NotesStore) -> int:
     return len(new_active) + len(new_retired)
 
 
+class NotesShelf:
+    """The rows of a :class:`NotesStore` as the notes part works on them
+    (:class:`~ovos_memory_plugins.notebook.NoteShelf`): ids are the words' (``n-…``), an active
+    note's place in the list is kept, a note is dated by the month.
+
+    Args:
+        store: ``MEMORY.md`` or the ``memory_notes`` table.
+        month: this month, ``YYYY-MM`` (the date of a note given none).
+        cached: the active notes as last read (a listing outside a transaction may use them).
+    """
+
+    def __init__(
+        self, store: NotesStore, *, month: Callable[[], str], cached: Callable[[], list[Note]] | None = None
+    ) -> None:
+        self.store = store
+        self._month = month
+        self._cached = cached
+
+    def rows(self, *, include_retired: bool = False, fresh: bool = True) -> list[Note]:
+        """The active notes in order, then the retired ones (``include_retired``)."""
+        active = list(self._cached()) if self._cached is not None and not fresh else self.store.load()
+        return active + self.store.retired() if include_retired else active
+
+    def transaction(self) -> contextlib.AbstractContextManager[object]:
+        """The store's transaction."""
+        return self.store.transaction()
+
+    def insert(self, new: NewNote) -> Note:
+        """Append a note (language and metadata are not kept by these stores)."""
+        note = make_note(new.text, new.date or self._month(), session_id=new.session_id)
+        with self.store.transaction():
+            self.store.save([*self.store.load(), note])
+        return note
+
+    def touch(self, note: Note) -> None:
+        """Nothing to note: these stores keep when a fact was learned, not when it was said again."""
+
+    def replace(self, old: Note, text: str, *, date: str, day: str) -> tuple[Note, Note]:
+        """Retire ``old`` and put ``text`` at its place in the list."""
+        new = make_note(text, date or self._month(), session_id=old.session_id)
+        with self.store.transaction():
+            notes = self.store.load()
+            index = next((i for i, n in enumerate(notes) if n.id == old.id), len(notes))
+            self.store.retire([old], day)
+            key = words_key(text)
+            notes = [n for n in self.store.load() if words_key(n.text) != key]
+            notes.insert(min(index, len(notes)), new)
+            self.store.save(notes)
+        return replace(old, retired_on=day), new
+
+    def set_retired(self, note: Note, day: str | None) -> Note:
+        """Move the note to the retired ones (``day``) or back to the end of the active ones."""
+        if day is None:
+            self.store.restore([note])
+        else:
+            self.store.retire([note], day)
+        return replace(note, retired_on=day)
+
+    def delete(self, note: Note, *, session_id: str | None = None) -> list[Note]:
+        """Remove every row with the note's words (active and retired; ``session_id``'s only)."""
+        key = words_key(note.text)
+        return self.store.remove(
+            lambda n: words_key(n.text) == key and (session_id is None or n.session_id == session_id)
+        )
+
+
 class _OldNotesFile:
     """The notes of an earlier release's ``notes.db`` (read-only, for :func:`move_notes`)."""
 
@@ -912,3 +983,78 @@ def notes_store_for(db: Any, namespace: str = "default") -> NotesStore:
     """The curated-notes store in a memory's database of either engine (``namespace`` keys the
     rows; one memory per namespace)."""
     return DatabaseNotesStore(db=db, namespace=namespace)
+
+
+def move_in_notes(source: NotesStore, target: NotesStore, rename: Sequence[Path] = ()) -> bool:
+    """Move every note of ``source`` into ``target``, then rename the ``rename`` files that exist
+    to ``*.moved``; False (and an ERROR, the files untouched) when ``source`` cannot be parsed."""
+    try:
+        n = move_notes(source, target)
+    except CorruptFileError as exc:
+        LOG.error("notes: cannot move notes (%s); the file is left untouched", exc)
+        return False
+    for path in rename:
+        if path.exists():
+            path.rename(path.with_name(path.name + ".moved"))
+    LOG.info("notes: moved %d notes into the %s store", n, type(target).__name__)
+    return True
+
+
+def _move_out_of_table(storage: Any, store: FileNotesStore, database_file: Path | None) -> None:
+    """The notes are kept in ``MEMORY.md`` but the memory's database holds notes (the table was
+    used before): move them into ``store``, then delete them from the table."""
+    db: Any = storage.db
+    opened: Database | None = None
+    if db.in_ram:
+        if database_file is None or not database_file.exists():
+            return
+        db = opened = Database(database_file)
+    try:
+        if db.table_exists("memory_notes") and db.scalar("SELECT 1 FROM memory_notes LIMIT 1"):
+            old = DatabaseNotesStore(db=db)
+            if move_in_notes(old, store):
+                old.remove(lambda n: True)
+                old.close()
+    finally:
+        if opened is not None:  # the file store needs no database of its own
+            opened.close()
+
+
+def adopt_notes(storage: Any, kind: str, root: Path, *, database_file: Path | None = None) -> NotesStore:
+    """The curated notes of a memory over ``storage`` (a :class:`~ovos_memory_plugins.storage.seam.Storage`,
+    which calls this: ``storage.notes_store(kind, root)``) that keeps them in ``kind``, after moving
+    in what earlier releases and the other kind left; raises (``StorageError``, ``OSError``)
+    when they cannot be opened (the caller keeps the notes in RAM, and says so).
+
+    * a storage that is not :attr:`~ovos_memory_plugins.storage.seam.Storage.local`
+      (PostgreSQL): its notes table, whatever ``kind`` says (a ``MEMORY.md`` under one machine's
+      ``root`` cannot be shared by the servers that share the memory);
+    * ``"sqlite"``: the notes table of the memory's database; when the storage is in RAM (the
+      memory keeps nothing of the conversation on disk) and ``database_file`` is given, the table
+      of that file, opened for the notes alone (closed with the store). An earlier release's
+      ``<root>/notes.db`` is copied in, and ``MEMORY.md``/``RETIRED.md`` move in (renamed
+      ``*.moved``);
+    * ``"file"``: ``<root>/MEMORY.md`` (stale temporary files of a killed writer removed);
+      ``notes.db`` is copied in, and notes the database's table holds move out into the file.
+    """
+    db = storage.db
+    if not storage.local:
+        shared: NotesStore = storage.notes()
+        return shared
+    if db.fallback_reason:
+        raise StorageError(db.fallback_reason)
+    if kind == "sqlite":
+        table: DatabaseNotesStore = (
+            DatabaseNotesStore(database_file) if db.in_ram and database_file is not None else storage.notes()
+        )
+        if not table.db.in_ram:
+            import_notes_file(table, root / "notes.db")
+        if (root / "MEMORY.md").exists() or (root / "RETIRED.md").exists():
+            move_in_notes(FileNotesStore(root), table, [root / "MEMORY.md", root / "RETIRED.md"])
+        return table
+    root.mkdir(parents=True, exist_ok=True)
+    store = FileNotesStore(root)
+    store.remove_stale_temp_files()
+    import_notes_file(store, root / "notes.db")
+    _move_out_of_table(storage, store, database_file)
+    return store

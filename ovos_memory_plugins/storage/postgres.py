@@ -5,7 +5,7 @@ password may also come from ``PGPASSWORD`` or ``~/.pgpass``, and every other ``P
 libpq reads applies too). Needs the optional extra ``postgres`` (psycopg 3, psycopg_pool,
 pgvector) and, in the database, the ``vector`` extension (pgvector). See ``docs/postgres.md``.
 
-What :func:`open_storage` returns implements :mod:`ovos_memory_plugins.storage.engine` (the same
+What :func:`open_storage` returns implements :mod:`ovos_memory_plugins.storage.seam` (the same
 seam as the SQLite engine), for one memory = one ``namespace``:
 
 * :class:`PgDatabase`: a pool of connections (psycopg_pool) with a deadline on everything: the
@@ -47,23 +47,11 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
 
 from ovos_memory_plugins.common import MemoryHit, exchange_parts
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.engine import (
-    Compacted,
-    Document,
-    KeywordSettings,
-    Storage,
-    StoredDocument,
-    StoredMessage,
-    document_time,
-    dump_metadata,
-)
 from ovos_memory_plugins.storage.keyword import (
     BM25_B,
     BM25_K1,
@@ -76,12 +64,30 @@ from ovos_memory_plugins.storage.keyword import (
     document_terms,
     query_counts,
 )
+from ovos_memory_plugins.storage.records import (
+    Compacted,
+    Document,
+    KeywordSettings,
+    Migration,
+    StoredDocument,
+    StoredMessage,
+    document_time,
+    dump_metadata,
+)
+from ovos_memory_plugins.storage.registry import redact_url
+from ovos_memory_plugins.storage.seam import Storage
+from ovos_memory_plugins.storage.tables import pg_lexeme as _lexeme
+from ovos_memory_plugins.storage.tables import tsquery_literal
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import numpy.typing as npt
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    from ovos_memory_plugins.storage.postgres_notes import PgRewrites
 
     Vector = npt.NDArray[np.float32]
 
@@ -132,28 +138,7 @@ def is_postgres_url(value: object) -> bool:
     return isinstance(value, str) and bool(_URL_RE.match(value.strip()))
 
 
-def redact_url(url: str) -> str:
-    """The URL with its user and password replaced by ``***`` and without its query (which may
-    carry a password too), for logs, errors and ``stats()``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://***"
-    host = parts.netloc.rsplit("@", 1)[-1]
-    netloc = f"***@{host}" if "@" in parts.netloc else host
-    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
-
-
-# -- quoting: the one place tsvector and tsquery literals are written ---------------------------
-
-
-def _lexeme(term: str) -> str:
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def tsquery_literal(terms: Iterable[str]) -> str:
-    """A ``tsquery`` that matches a document holding any of the terms (each a literal lexeme)."""
-    return " | ".join(_lexeme(t) for t in dict.fromkeys(terms) if t)
+# -- quoting: the namespace lexeme (tsquery literals: storage.tables, shared with the notes) -----
 
 
 def namespace_lexeme(namespace: str) -> str:
@@ -276,12 +261,8 @@ def check_server(url: str, *, connect_timeout: float = 3.0, statement_timeout: f
 # -- the database ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PgMigration:
-    """One schema step. ``name`` is recorded once applied; never rename or reorder applied steps."""
-
-    name: str
-    apply: Callable[[psycopg.Connection[Any]], None]
+#: One schema step (the record both engines' migrations are).
+PgMigration = Migration
 
 
 #: Seconds :meth:`PgDatabase.compact` waits for its ``VACUUM`` at most.
@@ -917,7 +898,7 @@ _DOCUMENT_PUT = (
 
 
 class PgDocuments:
-    """The namespace's rows of ``memory_documents`` (see :class:`~ovos_memory_plugins.storage.engine.DocumentStore`)."""
+    """The namespace's rows of ``memory_documents`` (see :class:`~ovos_memory_plugins.storage.seam.DocumentStore`)."""
 
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         self.db = db
@@ -1070,6 +1051,14 @@ class PgDocuments:
         with self.db.transaction() as conn:
             return int(conn.execute("DELETE FROM memory_documents WHERE namespace = %s", (self.namespace,)).rowcount)
 
+    def set_created(self, items: Sequence[tuple[str, float]]) -> None:
+        """Set the ``created`` of these documents (by doc id); inside :meth:`PgDatabase.atomic`."""
+        if items:
+            self.db.executemany(
+                "UPDATE memory_documents SET created = %s WHERE namespace = %s AND doc_id = %s",
+                [(created, self.namespace, doc_id) for doc_id, created in items],
+            )
+
 
 # -- history ---------------------------------------------------------------------------------
 
@@ -1089,7 +1078,7 @@ _HISTORY_TRIM = (
 
 class PgHistory:
     """History and exchange-id chains of one namespace
-    (see :class:`~ovos_memory_plugins.storage.engine.HistoryStore`)."""
+    (see :class:`~ovos_memory_plugins.storage.seam.HistoryStore`)."""
 
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         self.db = db
@@ -2007,9 +1996,13 @@ class PgVectorStore:
 
 
 class PgStorage(Storage):
-    """:class:`~ovos_memory_plugins.storage.engine.Storage` for one namespace of a PostgreSQL database."""
+    """:class:`~ovos_memory_plugins.storage.seam.Storage` for one namespace of a PostgreSQL database."""
 
     db: PgDatabase
+    #: A database several servers share: notes, undo history and markers live in it, not under ``root``.
+    local: ClassVar[bool] = False
+    #: Notes, sticky notes and summaries are tables of the database (``storage.tables``).
+    table_stores: ClassVar[bool] = True
 
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         db.migrate("memory", MIGRATIONS)
@@ -2027,6 +2020,12 @@ class PgStorage(Storage):
 
     def _vectors(self, search: str = "auto") -> PgVectorStore:
         return PgVectorStore(self.db, self.namespace)
+
+    def rewrites(self, root: Path) -> PgRewrites:
+        """The notes' previous bodies and last dream of the namespace, in the database (``root`` unused)."""
+        from ovos_memory_plugins.storage.postgres_notes import PgRewrites
+
+        return PgRewrites(self.db, self.namespace)
 
     def retire_indexes(self, active: Iterable[str]) -> None:
         """Drop the namespace's rows of indexes this memory no longer maintains (``"keyword"``,

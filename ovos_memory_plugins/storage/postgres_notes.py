@@ -41,12 +41,11 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ovos_memory_plugins.storage.postgres import PgMigration
+from ovos_memory_plugins.storage.records import Migration as PgMigration
+from ovos_memory_plugins.storage.tables import TableAccess, scrub_lines, tsquery_literal
 
 if TYPE_CHECKING:
     import psycopg
-
-    from ovos_memory_plugins.storage.postgres import PgDatabase
 
 LOG = logging.getLogger(__name__)
 
@@ -109,8 +108,6 @@ SUMMARY_MIGRATIONS = [PgMigration("0001_memory_summaries", _summaries_v1)]
 def search_sql(terms: Sequence[str], where: str) -> tuple[str, tuple[Any, ...]]:
     """The statement (``?`` placeholders: namespace, then these params, then the limit) that
     finds notes holding any of ``terms`` through the GIN index, most terms held first."""
-    from ovos_memory_plugins.storage.postgres import tsquery_literal
-
     return (
         "SELECT n.text, n.date, n.retired_on, n.session_id FROM memory_notes n"
         " WHERE n.namespace = ? AND n.terms @@ ?::tsquery" + where + " ORDER BY"
@@ -123,9 +120,8 @@ class PgRewrites:
     """Previous note bodies and the last dream's time of one namespace (see
     :class:`~ovos_memory_plugins.storage.notes_store.Rewrites`): nothing under ``root``."""
 
-    def __init__(self, db: PgDatabase, namespace: str) -> None:
-        from ovos_memory_plugins.storage.tables import TableAccess
-
+    def __init__(self, db: Any, namespace: str) -> None:
+        """``db``: the memory's :class:`~ovos_memory_plugins.storage.postgres.PgDatabase`."""
         self.db = db
         self.namespace = namespace
         self._t = TableAccess(db, namespace, ("notes", []), lambda: ("notes", NOTES_MIGRATIONS))
@@ -165,8 +161,6 @@ class PgRewrites:
 
     def scrub(self, drop_line: Callable[[str], bool]) -> None:
         """Rewrite the kept bodies without the picked lines."""
-        from ovos_memory_plugins.storage.tables import scrub_lines
-
         for name, body in self.bodies():
             kept = scrub_lines(body, drop_line)
             if kept is not None:

@@ -8,7 +8,7 @@ imported only when a location of its scheme is opened, so SQLite users never imp
 
 A second engine registers itself with :func:`register_engine` (its module must define
 ``open_storage(location, *, namespace="default", **options) -> Storage``, see
-:mod:`~ovos_memory_plugins.storage.engine`); nothing above ``storage/`` names an engine.
+:mod:`~ovos_memory_plugins.storage.seam`); nothing above ``storage/`` names an engine.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ import importlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit, urlunsplit
 
 from ovos_memory_plugins.errors import StorageError
 
 if TYPE_CHECKING:  # the contract's types only: the contract never imports back at run time
-    from ovos_memory_plugins.storage.engine import Database, Storage
+    from ovos_memory_plugins.storage.seam import Database, Storage
 
-__all__ = ["ENGINES", "engine_for", "open_storage", "register_engine"]
+__all__ = ["ENGINES", "engine_for", "is_url", "open_storage", "redact_url", "register_engine"]
 
 #: URL scheme -> the module of the engine that opens it (imported on first use).
 ENGINES: dict[str, str] = {
@@ -39,6 +40,23 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 def register_engine(scheme: str, module: str) -> None:
     """Open ``scheme://...`` locations with the ``open_storage`` of ``module`` (a dotted name)."""
     ENGINES[scheme.lower()] = module
+
+
+def is_url(location: str | Path) -> bool:
+    """Whether ``location`` is a ``scheme://`` URL (a database server), not a file path."""
+    return _SCHEME.match(str(location).strip()) is not None
+
+
+def redact_url(url: str) -> str:
+    """A database URL as logs, errors and ``stats()`` may show it: its user and password
+    replaced by ``***`` and without its query (which may carry a password too)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not even a URL: keep the scheme, mask the rest
+        return url.split("://", 1)[0] + "://***" if "://" in url else "***"
+    host = parts.netloc.rsplit("@", 1)[-1]
+    netloc = f"***@{host}" if "@" in parts.netloc else host
+    return urlunsplit(parts._replace(netloc=netloc, query="", fragment=""))
 
 
 def engine_for(location: str) -> str:

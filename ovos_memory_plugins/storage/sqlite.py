@@ -27,12 +27,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.engine import Compacted
+from ovos_memory_plugins.storage.records import Compacted, Migration
 
 LOG = logging.getLogger(__name__)
 
@@ -79,14 +78,6 @@ def quote_identifier(name: str) -> str:
 def quote_fts_phrase(term: str) -> str:
     """Quote one term as an FTS5 string so operators and keywords in it are plain text."""
     return '"' + term.replace('"', '""') + '"'
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One schema step. ``name`` is recorded once applied; never rename or reorder applied steps."""
-
-    name: str
-    apply: Callable[[sqlite3.Connection], None]
 
 
 _fts5: bool | None = None
@@ -157,7 +148,7 @@ class Database:
         synchronous: ``"NORMAL"`` (default, survives process crashes) or ``"FULL"``.
 
     Attributes:
-        engine: ``"sqlite"`` (the engine-neutral seam names engines; see ``storage.engine``).
+        engine: ``"sqlite"`` (the engine-neutral seam names engines; see ``storage.seam``).
         in_ram: True for an in-memory database (nothing survives the process).
         fallback_reason: why this database is in RAM although a file was wanted (else None).
     """
@@ -397,7 +388,7 @@ class Database:
     def compact(self) -> Compacted:
         """Rewrite the file without its free pages (``VACUUM``) and empty the WAL
         (``wal_checkpoint(TRUNCATE)``), so no deleted row can be read back from either; the
-        engine-neutral entry is :func:`~ovos_memory_plugins.storage.engine.compact_database`.
+        engine-neutral entry is :func:`~ovos_memory_plugins.storage.seam.compact_database`.
 
         ``secure_delete`` already zeroes deleted rows in place, but a page freed whole keeps
         what the WAL wrote and FTS5 segments are merged lazily; VACUUM leaves none of them.

@@ -1,4 +1,4 @@
-"""The SQLite engine of the storage seam (:mod:`ovos_memory_plugins.storage.engine`).
+"""The SQLite engine of the storage seam (:mod:`ovos_memory_plugins.storage.seam`).
 
 One file per memory holds every table, created by the append-only migrations of the store
 ``memory`` (applied atomically across processes, see :meth:`Database.migrate`):
@@ -33,18 +33,15 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.engine import (
-    Document,
-    KeywordSettings,
-    Storage,
-    StoredDocument,
-    document_time,
-    dump_metadata,
-)
+from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument, document_time, dump_metadata
+from ovos_memory_plugins.storage.seam import Storage
 from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
+
+if TYPE_CHECKING:
+    from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
 
 LOG = logging.getLogger(__name__)
 
@@ -128,17 +125,27 @@ def _vector_v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX vectors_doc ON vectors (doc)")
 
 
-def _from_lexical_docs(conn: sqlite3.Connection) -> None:
-    """The keyword backend's ``lexical_docs`` (text, session, metadata and terms in one row)."""
-    if not _columns(conn, "lexical_docs"):
-        return
-    n = conn.execute("SELECT count(*) FROM lexical_docs").fetchone()[0]
+def _move_old_documents(conn: sqlite3.Connection, table: str, text: str, order: str) -> int | None:
+    """Copy the rows of an earlier release's documents ``table`` (its ``text`` column, in
+    ``order``) into ``documents``, upserting by doc id; return how many it held, None when the
+    file has no such table. ``table``, ``text`` and ``order`` are this module's constants."""
+    if not _columns(conn, table):
+        return None
+    n = int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
     conn.execute(
         "INSERT INTO documents (doc_id, session_id, content, metadata, created)"
-        " SELECT doc_id, session_id, content, metadata, created FROM lexical_docs WHERE true ORDER BY rowid"
+        f" SELECT doc_id, session_id, {text}, metadata, created FROM {table} WHERE true ORDER BY {order}"
         " ON CONFLICT (doc_id) DO UPDATE SET session_id = excluded.session_id, content = excluded.content,"
         " metadata = excluded.metadata"
     )
+    return n
+
+
+def _from_lexical_docs(conn: sqlite3.Connection) -> None:
+    """The keyword backend's ``lexical_docs`` (text, session, metadata and terms in one row)."""
+    n = _move_old_documents(conn, "lexical_docs", "content", "rowid")
+    if n is None:
+        return
     conn.execute(
         "INSERT OR REPLACE INTO keyword_terms (id, body_terms, head_terms, ctx_terms, ctx_id)"
         " SELECT d.id, l.body_terms, l.head_terms, l.ctx_terms, c.id FROM lexical_docs l"
@@ -160,15 +167,9 @@ def _from_lexical_docs(conn: sqlite3.Connection) -> None:
 
 def _from_vec_documents(conn: sqlite3.Connection) -> None:
     """The vector backend's ``vec_documents`` / ``vec_spaces`` / ``vec_vectors``."""
-    if not _columns(conn, "vec_documents"):
+    n = _move_old_documents(conn, "vec_documents", "text", "created, doc_id")
+    if n is None:
         return
-    n = conn.execute("SELECT count(*) FROM vec_documents").fetchone()[0]
-    conn.execute(
-        "INSERT INTO documents (doc_id, session_id, content, metadata, created)"
-        " SELECT doc_id, session_id, text, metadata, created FROM vec_documents WHERE true ORDER BY created, doc_id"
-        " ON CONFLICT (doc_id) DO UPDATE SET session_id = excluded.session_id, content = excluded.content,"
-        " metadata = excluded.metadata"
-    )
     if _columns(conn, "vec_spaces"):
         conn.execute(
             "INSERT OR IGNORE INTO vector_spaces (space, dimension, created)"
@@ -225,7 +226,7 @@ _SELECT = "SELECT id, doc_id, session_id, content, metadata, created FROM docume
 
 
 class SqliteDocuments:
-    """The documents table (see :class:`ovos_memory_plugins.storage.engine.DocumentStore`)."""
+    """The documents table (see :class:`ovos_memory_plugins.storage.seam.DocumentStore`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -350,11 +351,26 @@ class SqliteDocuments:
         with self.db.atomic(savepoint=False) as conn:
             return int(conn.execute("DELETE FROM documents").rowcount)
 
+    def set_created(self, items: Sequence[tuple[str, float]]) -> None:
+        """Set the ``created`` of these documents (by doc id); inside :meth:`Database.atomic`."""
+        if items:
+            self.db.executemany(
+                "UPDATE documents SET created = ? WHERE doc_id = ?", [(created, doc_id) for doc_id, created in items]
+            )
+
 
 class SqliteStorage(Storage):
-    """:class:`~ovos_memory_plugins.storage.engine.Storage` over one SQLite :class:`Database`."""
+    """:class:`~ovos_memory_plugins.storage.seam.Storage` over one SQLite :class:`Database`."""
 
     db: Database
+    #: Notes, sticky notes and summaries are tables of the file (``storage.tables``).
+    table_stores: ClassVar[bool] = True
+    #: The tables :meth:`holds` looks for, by the name a caller asks with.
+    HELD_TABLES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "notes": ("memory_notes",),
+        "sticky": ("memory_sticky_notes",),
+        "summaries": ("memory_summaries", "summaries"),
+    }
 
     def __init__(self, db: Database, vector_driver: str | None = None) -> None:
         from ovos_memory_plugins.storage.history import SqliteHistory
@@ -378,6 +394,19 @@ class SqliteStorage(Storage):
         from ovos_memory_plugins.storage.vector_store import SqliteVectorStore
 
         return SqliteVectorStore(self.db, search, self.vector_driver)
+
+    def embedding_cache(self) -> EmbeddingCache:
+        """The content-hash embedding cache (table ``embedding_cache`` of the file)."""
+        from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
+
+        try:
+            return EmbeddingCache(self.db)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot use database {self.db.path}: {exc}") from exc
+
+    def holds(self, tables: str) -> bool:
+        """Whether the file has the tables of ``tables`` (``"notes"``, ``"sticky"``, ``"summaries"``)."""
+        return any(self.db.table_exists(name) for name in self.HELD_TABLES.get(tables, (tables,)))
 
     def retire_indexes(self, active: Iterable[str]) -> None:
         """Drop the rows of indexes this memory no longer maintains (``"keyword"``,

@@ -35,14 +35,15 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.protocols import words_key
 from ovos_memory_plugins.storage.notes_store import move_aside, pg_notes_schema, read_old_file
+from ovos_memory_plugins.storage.records import NewNote, Note, words_key
 from ovos_memory_plugins.storage.sqlite import Migration
 from ovos_memory_plugins.storage.tables import TableAccess, marks
 
@@ -51,11 +52,13 @@ LOG = logging.getLogger(__name__)
 __all__ = [
     "MIGRATIONS",
     "StickyRow",
+    "StickyShelf",
     "StickyStore",
     "ask_key",
     "asks_quoting",
     "import_sticky_file",
     "note_key",
+    "note_of",
     "sticky_store_for",
 ]
 
@@ -348,6 +351,86 @@ class StickyStore:
         """Purge what a deletion left (the memory closes the database)."""
         with contextlib.suppress(StorageError, sqlite3.Error):
             self.checkpoint()
+
+
+def day_of(stamp: float) -> str:
+    """The UTC day of a Unix time, ``YYYY-MM-DD`` (a sticky note's date)."""
+    return datetime.fromtimestamp(stamp, tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+def note_of(row: StickyRow) -> Note:
+    """A stored row as the shared :class:`~ovos_memory_plugins.storage.records.Note` (dated by its day)."""
+    return Note(
+        id=row.id,
+        text=row.text,
+        date=day_of(row.created),
+        session_id=row.session_id,
+        retired_on=row.retired_on,
+        metadata=dict(row.metadata),
+    )
+
+
+class StickyShelf:
+    """The rows of a :class:`StickyStore` as the notes part works on them
+    (:class:`~ovos_memory_plugins.notebook.NoteShelf`): one row per note, oldest first, ids
+    given by ``new_id`` (the memory's document ids, ``d-…``).
+
+    Args:
+        store: the sticky-note tables.
+        new_id: the id of a new note, from its session and text.
+        now: the time a note is saved (Unix time).
+    """
+
+    def __init__(self, store: StickyStore, *, new_id: Callable[[str, str], str], now: Callable[[], float]) -> None:
+        self.store = store
+        self._new_id = new_id
+        self._now = now
+
+    def rows(self, *, include_retired: bool = False, fresh: bool = True) -> list[Note]:
+        """Every note, oldest first (retired ones too with ``include_retired``)."""
+        return [note_of(r) for r in self.store.notes(include_retired=include_retired)]
+
+    def transaction(self) -> contextlib.AbstractContextManager[object]:
+        """Every write is one statement: the memory's lock is enough."""
+        return contextlib.nullcontext()
+
+    def insert(self, new: NewNote) -> Note:
+        """Save a note dated now (``new.date`` is not kept: a sticky note is dated when saved);
+        a retired note with the same id becomes active again."""
+        note_id = self._new_id(new.session_id, new.text)
+        stamp = self._now()
+        self.store.put(note_id, new.text, new.session_id, lang=new.lang, metadata=new.metadata, now=stamp)
+        row = self.store.get(note_id)
+        return note_of(row or StickyRow(note_id, new.text, new.session_id, stamp, stamp, new.lang, new.metadata))
+
+    def touch(self, note: Note) -> None:
+        """Mark the note as said again."""
+        self.store.touch(note.id)
+
+    def replace(self, old: Note, text: str, *, date: str, day: str) -> tuple[Note, Note]:
+        """Retire ``old`` and save ``text`` in its session, with its language and metadata."""
+        row = self.store.get(old.id)
+        self.store.set_retired(old.id, day)
+        lang = row.lang if row is not None else None
+        new = self.insert(NewNote(text, old.session_id, "", lang, dict(old.metadata)))
+        return self._now_of(old), new
+
+    def set_retired(self, note: Note, day: str | None) -> Note:
+        """Retire the note (``day``) or make it active again (None)."""
+        self.store.set_retired(note.id, day)
+        return self._now_of(note)
+
+    def _now_of(self, note: Note) -> Note:
+        row = self.store.get(note.id)
+        return note_of(row) if row is not None else note
+
+    def delete(self, note: Note, *, session_id: str | None = None) -> list[Note]:
+        """Delete the note's row (and the replay records quoting it)."""
+        row = self.store.get(note.id)
+        if row is None or (session_id is not None and row.session_id != session_id):
+            return []
+        self.store.delete([note.id])
+        return [note_of(row)]
 
 
 def copy_sticky(source: StickyStore, target: StickyStore) -> int:

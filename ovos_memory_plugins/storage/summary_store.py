@@ -32,14 +32,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.sqlite import Migration
 from ovos_memory_plugins.storage.tables import TableAccess
-
-if TYPE_CHECKING:
-    from ovos_memory_plugins.storage.engine import Storage
 
 LOG = logging.getLogger(__name__)
 
@@ -243,13 +239,12 @@ class SummaryStore:
         return int(self.t.scalar("SELECT count(*) FROM memory_summaries WHERE namespace = ?", (self.namespace,)) or 0)
 
 
-def open_summary_store(storage: Storage) -> SummaryStorage:
-    """The summary store in a memory's own database (SQLite file or PostgreSQL namespace).
+def open_summary_store(storage: Any) -> SummaryStorage:
+    """The summary store in a memory's own database (SQLite file or PostgreSQL namespace):
+    ``storage.summaries()`` of its :class:`~ovos_memory_plugins.storage.seam.Storage`.
 
     Raises:
         StorageError: the storage's engine keeps no summaries (a third-party engine).
     """
-    engine = getattr(storage.db, "engine", None)
-    if engine not in ("sqlite", "postgresql"):
-        raise StorageError(f"no rolling-summary store for the {type(storage.db).__name__} engine")
-    return SummaryStore(storage.db, str(getattr(storage, "namespace", "default")))
+    store: SummaryStorage = storage.summaries()
+    return store

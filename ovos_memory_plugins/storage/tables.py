@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
@@ -20,7 +20,7 @@ from ovos_memory_plugins.storage.sqlite import Database, Migration
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["TableAccess", "marks", "scrub_lines", "truncate_wal"]
+__all__ = ["TableAccess", "marks", "pg_lexeme", "scrub_lines", "truncate_wal", "tsquery_literal"]
 
 
 def scrub_lines(body: str, drop_line: Callable[[str], bool]) -> str | None:
@@ -138,6 +138,17 @@ class TableAccess:
             self.dirty = False
         except StorageError as exc:  # the server is away: next time
             LOG.debug("notes: VACUUM %s postponed (%s)", tables, exc)
+
+
+def pg_lexeme(term: str) -> str:
+    """``term`` as one PostgreSQL ``tsquery`` lexeme literal (quoted, backslashes and quotes escaped)."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsquery_literal(terms: Iterable[str]) -> str:
+    """A PostgreSQL ``tsquery`` that matches a row holding any of the terms (each a literal
+    lexeme): the keyword index's and the notes tables' (``storage.postgres.tsquery_literal``)."""
+    return " | ".join(pg_lexeme(t) for t in dict.fromkeys(terms) if t)
 
 
 def marks(values: Sequence[Any]) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -140,7 +140,7 @@ class _Matrix:
 
 class SqliteVectorStore:
     """Vectors per embedder id over the memory's documents, with exact search
-    (see :class:`ovos_memory_plugins.storage.engine.VectorStore`).
+    (see :class:`ovos_memory_plugins.storage.seam.VectorStore`).
 
     Args:
         db: the memory's database.
@@ -248,6 +248,20 @@ class SqliteVectorStore:
         """Vectors stored per embedder id."""
         rows = self.db.query("SELECT space, count(*) FROM vectors GROUP BY space")
         return {r[0]: int(r[1]) for r in rows}
+
+    def iter_vectors(self, space: str, batch: int = 500) -> Iterator[list[tuple[str, Vector]]]:
+        """Every vector of ``space`` as ``(doc_id, vector)``, oldest document first, in batches."""
+        last = 0
+        while True:
+            rows = self.db.query(
+                "SELECT d.id, d.doc_id, v.vector FROM vectors v JOIN documents d ON d.id = v.doc"
+                " WHERE v.space = ? AND d.id > ? ORDER BY d.id LIMIT ?",
+                (space, last, int(batch)),
+            )
+            if not rows:
+                return
+            yield [(r[1], np.frombuffer(r[2], dtype=np.float32).copy()) for r in rows]
+            last = int(rows[-1][0])
 
     def count(self) -> int:
         """How many vectors are stored (every space)."""

@@ -14,7 +14,14 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.config import validate_config
 from ovos_memory_plugins.errors import ConfigError
-from ovos_memory_plugins.sticky import PhraseBook, StickyMemory, bundled_languages, detect_ask, load_phrasebooks
+from ovos_memory_plugins.sticky import (
+    PhraseBook,
+    StickyMemory,
+    StickyOptions,
+    bundled_languages,
+    detect_ask,
+    load_phrasebooks,
+)
 from ovos_memory_plugins.testing import HOSTILE_TEXTS, MemoryContract, exchange
 
 # Per language: two notes about the same thing (a bike), a "forget" that matches both about
@@ -482,7 +489,7 @@ def test_bad_config_never_raises(tmp_path: Path) -> None:
         problems = " ".join(mem.config_problems)
         assert "phrases" in problems and "max_notes_in_context" in problems
         assert "nope" in problems and "'xx'" in problems
-        assert mem.options.max_notes_in_context == 20
+        assert mem.options.max_notes_in_context == StickyOptions().max_notes_in_context  # the shared default
 
 
 def test_hostile_inputs_never_raise(tmp_path: Path) -> None:

@@ -1,0 +1,131 @@
+"""Storage is one door: plugins reach the database through the seam, and old import paths stay.
+
+The package's source is parsed (not imported): no module imports ``storage.engine`` (kept only
+for code written against earlier releases), and no plugin imports an engine module or compares
+an engine's name; they take their tables from the ``Storage`` (``storage.notes_store(...)``,
+``storage.sticky_store(...)``, ``storage.summaries()``, ``storage.embedding_cache()``).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from ovos_memory_plugins.storage import engine, records, seam
+from ovos_memory_plugins.storage.registry import is_url, open_storage
+
+PACKAGE = Path(__file__).resolve().parents[2] / "ovos_memory_plugins"
+
+#: The modules of one engine (SQL of SQLite or PostgreSQL, their connections and schemas).
+ENGINE_MODULES = {
+    "ovos_memory_plugins.storage.sqlite",
+    "ovos_memory_plugins.storage.sqlite_engine",
+    "ovos_memory_plugins.storage.history",
+    "ovos_memory_plugins.storage.vector_store",
+    "ovos_memory_plugins.storage.postgres",
+    "ovos_memory_plugins.storage.postgres_notes",
+}
+#: The plugins and the core they build on (front-ends are not plugins: cli.py names the
+#: engines' check and folder helpers for its messages).
+PLUGINS = [
+    *["base.py", "index.py", "lexical.py", "vector.py", "notes.py", "sticky.py", "notebook.py", "summary.py"],
+    "composite.py",
+]
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_no_module_of_the_package_imports_the_old_engine_module() -> None:
+    users = [
+        p.relative_to(PACKAGE).as_posix()
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "engine.py" and "ovos_memory_plugins.storage.engine" in _imports(p)
+    ]
+    assert users == []
+
+
+@pytest.mark.parametrize("name", PLUGINS)
+def test_a_plugin_imports_no_engine_and_checks_no_engine_name(name: str) -> None:
+    path = PACKAGE / name
+    assert sorted(_imports(path) & ENGINE_MODULES) == []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+            names = {p.attr for p in parts if isinstance(p, ast.Attribute)}
+            values = {p.value for p in parts if isinstance(p, ast.Constant)}
+            assert not ("engine" in names and values & {"sqlite", "postgresql"}), f"{name}:{node.lineno}"
+
+
+#: What ``storage.engine`` held before it became the old home of the seam and the records.
+OLD_ENGINE_NAMES = [
+    *["MAX_ID_CHARS", "Compacted", "Document", "ForgetReport", "KeywordSettings", "StoredDocument"],
+    *["StoredMessage", "check_id", "document_time", "dump_metadata", "CompactingDatabase", "Database"],
+    *["DocumentStore", "HistoryStore", "Index", "Storage", "VectorStore", "compact_database"],
+]
+
+
+def test_the_old_import_paths_name_the_same_objects() -> None:
+    for name in OLD_ENGINE_NAMES:
+        home = records if hasattr(records, name) else seam
+        assert getattr(engine, name) is getattr(home, name), name
+    sqlite = importlib.import_module("ovos_memory_plugins.storage.sqlite")
+    assert sqlite.Migration is records.Migration
+    protocols = importlib.import_module("ovos_memory_plugins.protocols")
+    assert protocols.Note is records.Note
+
+
+def test_the_postgres_module_keeps_its_names() -> None:
+    pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
+    pg = importlib.import_module("ovos_memory_plugins.storage.postgres")
+    assert pg.PgMigration is records.Migration
+    assert pg.tsquery_literal(["x", "it's"]) == "'x' | 'it''s'"
+
+
+def test_a_url_is_shown_without_its_secrets() -> None:
+    from ovos_memory_plugins.storage.registry import redact_url
+
+    assert redact_url("postgresql://u:secret@h:5/db?sslpassword=x") == "postgresql://***@h:5/db"
+    assert redact_url("postgresql://[::1/db") == "postgresql://***"
+
+
+def test_is_url_tells_a_server_from_a_file() -> None:
+    assert is_url("postgresql://u@h/db") and is_url("demo://x")
+    assert not is_url("/var/lib/memory/history.db") and not is_url(":memory:") and not is_url(Path("a/b.db"))
+
+
+def test_a_sqlite_file_says_which_tables_it_holds_without_creating_them(tmp_path: Path) -> None:
+    storage = open_storage(tmp_path / "history.db")
+    try:
+        assert storage.local and storage.table_stores
+        assert not storage.holds("notes") and not storage.holds("sticky") and not storage.holds("summaries")
+        storage.sticky()
+        assert storage.holds("sticky") and not storage.holds("notes")
+        assert storage.embedding_cache() is not None
+    finally:
+        storage.close()
+
+
+def test_an_engine_without_table_stores_refuses_them_by_name() -> None:
+    from ovos_memory_plugins.errors import StorageError
+
+    base = open_storage(":memory:")
+    try:
+        bare = seam.Storage(base.db, base.documents, base.history, base.keyword_factory, base.vector_factory)
+        with pytest.raises(StorageError, match="keeps no notes tables"):
+            bare.notes()
+        with pytest.raises(StorageError, match="keeps no sticky-note tables"):
+            bare.sticky()
+        assert bare.embedding_cache() is None and bare.holds("notes")
+    finally:
+        base.close()
