@@ -89,6 +89,7 @@ from ovos_memory_plugins.storage.records import (
     ForgetReport,
     KeywordSettings,
     StoredDocument,
+    StoredMessage,
     check_id,
 )
 from ovos_memory_plugins.storage.registry import open_storage
@@ -105,6 +106,9 @@ USER = MessageRole.USER.value
 ASSISTANT = MessageRole.ASSISTANT.value
 #: The metadata key of an archived exchange naming the exchange recorded before it in its session.
 PREVIOUS_EXCHANGE = "previous_exchange"
+#: With the lazy summary, the history is trimmed once a session holds this many messages more
+#: than it keeps (a trim and a fold every few exchanges, not every one).
+TRIM_BATCH = 8
 
 
 def _digest(*parts: str) -> str:
@@ -405,6 +409,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         one block after the system prompt ('' for none; ``summary.enabled`` turns it off)."""
         if self._summary is None:
             return ""
+        if self._lazy_summary():
+            return self._window_and_summary(session_id)[1]
         with self._lock:
             return self._summary.text(check_id(session_id, "session_id"))
 
@@ -825,15 +831,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             return []
         with self._lock:
             stored = self.storage.history.recent(check_id(session_id, "session_id"), limit * 2 + 4)
-        pairs: list[tuple[str, str]] = []
-        for prev, cur in pairwise(stored):
-            if prev.role == USER and cur.role == ASSISTANT:
-                pairs.append((prev.content, cur.content))
-        window: list[AgentMessage] = []
-        for user, assistant in pairs[-(limit // 2) :] if limit >= 2 else []:
-            window.append(AgentMessage(role=MessageRole.USER, content=user))
-            window.append(AgentMessage(role=MessageRole.ASSISTANT, content=assistant))
-        return window
+        return _window(stored, limit)
 
     def update_history(self, new_messages: list[AgentMessage], session_id: str) -> None:
         """Record new messages; each completed exchange becomes a ``Q:/A:`` document.
@@ -876,8 +874,10 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         history = self.storage.history
         exchanges: list[tuple[str, str, str, str]] = []
         window = self.settings.max_history // 2
-        # enough history for the replay check and, with a summary, for what leaves the window
-        need = 2 * (window + len(incoming)) + 4 if self._summary is not None and window > 0 else 3
+        lazy = self._lazy_summary()
+        # enough history for the replay check and the turns around an exchange (4 before the
+        # incoming ones), and, with an eager summary, for what leaves the window
+        need = 2 * (window + len(incoming)) + 4 if self._summary is not None and window > 0 and not lazy else 4
         with self._lock:
             recent = history.recent(session_id, need)
             tail = recent[-2:]
@@ -901,6 +901,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             before = [(m.role, m.content) for m in recent]
             now = self.now()
             keep = max(self.settings.max_history * 2 + 4, 24)
+            read = keep + TRIM_BATCH  # all a session's history holds between two trims
             turns = [*before, *incoming]
             docs: list[Document] = []
             for doc_id, before_id, user, assistant in exchanges if self.archives_exchanges else []:
@@ -925,13 +926,32 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 LOG.exception("%s: could not prepare exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
                 docs, prepared = [], []
 
+            summary = self._summary
+
             def record_history() -> None:
                 if tag_tail is not None:
                     history.tag_exchange(session_id, tag_tail)
-                history.append(session_id, incoming, keep, previous_id if exchanges else None, tags, created=now)
+                last = previous_id if exchanges else None
+                if not lazy or summary is None:
+                    history.append(session_id, incoming, keep, last, tags, created=now)
+                    return
+                # the lazy fold: what the history trims (a batch at a time) goes into the summary
+                # in this transaction; the rest is folded by the turns that read the history
+                try:
+                    summary.adopt(session_id, lambda: len(self._outside_window(history.recent(session_id, read))))
+                except Exception:
+                    LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+                trimmed = list(
+                    history.append(session_id, incoming, keep, last, tags, created=now, batch=TRIM_BATCH) or []
+                )
+                if trimmed and trimmed[-1].role == USER:  # its answer was kept: the pair left whole
+                    trimmed.extend(history.recent(session_id, keep)[:1])
+                try:
+                    summary.fold_trimmed(session_id, _pairs(trimmed))
+                except Exception:
+                    LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
 
-            leaving = self._leaving_window(turns, len(exchanges)) if exchanges else []
-            summary = self._summary
+            leaving = self._leaving_window(turns, len(exchanges)) if exchanges and not lazy else []
             # an extractive fold is a read and a write: it joins the turn's transaction (no second
             # commit); a model's fold runs after it, outside the lock (a call may take seconds)
             fold_now = bool(leaving) and summary is not None and not summary.calls_model
@@ -1017,6 +1037,39 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         if earlier and _needs_context(prev_user, earlier):
             metadata["context_before"] = clip_context(earlier)
         return [Document(doc_id, exchange_text(prev_user, prev_assistant), session_id, metadata)]
+
+    def _lazy_summary(self) -> bool:
+        """Whether the rolling summary is folded lazily: extractive, a history window, and a
+        history store that trims in batches (the seam's ``trims_in_batches``)."""
+        summary = self._summary
+        return (
+            summary is not None
+            and summary.lazy
+            and self.settings.max_history // 2 > 0
+            and bool(getattr(self.storage.history, "trims_in_batches", False))
+        )
+
+    def _outside_window(self, stored: Sequence[StoredMessage]) -> list[tuple[str, str]]:
+        """The ``(user, assistant)`` exchanges of ``stored`` (a session's history, oldest first)
+        before the window's newest ``max_history // 2``: those the summary holds."""
+        pairs = _pairs(stored)
+        return pairs[: max(len(pairs) - self.settings.max_history // 2, 0)]
+
+    def _window_and_summary(self, session_id: str) -> tuple[list[AgentMessage], str]:
+        """The session's history window (:meth:`get_history`) and its rolling summary
+        (:meth:`session_summary`), from one read of the history: with the lazy fold, the
+        exchanges the history holds outside the window are folded into the stored summary
+        here."""
+        if not self._lazy_summary():
+            return self.get_history(session_id), self.session_summary(session_id)
+        session_id = check_id(session_id, "session_id")
+        limit = self.settings.max_history
+        keep = max(limit * 2 + 4, 24)
+        with self._lock:
+            stored = self.storage.history.recent(session_id, keep + TRIM_BATCH)
+            summary = self._summary
+            text = summary.text_with(session_id, self._outside_window(stored)) if summary is not None else ""
+        return _window(stored[-(limit * 2 + 4) :], limit), text
 
     def _leaving_window(self, turns: Sequence[tuple[str, str]], new_exchanges: int) -> list[tuple[str, str]]:
         """The exchanges that the newest ``new_exchanges`` pushed out of the history window, from
@@ -1152,7 +1205,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def _build(self, utterance: str, session_id: str) -> list[AgentMessage]:
         s = self.settings
-        history = self.get_history(session_id)
+        cls = type(self)
+        if (
+            cls.get_history is BaseRetrievalMemory.get_history
+            and cls.session_summary is BaseRetrievalMemory.session_summary
+        ):
+            history, summary = self._window_and_summary(session_id)  # one read of the history for both
+        else:  # a subclass's own window or summary
+            history, summary = self.get_history(session_id), self.session_summary(session_id)
         hits = self.recall(utterance, session_id, history) if s.retrieval.max_num_results > 0 else []
         return prompt.render_messages(
             utterance,
@@ -1160,7 +1220,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             system_prompt=self.system_prompt,
             blocks=self.context_blocks(utterance, session_id),
             hits=hits,
-            summary=self.session_summary(session_id),
+            summary=summary,
             history=history,
             tool_query=self.recall_query(utterance, history) if s.inject_mode == "tool" else None,
             session_id=session_id,
@@ -1188,6 +1248,21 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                     step()
                 except Exception:
                     LOG.exception("%s: a step of close() failed; the rest is closed", type(self).__name__)
+
+
+def _pairs(stored: Sequence[StoredMessage]) -> list[tuple[str, str]]:
+    """The ``(user, assistant)`` exchanges of stored messages: each user message right before an
+    assistant one, oldest first."""
+    return [(p.content, c.content) for p, c in pairwise(stored) if p.role == USER and c.role == ASSISTANT]
+
+
+def _window(stored: Sequence[StoredMessage], limit: int) -> list[AgentMessage]:
+    """The history window of ``stored`` (oldest first): its newest ``limit // 2`` exchanges."""
+    window: list[AgentMessage] = []
+    for user, assistant in _pairs(stored)[-(limit // 2) :] if limit >= 2 else []:
+        window.append(AgentMessage(role=MessageRole.USER, content=user))
+        window.append(AgentMessage(role=MessageRole.ASSISTANT, content=assistant))
+    return window
 
 
 def search_request(query: Any, top_k: int | None, default_k: int) -> tuple[str, int] | None:

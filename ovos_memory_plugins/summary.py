@@ -14,13 +14,23 @@ and goes with the session.
 * Without one, the fold is extractive: the user's own sentences (low-signal turns such as "ok,
   thanks" skipped), each cut to :data:`LINE_CHARS` characters, the newest kept within
   ``summary.max_chars``.
+
+The extractive fold is lazy where the history trims in batches (both engines': the seam's
+``trims_in_batches``): the stored summary holds the exchanges the history trimmed, folded in
+the write that trimmed them (:meth:`RollingSummary.fold_trimmed`, a few exchanges at a time),
+and a turn folds the exchanges still in the history but outside the window from the history it
+reads anyway (:meth:`RollingSummary.text_with`). Folding is associative here (the newest lines
+that fit are kept either way), so the text is the same, at every step, as one fold per exchange
+leaving the window (tested). A summary an eager fold wrote (a model's, an earlier release's) is
+taken over on the session's first write (:meth:`RollingSummary.adopt`: it already holds the
+exchanges outside the window, ``covered`` says how many).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ovos_memory_plugins.admission import is_low_signal
@@ -113,6 +123,7 @@ class RollingSummary:
             llm = make_llm({"timeout": DEFAULT_TIMEOUT, **dict(llm_config)})
         self.llm = llm
         self._lock = threading.Lock()
+        self._adopted: set[str] = set()  # sessions whose summary is known to be a lazy fold's
 
     @property
     def calls_model(self) -> bool:
@@ -120,8 +131,51 @@ class RollingSummary:
         return self.llm is not None
 
     def text(self, session_id: str) -> str:
-        """The session's summary ('' when it has none)."""
+        """The session's summary as stored ('' when it has none; a lazy fold's exchanges still
+        in the history are not in it: :meth:`text_with`)."""
         return self.store.get(session_id)[0]
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the fold may be lazy (extractive: local, associative; a model's is not)."""
+        return self.llm is None
+
+    def text_with(self, session_id: str, outside: Sequence[tuple[str, str]]) -> str:
+        """The session's summary with ``outside`` folded in: the ``(user, assistant)`` exchanges
+        still in the history but outside the window, oldest first (those it already holds,
+        ``covered``, are skipped; a summary an eager fold wrote is complete as it is)."""
+        summary, _, covered = self.store.state(session_id)
+        if covered < 0 or len(outside) <= covered:
+            return summary
+        return fold_extractive(summary, outside[covered:], self.max_chars)
+
+    def fold_trimmed(self, session_id: str, exchanges: Sequence[tuple[str, str]]) -> None:
+        """Fold the exchanges the history just trimmed (oldest first) into the stored summary
+        (inside the write's transaction; those it holds already, ``covered``, are skipped)."""
+        if not exchanges:
+            return
+        with self._lock:
+            summary, folded, covered = self.store.state(session_id)
+            if covered < 0:  # an eager fold's summary (another process's model): it holds them
+                return
+            skip = min(covered, len(exchanges))
+            fresh = exchanges[skip:]
+            new = fold_extractive(summary, fresh, self.max_chars) if fresh else summary
+            self.store.put(session_id, new, folded + len(fresh), covered - skip)
+
+    def adopt(self, session_id: str, outside: Callable[[], int]) -> None:
+        """Take over a summary an eager fold wrote (before the session's first lazy write in this
+        process; inside its transaction): it holds the exchanges outside the window now,
+        ``outside()`` of them still in the history, which the lazy fold must not fold again."""
+        if session_id in self._adopted:
+            return
+        summary, folded, covered = self.store.state(session_id)
+        if covered < 0:  # (a session without a row says 0) known once this write has committed
+            self.store.put(session_id, summary, folded, outside())
+            return
+        if len(self._adopted) >= 100_000:
+            self._adopted.clear()
+        self._adopted.add(session_id)
 
     def fold(self, session_id: str, exchanges: Sequence[tuple[str, str]]) -> str:
         """Fold exchanges that left the window into the session's summary; return the new one."""

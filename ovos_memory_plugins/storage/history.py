@@ -44,6 +44,16 @@ def _v2(conn: sqlite3.Connection) -> None:
 MIGRATIONS = [Migration("0001_history_sessions_documents", _v1), Migration("0002_exchange_ids", _v2)]
 
 
+#: The trim of :meth:`SqliteHistory.append`: once the session holds more than ``full`` messages,
+#: every message older than its newest ``keep`` goes; the trimmed rows come back.
+_TRIM = (
+    "DELETE FROM history WHERE session_id = :s"
+    " AND EXISTS (SELECT 1 FROM history WHERE session_id = :s ORDER BY id DESC LIMIT 1 OFFSET :full)"
+    " AND id <= (SELECT id FROM history WHERE session_id = :s ORDER BY id DESC LIMIT 1 OFFSET :keep)"
+    " RETURNING id, role, content, created"
+)
+
+
 class SqliteHistory:
     """History and exchange-id chains over a :class:`Database`
     (see :class:`ovos_memory_plugins.storage.seam.HistoryStore`)."""
@@ -51,6 +61,10 @@ class SqliteHistory:
     def __init__(self, db: Database) -> None:
         self.db = db
         db.migrate("history", MIGRATIONS)
+
+    #: :meth:`append` takes ``batch`` and returns the messages it trimmed (the seam's
+    #: :class:`~ovos_memory_plugins.storage.seam.HistoryStore`).
+    trims_in_batches = True
 
     def append(
         self,
@@ -61,11 +75,14 @@ class SqliteHistory:
         exchange_ids: Sequence[str | None] | None = None,
         *,
         created: float | None = None,
-    ) -> None:
-        """Append ``(role, content)`` messages (made at ``created``, default now) and trim the
-        session to its newest ``keep``."""
+        batch: int = 1,
+    ) -> list[StoredMessage]:
+        """Append ``(role, content)`` messages (made at ``created``, default now); once the
+        session holds ``keep + batch`` messages or more, trim it to its newest ``keep``; return
+        the trimmed messages, oldest first."""
         now = time.time() if created is None else created
         ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
+        keep = max(keep, 0)
         with self.db.atomic(savepoint=False) as conn:
             conn.executemany(
                 "INSERT INTO history (session_id, role, content, created, exchange_id) VALUES (?, ?, ?, ?, ?)",
@@ -77,11 +94,8 @@ class SqliteHistory:
                     " ON CONFLICT (session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id",
                     (session_id, last_exchange_id),
                 )
-            conn.execute(
-                "DELETE FROM history WHERE session_id = ? AND id <= ("
-                " SELECT id FROM history WHERE session_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
-                (session_id, session_id, max(keep, 0)),
-            )
+            rows = conn.execute(_TRIM, {"s": session_id, "keep": keep, "full": keep + max(batch, 1) - 1}).fetchall()
+        return [StoredMessage(r[1], r[2], r[3]) for r in sorted(rows, key=lambda r: int(r[0]))]
 
     def tag_exchange(self, session_id: str, exchange_id: str) -> None:
         """Mark the session's last untagged user message as part of ``exchange_id``."""

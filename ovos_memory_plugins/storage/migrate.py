@@ -226,16 +226,18 @@ def copy_summaries(source: Storage, target: Storage) -> int:
     """
     if not source.holds("summaries"):
         return 0
-    rows = source.summaries().items()
+    src = source.summaries()
+    # with how far each reaches (``covered``: the lazy fold's, the history is copied whole)
+    rows = [(session_id, *src.state(session_id)) for session_id, _, _ in src.items()]
     # the target gets the summary schema even without rows: the memory opening it later must
     # find what it keeps in place (a read-only command on the copy then writes nothing)
     dst = target.summaries()
     if not rows:
         return 0
     with target.atomic():  # committed like any write (a fold's own commit skips the flush)
-        for session_id, summary, folded in rows:
-            dst.put(session_id, summary, folded)
-    if any(dst.get(session_id) != (summary, folded) for session_id, summary, folded in rows):
+        for session_id, summary, folded, covered in rows:
+            dst.put(session_id, summary, folded, covered)
+    if any(dst.state(session_id) != (summary, folded, covered) for session_id, summary, folded, covered in rows):
         raise StorageError(f"rolling summaries did not all reach {target.db.location}")
     return len(rows)
 

@@ -1069,11 +1069,22 @@ _HISTORY_INSERT = (
     " FROM unnest(%(roles)s::text[], %(contents)s::text[], %(ids)s::text[]) WITH ORDINALITY"
     " AS m(role, content, exchange_id, n) ORDER BY m.n"
 )
+#: The trim of :meth:`PgHistory.append` (as SQLite's): once the session holds ``keep + batch``
+#: messages, every message older than its newest ``keep`` goes; the trimmed rows come back. The
+#: offsets count the rows the statement sees (an insert in the same statement is not seen).
 _HISTORY_TRIM = (
-    " DELETE FROM memory_history WHERE namespace = %(ns)s AND session_id = %(session)s AND id <= ("
-    " SELECT id FROM memory_history WHERE namespace = %(ns)s AND session_id = %(session)s"
-    " ORDER BY id DESC LIMIT 1 OFFSET %(offset)s)"
+    " DELETE FROM memory_history WHERE namespace = %(ns)s AND session_id = %(session)s"
+    " AND EXISTS (SELECT 1 FROM memory_history WHERE namespace = %(ns)s AND session_id = %(session)s"
+    "  ORDER BY id DESC LIMIT 1 OFFSET %(full)s)"
+    " AND id <= (SELECT id FROM memory_history WHERE namespace = %(ns)s AND session_id = %(session)s"
+    "  ORDER BY id DESC LIMIT 1 OFFSET %(offset)s)"
+    " RETURNING id, role, content, created"
 )
+
+
+def _trim_params(keep: int, batch: int, unseen: int) -> dict[str, Any]:
+    """The offsets of :data:`_HISTORY_TRIM` when ``unseen`` new messages are not visible to it."""
+    return {"offset": keep - unseen, "full": keep + max(batch, 1) - 1 - unseen}
 
 
 class PgHistory:
@@ -1084,6 +1095,10 @@ class PgHistory:
         self.db = db
         self.namespace = namespace
 
+    #: :meth:`append` takes ``batch`` and returns the messages it trimmed (the seam's
+    #: :class:`~ovos_memory_plugins.storage.seam.HistoryStore`).
+    trims_in_batches = True
+
     def append(
         self,
         session_id: str,
@@ -1093,11 +1108,14 @@ class PgHistory:
         exchange_ids: Sequence[str | None] | None = None,
         *,
         created: float | None = None,
-    ) -> None:
-        """Append ``(role, content)`` messages (made at ``created``, default now) and trim the
-        session to its newest ``keep``."""
+        batch: int = 1,
+    ) -> list[StoredMessage]:
+        """Append ``(role, content)`` messages (made at ``created``, default now); once the
+        session holds ``keep + batch`` messages or more, trim it to its newest ``keep``; return
+        the trimmed messages, oldest first."""
         ns, now = self.namespace, time.time() if created is None else created
         ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
+        keep = max(keep, 0)
         params = {
             "ns": ns,
             "session": session_id,
@@ -1106,25 +1124,24 @@ class PgHistory:
             "ids": ids,
             "now": now,
             "last": last_exchange_id,
-            # the trim below does not see this statement's own rows (one snapshot)
-            "offset": max(keep - len(messages), 0),
         }
         if keep < len(messages):  # a window smaller than one call's messages: keep the simple path
             with self.db.transaction() as conn:
                 conn.execute(_HISTORY_INSERT, params)
-                conn.execute(_HISTORY_TRIM, {**params, "offset": max(keep, 0)})
-            return
+                rows = conn.execute(_HISTORY_TRIM, {**params, **_trim_params(keep, batch, 0)}).fetchall()
+            return [StoredMessage(r[1], r[2], float(r[3])) for r in sorted(rows, key=lambda r: int(r[0]))]
         # one statement: insert, move the chain, trim (the base records a turn's messages and
         # its exchange document in one transaction, so one durable commit covers both)
         with self.db.connection() as conn:
-            conn.execute(
+            rows = conn.execute(
                 "WITH ins AS (" + _HISTORY_INSERT + " RETURNING id),"
                 " chain AS (INSERT INTO memory_sessions (namespace, session_id, last_exchange_id)"
                 "  SELECT %(ns)s, %(session)s, %(last)s WHERE %(last)s::text IS NOT NULL"
                 "  ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id)"
                 + _HISTORY_TRIM,
-                params,
-            )
+                {**params, **_trim_params(keep, batch, len(messages))},
+            ).fetchall()
+        return [StoredMessage(r[1], r[2], float(r[3])) for r in sorted(rows, key=lambda r: int(r[0]))]
 
     def tag_exchange(self, session_id: str, exchange_id: str) -> None:
         """Mark the session's last untagged user message as part of ``exchange_id``."""

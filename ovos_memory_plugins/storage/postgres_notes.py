@@ -18,7 +18,7 @@ statement filters on the namespace::
     memory_sticky_notes(namespace, id, session_id, text, norm, lang, created, updated,
                         metadata, retired_on)
     memory_sticky_asks(namespace, session_id, utterance_key, at, reply)
-    memory_summaries(namespace, session_id, summary, folded, updated)  -- the rolling summaries
+    memory_summaries(namespace, session_id, summary, folded, updated, covered)  -- the rolling summaries
 
 The rolling summaries' store serves both engines too
 (:class:`~ovos_memory_plugins.storage.summary_store.SummaryStore`); their schema is
@@ -99,10 +99,18 @@ def _summaries_v1(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+def _summaries_v2(conn: psycopg.Connection[Any]) -> None:
+    """``covered`` (the lazy fold; -1 for the rows written so far: eager folds', complete)."""
+    conn.execute("ALTER TABLE memory_summaries ADD COLUMN IF NOT EXISTS covered integer NOT NULL DEFAULT -1")
+
+
 #: The rolling summaries' schema (store ``summary`` in ``memory_migrations``; the table and
 #: statements are :class:`~ovos_memory_plugins.storage.summary_store.SummaryStore`'s, the same on
 #: both engines). Append only.
-SUMMARY_MIGRATIONS = [PgMigration("0001_memory_summaries", _summaries_v1)]
+SUMMARY_MIGRATIONS = [
+    PgMigration("0001_memory_summaries", _summaries_v1),
+    PgMigration("0002_summary_covered", _summaries_v2),
+]
 
 
 def search_sql(terms: Sequence[str], where: str) -> tuple[str, tuple[Any, ...]]:

@@ -273,7 +273,15 @@ class Index(Protocol):
 
 @runtime_checkable
 class HistoryStore(Protocol):
-    """Recent messages per session and the exchange-id chain."""
+    """Recent messages per session and the exchange-id chain.
+
+    A store that declares ``trims_in_batches = True`` (both engines') takes ``append(...,
+    batch=n)``: it trims only once the session holds ``keep + n`` messages (then down to
+    ``keep``) and returns the messages it trimmed, oldest first. The base folds those into the
+    rolling summary in the same transaction, and the rest from the history a turn reads (the lazy fold,
+    :mod:`ovos_memory_plugins.summary`); with a store that does not, it folds each exchange as
+    it leaves the window.
+    """
 
     def append(
         self,
@@ -284,10 +292,12 @@ class HistoryStore(Protocol):
         exchange_ids: Sequence[str | None] | None = None,
         *,
         created: float | None = None,
-    ) -> None:
+        batch: int = 1,
+    ) -> Sequence[StoredMessage] | None:
         """Append ``(role, content)`` messages (``exchange_ids[i]``: the exchange document message
         ``i`` belongs to, or None), made at ``created`` (seconds since the epoch; None: now), and
-        trim the session to its newest ``keep``."""
+        trim the session to its newest ``keep``. ``batch`` is passed only to a store that declares
+        ``trims_in_batches``, which returns the trimmed messages (see the class docs)."""
         ...
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:

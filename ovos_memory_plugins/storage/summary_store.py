@@ -1,14 +1,20 @@
 """The rolling summary of each session, in the memory's own database.
 
-One row per session: the running summary of the turns that left the history window, and how
-many exchanges it folded. It survives restarts like the history, and goes with the session
-(``forget_session``) or with everything (``forget_all``), in the same transaction.
+One row per session: the running summary of the turns that left the history window, how many
+exchanges it folded, and how far it reaches (``covered``). An extractive summary is folded
+lazily (:mod:`ovos_memory_plugins.summary`): the row holds the exchanges the history trimmed,
+and ``covered`` is how many of the oldest exchanges still in the history it holds too (0 for a
+row written lazily; more for a row an eager fold wrote, until they are trimmed); the reader
+folds the rest from the history it reads anyway. ``covered`` -1: the row is an eager fold's
+(a language model's, or an earlier release's), complete as it is. It survives restarts like
+the history, and goes with the session (``forget_session``) or with everything
+(``forget_all``), in the same transaction.
 
 One class serves both engines (:class:`SummaryStore`, over
 :class:`~ovos_memory_plugins.storage.tables.TableAccess`, like the notes and sticky-note
 stores): the same table and statements, ``namespace`` included::
 
-    memory_summaries(namespace, session_id, summary, folded, updated)  -- key (namespace, session_id)
+    memory_summaries(namespace, session_id, summary, folded, updated, covered)  -- key (namespace, session_id)
 
 In a SQLite file (one memory per file) the namespace is ``"default"``; in PostgreSQL, where the
 memories of a database share the table, it is the memory's namespace. The SQLite schema is here
@@ -53,8 +59,13 @@ class SummaryStorage(Protocol):
     def get(self, session_id: str) -> tuple[str, int]:
         """``(summary, exchanges folded)`` of a session; ``("", 0)`` when it has none."""
 
-    def put(self, session_id: str, summary: str, folded: int) -> None:
-        """Replace a session's summary."""
+    def put(self, session_id: str, summary: str, folded: int, covered: int = -1) -> None:
+        """Replace a session's summary (``covered``: see :meth:`state`)."""
+
+    def state(self, session_id: str) -> tuple[str, int, int]:
+        """``(summary, exchanges folded, covered)`` of a session, ``("", 0, 0)`` when it has
+        none: ``covered`` is how many of the oldest exchanges still in the history the summary
+        holds (-1: the summary is complete as it is, an eager fold's)."""
 
     def clear_session(self, session_id: str) -> int:
         """Forget a session's summary; return 1 when it had one."""
@@ -126,8 +137,21 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE summaries")
 
 
+def _v3(conn: sqlite3.Connection) -> None:
+    """``covered``: the rows written so far are eager folds' (-1: complete as they are)."""
+    conn.execute(COVERED_COLUMN)
+
+
+#: The column the lazy fold added (both engines: SQLite's ``0003_summary_covered``,
+#: PostgreSQL's ``0002_summary_covered``).
+COVERED_COLUMN = "ALTER TABLE memory_summaries ADD COLUMN covered INTEGER NOT NULL DEFAULT -1"
+
 #: The schema in the memory's SQLite file. Append only; never rename or reorder an applied step.
-MIGRATIONS = [Migration("0001_summaries", _v1), Migration("0002_memory_summaries", _v2)]
+MIGRATIONS = [
+    Migration("0001_summaries", _v1),
+    Migration("0002_memory_summaries", _v2),
+    Migration("0003_summary_covered", _v3),
+]
 
 
 def _sqlite_plan(db: Any) -> tuple[list[Migration], str | None]:
@@ -142,19 +166,19 @@ def _sqlite_plan(db: Any) -> tuple[list[Migration], str | None]:
         problem = old_table_problem(db.conn)
     if problem is None or MIGRATIONS[1].name in db.applied("summary"):
         return MIGRATIONS, problem
-    return [MIGRATIONS[0], Migration(MIGRATIONS[1].name, _v2_table)], problem
+    return [MIGRATIONS[0], Migration(MIGRATIONS[1].name, _v2_table), *MIGRATIONS[2:]], problem
 
 
 _UPSERT = (
-    "INSERT INTO memory_summaries (namespace, session_id, summary, folded, updated) {rows}"
+    "INSERT INTO memory_summaries (namespace, session_id, summary, folded, updated, covered) {rows}"
     " ON CONFLICT (namespace, session_id) DO UPDATE SET summary = excluded.summary,"
-    " folded = excluded.folded, updated = excluded.updated"
+    " folded = excluded.folded, updated = excluded.updated, covered = excluded.covered"
 )
 #: SQLite, and PostgreSQL inside a caller's transaction (whose durability it keeps).
-_PUT = _UPSERT.format(rows="VALUES (?, ?, ?, ?, ?)")
+_PUT = _UPSERT.format(rows="VALUES (?, ?, ?, ?, ?, ?)")
 #: PostgreSQL outside a transaction: this one statement commits without waiting for its flush.
 _PUT_NO_FLUSH = _UPSERT.format(
-    rows="SELECT ?, ?, ?, ?, ? FROM (SELECT set_config('synchronous_commit', 'off', true)) AS cfg"
+    rows="SELECT ?, ?, ?, ?, ?, ? FROM (SELECT set_config('synchronous_commit', 'off', true)) AS cfg"
 )
 
 
@@ -208,12 +232,21 @@ class SummaryStore:
         )
         return (str(rows[0][0]), int(rows[0][1])) if rows else ("", 0)
 
-    def put(self, session_id: str, summary: str, folded: int) -> None:
-        """Replace a session's summary (one statement; see the class docs for its commit)."""
-        no_flush = self.t.pg and not self.db.in_transaction
-        self.t.execute(
-            _PUT_NO_FLUSH if no_flush else _PUT, (self.namespace, session_id, summary, int(folded), time.time())
+    def state(self, session_id: str) -> tuple[str, int, int]:
+        """``(summary, exchanges folded, covered)`` of a session, ``("", 0, 0)`` when it has
+        none (``covered``: the module docstring)."""
+        rows = self.t.query(
+            "SELECT summary, folded, covered FROM memory_summaries WHERE namespace = ? AND session_id = ?",
+            (self.namespace, session_id),
         )
+        return (str(rows[0][0]), int(rows[0][1]), int(rows[0][2])) if rows else ("", 0, 0)
+
+    def put(self, session_id: str, summary: str, folded: int, covered: int = -1) -> None:
+        """Replace a session's summary (one statement; see the class docs for its commit);
+        ``covered``: the module docstring (-1: complete as it is)."""
+        no_flush = self.t.pg and not self.db.in_transaction
+        params = (self.namespace, session_id, summary, int(folded), time.time(), int(covered))
+        self.t.execute(_PUT_NO_FLUSH if no_flush else _PUT, params)
 
     def items(self) -> list[tuple[str, str, int]]:
         """``(session_id, summary, exchanges folded)`` of every session, by session id (a

@@ -1,6 +1,6 @@
 """The host's path made cheaper (issue 25) still does what it did: the ASCII tokenizer path, the
-extractive summary folded inside the turn's transaction, a search's hit terms answered from what
-it read. Speed itself is measured by benchmarks/host_path.py, never here."""
+extractive summary folded lazily (in the transaction of the turn that trims the history), a
+search's hit terms answered from what it read. Speed itself is measured by benchmarks/host_path.py, never here."""
 
 from __future__ import annotations
 
@@ -50,16 +50,17 @@ def test_words_with_digits_do_not_fill_the_tokenizer_caches() -> None:
     assert text._ascii_index["counter"] == "counter" and text._ascii_index["and"] == "and"
 
 
-def test_the_extractive_summary_is_folded_in_the_turn_s_transaction(
+def test_the_extractive_summary_is_folded_in_the_trim_s_transaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     statements: list[str] = []
     with LexicalMemory({"root": str(tmp_path), "max_history": 2}) as mem:
         mem.storage.db.conn.set_trace_callback(statements.append)
-        for i in range(4):
+        for i in range(24):
             mem.update_history(exchange(f"My locker code is {1000 + i}.", f"Noted {i}."), "s")
         mem.storage.db.conn.set_trace_callback(None)
-        assert "locker code is 1001" in mem.session_summary("s")
+        assert "locker code is 1022" in mem.session_summary("s")  # folded when read
+        assert "locker code is 1023" not in mem.session_summary("s")  # still in the window
     inside, folds = False, []
     for sql in statements:
         if sql.startswith("BEGIN"):
@@ -68,22 +69,24 @@ def test_the_extractive_summary_is_folded_in_the_turn_s_transaction(
             inside = False
         elif sql.startswith("INSERT INTO memory_summaries"):
             folds.append(inside)
-    assert folds == [True, True, True]  # three exchanges left the window, each folded in its turn's transaction
-    assert statements.count("COMMIT") == 4  # one commit per recorded exchange
+    # the history (24 messages kept) trims 8 at a time: at the 16th and the 20th exchange (and
+    # the 24th), each fold inside that turn's transaction; no fold on the other turns
+    assert folds == [True, True, True]
+    assert statements.count("COMMIT") == 24  # one commit per recorded exchange
 
 
 def test_a_failing_fold_loses_neither_the_turn_nor_its_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def broken(self: RollingSummary, session_id: str, exchanges: Any) -> str:
+    def broken(self: RollingSummary, session_id: str, exchanges: Any) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
     with LexicalMemory({"root": str(tmp_path), "max_history": 2}) as mem:
-        for i in range(2):
+        for i in range(15):
             mem.update_history(exchange(f"My locker code is {1000 + i}.", f"Noted {i}."), "s")
-        monkeypatch.setattr(RollingSummary, "fold", broken)
+        monkeypatch.setattr(RollingSummary, "fold_trimmed", broken)
         with caplog.at_level(logging.ERROR):
-            mem.update_history(exchange("My bike is blue.", "Noted."), "s")
+            mem.update_history(exchange("My bike is blue.", "Noted."), "s")  # the 16th: a trim
         assert "could not update the summary" in caplog.text
         assert mem.messages("s")[-2].content == "My bike is blue."
         assert any("bike is blue" in h.content for h in mem.search("bike"))

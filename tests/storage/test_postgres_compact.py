@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
 import psycopg
+from trust_helpers import prime_summary
 
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.notes import NotesMemory
@@ -53,6 +54,7 @@ def test_compact_returns_after_every_memory_table_was_vacuumed(postgres_url: str
         LexicalMemory({"database": postgres_url, "namespace": ns, "max_history": 2}) as mem,
         NotesMemory({"database": postgres_url, "namespace": ns}) as notes,
     ):
+        prime_summary(mem, "s")  # a stored summary (the lazy fold writes on trims)
         talk(mem, "s", 4)  # documents, keywords, history and a summary
         notes.remember("The user's locker code is 1003.")
         mem.forget_session("s")
@@ -98,6 +100,7 @@ def test_a_compact_blocked_by_a_lock_gives_up_at_the_deadline_and_says_so(postgr
 def test_a_forget_vacuums_the_summaries_too(postgres_url: str) -> None:
     ns = f"compact-{next(_ns)}"
     with LexicalMemory({"database": postgres_url, "namespace": ns, "max_history": 2}) as mem:
+        prime_summary(mem, "s")  # a stored summary (the lazy fold writes on trims)
         talk(mem, "s", 3)
         since = server_now(postgres_url)
         assert mem.forget_session("s").tiers["summaries"] == 1

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+from trust_helpers import prime_summary
 
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.storage.summary_store import SummaryStore
@@ -48,6 +49,8 @@ def system_text(messages: list[AgentMessage]) -> str:
 def test_the_summary_lives_in_postgresql_and_survives_a_restart(postgres_url: str, tmp_path: Any) -> None:
     ns = f"summary-{next(_ns)}"
     with memory(postgres_url, ns, root=str(tmp_path)) as mem:
+        prime_summary(mem, "s")  # stored summaries (the lazy fold writes on trims)
+        prime_summary(mem, "t")
         talk(mem, "s", 3)  # exchange 0 leaves the one-exchange window, then 1
         talk(mem, "t", 3)
         assert "locker code is 1000" in mem.session_summary("s")
@@ -64,6 +67,8 @@ def test_the_summary_lives_in_postgresql_and_survives_a_restart(postgres_url: st
 def test_the_summary_goes_with_its_session_and_with_forget_all(postgres_url: str) -> None:
     ns = f"summary-{next(_ns)}"
     with memory(postgres_url, ns) as mem:
+        prime_summary(mem, "s")
+        prime_summary(mem, "t")
         talk(mem, "s", 3)
         talk(mem, "t", 3)
         report = mem.forget_session("s")

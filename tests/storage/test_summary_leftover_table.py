@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from test_summary_store import lexical, make_old_release_file, talk
+from trust_helpers import prime_summary
 
 from ovos_memory_plugins.cli import main
 from ovos_memory_plugins.storage.sqlite import Database
@@ -66,6 +67,7 @@ def test_a_table_that_moves_leaves_nothing_to_report(tmp_path: Path) -> None:
 def test_stats_show_the_leftover_and_the_command_prints_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fresh, old = tmp_path / "fresh", tmp_path / "old"
     with lexical(fresh) as mem:
+        prime_summary(mem, "s")  # a stored summary (the lazy fold writes on trims)
         talk(mem, "s", 3)
         assert mem.stats()["summary"] == {"sessions": 1, "leftover": None}
     make_old_release_file(old, alter=UNEXPECTED)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from trust_helpers import prime_summary
 
 from ovos_memory_plugins.cli import main as cli
 from ovos_memory_plugins.lexical import LexicalMemory
@@ -38,8 +39,9 @@ def test_the_text_output_names_the_notes_and_summaries_that_moved(
     with NotesMemory(first) as mem:
         mem.remember("User lives in Lisbon")
         mem.remember("User's cat is called Bartholomew")
-        talk(mem, "kitchen", 3)
-        talk(mem, "porch", 3)
+        for session in ("kitchen", "porch"):
+            prime_summary(mem, session)  # stored summaries (the lazy fold writes on trims)
+            talk(mem, session, 3)
         summaries = {s: mem.session_summary(s) for s in ("kitchen", "porch")}
         assert all(summaries.values())
     text = migrate_text(capsys, "ovos-memory-plugin-notes", first, str(tmp_path / "b"))
@@ -65,6 +67,8 @@ def test_rolling_summaries_go_to_postgres_and_back(
     namespace = f"summary-migrate-{next(_ns)}"
     first = {"root": str(tmp_path / "a"), "namespace": namespace, "max_history": 2}
     with LexicalMemory(first) as mem:
+        prime_summary(mem, "s")  # stored summaries (the lazy fold writes on trims)
+        prime_summary(mem, "t")
         talk(mem, "s", 4)
         talk(mem, "t", 3)
         before = {s: mem.session_summary(s) for s in ("s", "t")}
