@@ -16,7 +16,7 @@ import pytest
 
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.storage.registry import open_storage
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.sqlite.database import Database
 from ovos_memory_plugins.storage.summary_store import SummaryStore
 from ovos_memory_plugins.summary import RollingSummary, fold_extractive
 from ovos_memory_plugins.testing import exchange
