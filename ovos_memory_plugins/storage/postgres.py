@@ -1690,13 +1690,17 @@ _KEYWORD_WRITE = (
     " delta AS (SELECT x.t, sum(x.d)::int AS d FROM ("
     "  SELECT jsonb_object_keys(ins.tf) AS t, 1 AS d FROM ins"
     "  UNION ALL SELECT jsonb_object_keys(old.tf), -1 FROM old) AS x GROUP BY x.t HAVING sum(x.d) <> 0),"
-    # its postings: those of the terms it lost go, every term it holds is written (disjoint sets,
-    # so no row is both deleted and written by the statement)
+    # its postings, three disjoint sets (no row is touched twice by the statement): the terms it
+    # lost go, those it kept take the new counts and length, the new ones are inserted (a plain
+    # insert: a new document, the usual write, has only these)
     " plost AS (DELETE FROM memory_keyword_postings p USING delta"
     "  WHERE delta.d < 0 AND p.namespace = %(ns)s AND p.term = delta.t AND p.id = %(id)s),"
-    " pnew AS (INSERT INTO memory_keyword_postings AS p (id, tf, length, namespace, term)"
+    " pkept AS (UPDATE memory_keyword_postings p SET tf = e.value::int, length = ins.length"
+    "  FROM old, ins CROSS JOIN LATERAL jsonb_each(ins.tf) AS e"
+    "  WHERE old.tf ? e.key AND p.namespace = %(ns)s AND p.term = e.key AND p.id = %(id)s),"
+    " pnew AS (INSERT INTO memory_keyword_postings (id, tf, length, namespace, term)"
     "  SELECT %(id)s, e.value::int, ins.length, %(ns)s, e.key FROM ins CROSS JOIN LATERAL jsonb_each(ins.tf) AS e"
-    "  ON CONFLICT (namespace, term, id) DO UPDATE SET tf = excluded.tf, length = excluded.length)"
+    "  WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.tf ? e.key))"
 )
 
 #: Add to the namespace's document frequencies, in term order (every writer locks the rows it
