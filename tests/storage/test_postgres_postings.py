@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
 from ovos_memory_plugins.storage import keyword
-from ovos_memory_plugins.storage import postgres as pg
+from ovos_memory_plugins.storage.postgres import database as pg
 from ovos_memory_plugins.storage.engine import Document, StoredDocument
 
 _ns = itertools.count()
