@@ -22,8 +22,8 @@ import pytest
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
 from ovos_memory_plugins.storage import keyword
-from ovos_memory_plugins.storage.postgres import database as pg
 from ovos_memory_plugins.storage.engine import Document, StoredDocument
+from ovos_memory_plugins.storage.postgres import database as pg
 
 _ns = itertools.count()
 DOCS = Path(__file__).resolve().parents[2] / "docs"
