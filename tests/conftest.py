@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_server import crashed_reason, record_crash
-from pg_server import postgres_server, postgres_url, watch_for_crash  # noqa: F401  # the throwaway PostgreSQL fixtures
+from pg_server import crashed_reason, postgres_server, postgres_url, record_crash, watch_for_crash  # noqa: F401  # the throwaway PostgreSQL fixtures
 
 
 @pytest.fixture(autouse=True)
