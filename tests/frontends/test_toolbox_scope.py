@@ -84,7 +84,7 @@ def kept_anywhere(root: Path, url: str | None, word: str, namespace: str | None 
     (of ``namespace`` and its members' when given: a vector's digits may spell a number)."""
     found = files_holding(root, word)
     if url is not None and namespace is not None:
-        from test_forget_canary_postgres import rows_of
+        from trust_helpers import rows_of
 
         found += [f"table {t}" for t in rows_of(url, namespace, word)]
     elif url is not None:

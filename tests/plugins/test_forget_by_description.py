@@ -60,7 +60,7 @@ def kept(root: Path, url: str | None, namespace: str, word: str) -> list[str]:
     """Files under ``root`` and tables of the memory's namespaces that still hold ``word``."""
     found = files_holding(root, word)
     if url:
-        from test_forget_canary_postgres import rows_of
+        from trust_helpers import rows_of
 
         found += [f"table {t}" for t in rows_of(url, namespace, word)]
     return found
