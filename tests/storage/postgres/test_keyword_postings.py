@@ -26,7 +26,7 @@ from ovos_memory_plugins.storage.engine import Document, StoredDocument
 from ovos_memory_plugins.storage.postgres import database as pg
 
 _ns = itertools.count()
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def namespace() -> str:
