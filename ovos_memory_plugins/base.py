@@ -1143,9 +1143,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """What was made in ``window``, for time words: the query's best ``limit`` matches made
         then (``search(..., window=)``), else, when none match ("what did I tell you
         yesterday?"), the window's newest ``limit`` memories (:meth:`made_between`); and whether
-        the hits matched the query. Empty when nothing was made then. ValueError when the memory
-        cannot filter by time (:attr:`filters_time` False). The composite asks its members that
-        filter by time the same (docs/composite.md)."""
+        the hits matched the query. Empty when nothing was made then: whether the window
+        holds a document is read first (an indexed range of ``created``), so an empty window
+        costs no search. ValueError when the memory cannot filter by time (:attr:`filters_time` False).
+        The composite asks its members that filter by time the same (docs/composite.md)."""
+        if not self.filters_time:
+            raise ValueError(f"{type(self).__name__} cannot search within a window of time")
+        if not self.made_between(window, 1, session_id):
+            return [], False
         dated = self.search(query, session_id=session_id, top_k=limit, window=window)
         if dated:
             return dated, True
