@@ -34,7 +34,7 @@ def _say(mem: BaseRetrievalMemory, session: str, user: str, assistant: str) -> N
     )
 
 
-FILLER = [(f"day{i}", f"For lunch on day {i} I had a bowl of soup with {i} slices of bread.", "Sounds tasty.") for i in range(20)]
+FILLER = [(f"day{i}", f"For lunch on day {i} I had soup with {i} slices of bread.", "Tasty.") for i in range(20)]
 
 
 def _prompt(mem: BaseRetrievalMemory, utterance: str) -> str:
