@@ -1059,7 +1059,10 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         docs/recall.md). When the utterance names a time (:meth:`recall_window`), up to half of
         the places (rounded up) go first to what was made then: the query's matches in that
         window, else the window's newest memories; the ordinary hits fill the rest, so a time
-        word that names the event's time rather than the conversation's does not hide them."""
+        word that names the event's time rather than the conversation's does not hide them. The
+        words that ask for an order ("the order of ..., from earliest to latest") are left out of
+        the query; a question naming two alternatives ("..., the thermostat or the mesh
+        network?", ``retrieval.alternatives``) gives each one's best match a place first."""
         query = self.recall_query(utterance, history)
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
