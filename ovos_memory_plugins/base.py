@@ -1098,13 +1098,10 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def _without_order_words(self, query: str) -> str:
         """``query`` without the words that ask for an order ("the order of ..., from earliest to
-        latest": :data:`~ovos_memory_plugins.select.ORDER_WORDS`), unless nothing the index
-        matches would be left ("what was my order?")."""
+        latest": :data:`~ovos_memory_plugins.select.ORDER_WORDS`), unless no word but stop words
+        would be left ("what was my order?"; :meth:`excerpt_terms`, every backend's)."""
         stripped = without_order_words(query, self.memory_lang)
-        if stripped == query:
-            return query
-        terms = self.word_terms(stripped, query=True)
-        if (terms is not None and not terms) or not stripped.strip():
+        if stripped == query or not self.excerpt_terms(stripped):
             return query
         return stripped
 

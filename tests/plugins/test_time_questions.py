@@ -15,12 +15,22 @@ import pytest
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
+from ovos_memory_plugins.composite import CompositeMemory
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.vector import VectorMemory
 
-BACKENDS: dict[str, tuple[type[BaseRetrievalMemory], dict[str, Any]]] = {
+BACKENDS: dict[str, tuple[type[Any], dict[str, Any]]] = {
     "keyword": (LexicalMemory, {}),
     "hybrid": (VectorMemory, {"embedder": "hash", "hybrid": True}),
+    "composite": (
+        CompositeMemory,
+        {
+            "members": [
+                {"module": "ovos-memory-plugin-lexical"},
+                {"module": "ovos-memory-plugin-vector", "config": {"embedder": "hash"}},
+            ]
+        },
+    ),
 }
 
 
@@ -55,7 +65,7 @@ def devices(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[st
     yield request.param, {"root": str(tmp_path / "m"), "max_history": 0}
 
 
-def _memory(kind: str, where: dict[str, Any], **retrieval: Any) -> BaseRetrievalMemory:
+def _memory(kind: str, where: dict[str, Any], **retrieval: Any) -> Any:
     cls, extra = BACKENDS[kind]
     return cls({**where, **extra, "retrieval": {"max_num_results": 2, **retrieval}})
 
@@ -97,9 +107,9 @@ RACES = [
 ]
 
 
-def test_the_words_asking_for_an_order_do_not_outrank_the_evidence(tmp_path: Path) -> None:
-    where = {"root": str(tmp_path / "m"), "max_history": 0}
-    with _memory("keyword", where, max_num_results=1) as mem:
+def test_the_words_asking_for_an_order_do_not_outrank_the_evidence(devices: tuple[str, dict[str, Any]]) -> None:
+    kind, where = devices
+    with _memory(kind, where, max_num_results=1) as mem:
         for session, user, assistant in [*FILLER, *RACES]:
             _say(mem, session, user, assistant)
         prompt = _prompt(mem, "What is the order of the three race events, from earliest to latest?")
