@@ -37,10 +37,11 @@ PLUGINS = [
     *["base.py", "index.py", "lexical.py", "vector.py", "notes.py", "sticky.py", "notebook.py", "summary.py"],
     "composite.py",
 ]
-#: The front-ends: the command, the editor and the toolbox.
+#: The front-ends: the command, the editor and the tool box (a folder each).
 FRONT_ENDS = sorted(
     p.relative_to(PACKAGE).as_posix()
-    for p in [*(PACKAGE / "cli").rglob("*.py"), *(PACKAGE / "editor").rglob("*.py"), PACKAGE / "toolbox.py"]
+    for folder in ("cli", "editor", "toolbox")
+    for p in (PACKAGE / folder).rglob("*.py")
 )
 
 
