@@ -261,6 +261,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         "p95": _pct(wall, 95),
         "cpu_p50": _pct(cpu, 50),
         "cpu_p95": _pct(cpu, 95),
+        "cpu_mean": statistics.fmean(cpu) if cpu else float("nan"),
         "rss_peak": _status("VmHWM"),
         "rss_end": _status("VmRSS"),
         "server_write_ms": 1000 * server_writes / max(int(spec["exchanges"]), 1),
@@ -541,6 +542,7 @@ def _writers(
 
 FIGURES = [("writes_s", "writes/s", False), ("write_cpu_us", "CPU us/w", True), ("p50", "p50 ms", True)]
 FIGURES += [("p95", "p95 ms", True), ("cpu_p50", "CPU p50", True), ("cpu_p95", "CPU p95", True)]
+FIGURES += [("cpu_mean", "CPU mean", True)]
 FIGURES += [("rss_peak", "RSS MB", True), ("disk_mb", "disk MB", True)]
 #: the PostgreSQL rows' server CPU: ms per write (the fill) and per turn
 SERVER_FIGURES = [("server_write_ms", "srv ms/w", True), ("server_turn_ms", "srv ms/t", True)]
@@ -550,9 +552,9 @@ def _row(label: str, r: dict[str, Any], figures: list[tuple[str, str, bool]]) ->
     return f"{label[:34]:<35}" + "".join(
         f"{r[k]:>10.0f}"
         if k in ("writes_s", "write_cpu_us", "disk_mb")
-        else f"{r[k]:>10.1f}"
-        if k not in ("server_write_ms", "server_turn_ms")
         else f"{r[k]:>10.2f}"
+        if k.startswith(("cpu_", "server_"))
+        else f"{r[k]:>10.1f}"
         for k, _, _ in figures
     )
 
