@@ -782,7 +782,9 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             try:
                 source = open_storage(location, **options)
             except Exception as exc:
-                LOG.error("CompositeMemory: cannot read member %r's earlier memory %s (%s); left in place", m.name, label, exc)
+                LOG.error(
+                    "CompositeMemory: cannot read member %r's earlier memory %s (%s); left in place", m.name, label, exc
+                )
                 continue
             try:
                 if not shared.local and not _holds_anything(source):
@@ -790,7 +792,12 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                     continue
                 report = merge_storage(source, shared)
             except Exception as exc:
-                LOG.error("CompositeMemory: cannot adopt member %r's earlier memory %s (%s); left in place", m.name, label, exc)
+                LOG.error(
+                    "CompositeMemory: cannot adopt member %r's earlier memory %s (%s); left in place",
+                    m.name,
+                    label,
+                    exc,
+                )
                 source.close()
                 continue
             LOG.warning(
@@ -1402,8 +1409,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         ids = list(dict.fromkeys(doc_ids))
         if self.storage is not None:
             copies = self._copies(ids)
-            extra = [c for found_ids in copies.values() for c in found_ids]
-            return self._forget_parts("delete", (list(dict.fromkeys([*ids, *extra])),))
+            extra = [c for c in dict.fromkeys(c for found in copies.values() for c in found) if c not in ids]
+            return self._forget_parts("delete", (ids,), also=(extra,) if extra else None)
         found = 0
         failures: dict[str, str] = {}
         for doc_id in ids:
@@ -1432,11 +1439,12 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             return self._forget_parts("forget_all", ())
         return self._fan_out_count("forget_all")
 
-    def _forget_parts(self, method: str, args: tuple[Any, ...]) -> ForgetReport:
+    def _forget_parts(self, method: str, args: tuple[Any, ...], also: tuple[Any, ...] | None = None) -> ForgetReport:
         """``method(*args)`` (``delete``, ``forget_session``, ``forget_all``) of every part that
         has it, as ONE transaction of the one storage, after the recorder's queued writes (so a
         turn recorded just before is forgotten too): every part's lock is taken first, then the
-        transaction, the order each part takes them in. Returns one
+        transaction, the order each part takes them in (``also``: a second call's arguments in
+        the same transaction, not counted: the copies of earlier releases). Returns one
         :class:`~ovos_memory_plugins.storage.records.ForgetReport`: the parts' counts summed (each
         document or note goes once, from whichever part holds it) and what went from each tier.
         A part that fails rolls the whole transaction back (nothing is forgotten) and raises
@@ -1451,13 +1459,15 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             tiers: dict[str, int] = {}
             with contextlib.ExitStack() as held:
                 for m in parts:
-                    exclusive = getattr(m.instance, "exclusive", None)
-                    if callable(exclusive):
-                        held.enter_context(exclusive())
+                    held.enter_context(m.instance.exclusive())  # parts are memories of this package
                 with storage.atomic():
                     for m in parts:
                         try:
                             got = getattr(m.instance, method)(*args)
+                            if also is not None:
+                                more = getattr(m.instance, method)(*also)
+                                for tier, n in getattr(more, "tiers", {}).items():
+                                    tiers[tier] = tiers.get(tier, 0) + int(n)
                         except Exception as exc:
                             failed[f"member {m.name!r}"] = (
                                 f"{type(exc).__name__}: {exc} (one transaction: nothing was forgotten)"

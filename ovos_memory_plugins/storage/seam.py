@@ -388,11 +388,11 @@ class Storage:
 
     The documents table and the history are attributes; the indexes come from
     :meth:`keyword_index` and :meth:`vector_store` (those a memory maintains are registered in
-    :attr:`indexes`, which several memories over one storage share: a composite's parts); the tables beside them from :meth:`notes`
-    (curated notes), :meth:`sticky` (sticky notes), :meth:`summaries` (the rolling summary),
-    :meth:`embedding_cache` and :meth:`rewrites` (the notes' undo history). A plugin asks the
-    storage for them and never opens a database or checks which engine runs; what an engine is
-    is declared (:attr:`local`, :attr:`table_stores`).
+    :attr:`indexes`, which several memories over one storage share: a composite's parts); the
+    tables beside them from :meth:`notes` (curated notes), :meth:`sticky` (sticky notes),
+    :meth:`summaries` (the rolling summary), :meth:`embedding_cache` and :meth:`rewrites` (the
+    notes' undo history). A plugin asks the storage for them and never opens a database or
+    checks which engine runs; what an engine is is declared (:attr:`local`, :attr:`table_stores`).
     """
 
     db: Database

@@ -17,12 +17,12 @@ import os
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 import pytest
+from test_seed_example import SubstringMemory  # docs/writing-a-backend.md's example, verbatim
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
-from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.composite import PARTS_FILE, CompositeMemory
 from ovos_memory_plugins.errors import IncompleteForgetError
 from ovos_memory_plugins.lexical import LexicalMemory
@@ -92,7 +92,7 @@ def test_keyword_vector_and_sticky_keep_one_database_and_one_history(where: dict
         assert database_files(root) == [PARTS_FILE], "one database file, no member folders"
     with composite(where) as again:  # restart: everything is there, once
         assert again.storage is not None and again.storage.documents.count() == 5
-        assert [h.content for h in again.search("Zorbak2")][0].startswith("Q: my Zorbak2 locker")
+        assert again.search("Zorbak2")[0].content.startswith("Q: my Zorbak2 locker")
         assert [n.text for n in again.list_notes()] == ["my bike is red"]
 
 
@@ -255,31 +255,18 @@ def test_earlier_member_namespaces_on_postgresql_are_adopted(postgres_url: str) 
 # -- a third-party member stays opaque --------------------------------------------------------------
 
 
-class SubstringMemory(BaseRetrievalMemory):
-    def __init__(self, config=None):
-        super().__init__(config)
-        self._docs: Dict[str, str] = {}
-    def _store_document(self, doc_id, text, session_id, metadata):
-        self._docs[doc_id] = text
-    def _query_backend(self, query, top_k):
-        q = query.lower()
-        hits = [MemoryHit(content=t, source=d, score=float(t.lower().count(q))) for d, t in self._docs.items()]
-        hits = [h for h in hits if h.score > 0]
-        hits.sort(key=lambda h: h.score, reverse=True)
-        return hits[:top_k]
-
-
 SEED = "composite-test-seed-example"
 
 
 @pytest.fixture
 def seed_installed(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Register the seed example as an installed memory plugin."""
+    """Register the seed example (``tests/plugins/test_seed_example.py``, verbatim from
+    docs/writing-a-backend.md) as an installed memory plugin."""
     site = tmp_path_factory.mktemp("site")
     info = site / "composite_seed_example-0.0.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: composite-seed-example\nVersion: 0.0.0\n")
-    (info / "entry_points.txt").write_text(f"[opm.agents.memory]\n{SEED} = {__name__}:SubstringMemory\n")
+    (info / "entry_points.txt").write_text(f"[opm.agents.memory]\n{SEED} = test_seed_example:SubstringMemory\n")
     monkeypatch.syspath_prepend(str(site))
 
 
