@@ -64,6 +64,8 @@ from dev_data import DATA, LOCOMO, locomo_conversations, locomo_turn_text  # a s
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINT = "ovos-memory-plugin-lexical"
+#: The class a checkout or ``git:`` version runs (``--plugin``).
+CHECKOUT_PLUGIN = "ovos_memory_plugins.lexical:LexicalMemory"
 WARM_UP = 20
 
 
@@ -194,11 +196,12 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def resolve(spec: str, tmp: Path, entry_point: str, worktrees: list[Path]) -> Version:
-    """A version from its command-line name (see the module docstring)."""
+def resolve(spec: str, tmp: Path, entry_point: str, worktrees: list[Path], plugin: str = CHECKOUT_PLUGIN) -> Version:
+    """A version from its command-line name (see the module docstring); ``plugin``: the class
+    (``module:Class``) a checkout or ``git:`` version runs."""
     if "@{" in spec:  # a config merged into the defaults: NAME@{"summary": {"enabled": false}}
         name, raw = spec.split("@", 1)
-        version = resolve(name, tmp, entry_point, worktrees)
+        version = resolve(name, tmp, entry_point, worktrees, plugin)
         version.config = json.loads(raw)
         version.label = f"{version.label} {raw}"
         return version
@@ -219,7 +222,7 @@ def resolve(spec: str, tmp: Path, entry_point: str, worktrees: list[Path]) -> Ve
         if not where.exists():
             _git("worktree", "add", "--detach", str(where), commit)
             worktrees.append(where)
-        return Version(f"{ref} ({commit[:7]})", sys.executable, str(where), "ovos_memory_plugins.lexical:LexicalMemory")
+        return Version(f"{ref} ({commit[:7]})", sys.executable, str(where), plugin)
     path = Path(spec).resolve()
     if not (path / "ovos_memory_plugins").is_dir():
         raise SystemExit(f"{spec}: not a checkout (no ovos_memory_plugins folder), a git:<commit> or python:<path>")
@@ -236,7 +239,7 @@ def resolve(spec: str, tmp: Path, entry_point: str, worktrees: list[Path]) -> Ve
         label = f"{path.name} ({head}{'+' if dirty else ''})"
     except (subprocess.CalledProcessError, OSError):
         label = path.name
-    return Version(label, sys.executable, str(path), "ovos_memory_plugins.lexical:LexicalMemory")
+    return Version(label, sys.executable, str(path), plugin)
 
 
 def run_once(version: Version, n: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -286,6 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=400, help="turns timed per run")
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--entry-point", default=ENTRY_POINT, help="the plugin of python: versions")
+    parser.add_argument(
+        "--plugin",
+        default=CHECKOUT_PLUGIN,
+        help="the plugin class (module:Class) of checkout and git: versions, e.g. "
+        "ovos_memory_plugins.composite:CompositeMemory with its members in the version's @{config}",
+    )
     parser.add_argument("--json", help="write every run's figures to this file")
     parser.add_argument("--data", type=Path, default=DATA, help=f"the bench folder (default {DATA})")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -307,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     worktrees: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="host-path-versions-") as tmp:
         try:
-            versions = [resolve(v, Path(tmp), args.entry_point, worktrees) for v in args.versions]
+            versions = [resolve(v, Path(tmp), args.entry_point, worktrees, args.plugin) for v in args.versions]
             for size in sizes:
                 print(f"\n## {size:,} exchanges, {args.sessions} sessions, {args.questions} turns")
                 print(f"{'version':<35}" + "".join(f"{name:>10}" for _, name, _ in FIGURES))

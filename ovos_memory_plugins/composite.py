@@ -36,7 +36,14 @@ fails to load, or a ``members`` entry that is not an object, is skipped with one
 naming it; the rest carry on.
 
 Shape: the composite is an OPM ``AgentContextManager`` of its own, an orchestrator, not a
-storage backend: it keeps no documents and no history. It parses its config like every memory
+storage backend. When every member is a memory of this package that declares ``shares_storage``
+(keyword, vector, sticky notes; :func:`is_part`), it opens ONE storage (``<root>/composite.db``,
+or its ``namespace`` of its ``database``) and builds the members over it as parts of one memory
+(``storage=``): one database and one history; a turn is recorded once, by one member (the
+recorder), into every part's index; a forget is one transaction over every part, whose failure
+rolls it back and raises; the per-member folders (or namespaces) of earlier releases are merged
+in once. Otherwise (a third-party member, a member placed elsewhere) each member is a whole
+memory, fused at the hit level. It parses its config like every memory
 of this package (problems logged, defaults used), renders the prompt with the package's one
 renderer, and never raises from ``build_conversation_context`` or ``update_history``.
 
@@ -1320,6 +1327,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         listing = [m for m in self._members if m.recalls and isinstance(m.instance, DocumentLister)]
         if not listing:
             raise BackendError("CompositeMemory: no member that recalls can list its documents")
+        if self.storage is not None:
+            listing = listing[:1]  # parts list the one documents table
         seen: set[str] = set()
         for m in listing:
             for doc in m.instance.iter_documents():
