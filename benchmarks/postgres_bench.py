@@ -436,7 +436,7 @@ def context(
 def _pruning_constants(engine: str) -> tuple[Any, dict[str, Any]]:
     """The module whose constants rule the engine's pruning, and their shipped values."""
     if engine == "postgresql":
-        from ovos_memory_plugins.storage import postgres as module
+        from ovos_memory_plugins.storage.postgres import database as module
     else:
         from ovos_memory_plugins.storage import keyword as module
     names = ("PRUNE_POSTINGS", "RESCORE_CANDIDATES")  # the latter absent before the rescoring

@@ -50,8 +50,8 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # after the thread pins above
 
-from ovos_memory_plugins.storage.sqlite_engine import SqliteStorage, open_sqlite
-from ovos_memory_plugins.storage.vector_store import SqliteVectorStore
+from ovos_memory_plugins.storage.sqlite.engine import SqliteStorage, open_sqlite
+from ovos_memory_plugins.storage.sqlite.vector import SqliteVectorStore
 
 
 def _percentiles(times: tuple[list[float], list[float]]) -> str:
@@ -187,7 +187,7 @@ def _measure(name: str, emb: Any, args: argparse.Namespace, load: float) -> str:
     """One table row for ``emb``."""
     from ovos_memory_plugins.embedders import CachedEmbedder, QueryCache, embed_documents, embed_queries
     from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
-    from ovos_memory_plugins.storage.sqlite import Database
+    from ovos_memory_plugins.storage.sqlite.database import Database
 
     n_batch = args.sentences if not name.startswith("e5") else min(args.sentences, 128)
     n_single = args.single if not name.startswith("e5") else min(args.single, 32)

@@ -19,7 +19,7 @@ from ovos_memory_plugins.composite import CompositeMemory
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.notes import NotesMemory
 from ovos_memory_plugins.sticky import StickyMemory
-from ovos_memory_plugins.storage.sqlite_engine import open_database
+from ovos_memory_plugins.storage.sqlite.engine import open_database
 from ovos_memory_plugins.vector import VectorMemory
 
 

@@ -142,7 +142,7 @@ def extra_warnings(cls: type[Any], config: dict[str, Any]) -> list[str]:
 
 def _database_urls(config: dict[str, Any]) -> list[str]:
     """The ``postgresql://`` databases a config names (its own and its members')."""
-    from ovos_memory_plugins.storage.postgres import is_postgres_url
+    from ovos_memory_plugins.storage.postgres.database import is_postgres_url
 
     urls = [config["database"]] if is_postgres_url(config.get("database")) else []
     for member in config.get("members") or []:
@@ -153,7 +153,7 @@ def _database_urls(config: dict[str, Any]) -> list[str]:
 
 def server_problems(config: dict[str, Any]) -> list[str]:
     """Problems of the PostgreSQL servers a config names: each is reached and runs one vector query."""
-    from ovos_memory_plugins.storage.postgres import check_server
+    from ovos_memory_plugins.storage.postgres.database import check_server
 
     return [problem for url in _database_urls(config) for problem in check_server(url)]
 
@@ -216,7 +216,7 @@ def _kept_problems(cls: type[Any], config: dict[str, Any], root: Path | None) ->
     what the memory itself reports once built (read, then closed). A memory in a database
     server is not built (``server_problems`` checks the server, and writes nothing there)."""
     from ovos_memory_plugins.protocols import CurationStatus
-    from ovos_memory_plugins.storage.sqlite_engine import folder_problem
+    from ovos_memory_plugins.storage.sqlite.engine import folder_problem
 
     if root is None:  # a database server: server_problems() checked it, and nothing is written there
         return [], None

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ovos_memory_plugins.storage.sqlite import Database, Migration
+from ovos_memory_plugins.storage.sqlite.database import Database, Migration
 
 __all__ = ["EmbeddingCache", "text_digest"]
 

@@ -55,9 +55,9 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.ranking import BM25Ranker
-from ovos_memory_plugins.storage import sqlite as sqlite_layer
 from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument
-from ovos_memory_plugins.storage.sqlite import Database, chunked, quote_fts_phrase
+from ovos_memory_plugins.storage.sqlite import database as sqlite_layer
+from ovos_memory_plugins.storage.sqlite.database import Database, chunked, quote_fts_phrase
 from ovos_memory_plugins.text import query_terms, tokenize
 
 LOG = logging.getLogger(__name__)

@@ -51,7 +51,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ovos_memory_plugins.errors import CorruptFileError, StorageError
 from ovos_memory_plugins.storage.records import NewNote, Note, note_id, words_key
-from ovos_memory_plugins.storage.sqlite import Database, Migration, fts5_available, quote_fts_phrase
+from ovos_memory_plugins.storage.sqlite.database import Database, Migration, fts5_available, quote_fts_phrase
 from ovos_memory_plugins.storage.tables import TableAccess, scrub_lines, truncate_wal
 
 try:  # POSIX advisory locks keep two processes from interleaving read-modify-write cycles
@@ -553,7 +553,7 @@ class FileRewrites:
 def rewrites_for(db: Any, namespace: str, root: Path) -> Rewrites:
     """Where previous note bodies are kept: files under ``root``, or on PostgreSQL the database."""
     if getattr(db, "engine", "") == "postgresql":
-        from ovos_memory_plugins.storage.postgres_notes import PgRewrites
+        from ovos_memory_plugins.storage.postgres.notes import PgRewrites
 
         return PgRewrites(db, namespace)
     return FileRewrites(root)
@@ -626,7 +626,7 @@ def move_aside(path: Path) -> None:
 
 def pg_notes_schema() -> tuple[str, Sequence[Any]]:
     """The PostgreSQL schema of the notes and sticky-note tables (imported only on PostgreSQL)."""
-    from ovos_memory_plugins.storage.postgres_notes import NOTES_MIGRATIONS as PG_MIGRATIONS
+    from ovos_memory_plugins.storage.postgres.notes import NOTES_MIGRATIONS as PG_MIGRATIONS
 
     return ("notes", PG_MIGRATIONS)
 
@@ -791,7 +791,7 @@ class DatabaseNotesStore:
             return []
         where = "" if include_retired else " AND n.retired_on IS NULL"
         if self.t.pg:
-            from ovos_memory_plugins.storage.postgres_notes import search_sql
+            from ovos_memory_plugins.storage.postgres.notes import search_sql
 
             sql, params = search_sql(terms, where)
             return self._notes(sql, (*params, int(top_k)))

@@ -1,7 +1,7 @@
 """Which engine opens a storage location: engines registered by URL scheme.
 
 ``open_storage(location)`` looks at the location: ``scheme://...`` opens with the engine
-registered for that scheme (``postgresql`` and ``postgres``: :mod:`~ovos_memory_plugins.storage.postgres`),
+registered for that scheme (``postgresql`` and ``postgres``: :mod:`~ovos_memory_plugins.storage.postgres.database`),
 anything else is a SQLite file path (or ``":memory:"``) and an open SQLite
 :class:`~ovos_memory_plugins.storage.sqlite.Database` is wrapped as it is. An engine module is
 imported only when a location of its scheme is opened, so SQLite users never import psycopg.
@@ -28,11 +28,11 @@ __all__ = ["ENGINES", "engine_for", "is_url", "open_storage", "redact_url", "reg
 
 #: URL scheme -> the module of the engine that opens it (imported on first use).
 ENGINES: dict[str, str] = {
-    "postgresql": "ovos_memory_plugins.storage.postgres",
-    "postgres": "ovos_memory_plugins.storage.postgres",
+    "postgresql": "ovos_memory_plugins.storage.postgres.database",
+    "postgres": "ovos_memory_plugins.storage.postgres.database",
 }
 #: The engine of every location that is not a URL: a SQLite file.
-SQLITE_ENGINE = "ovos_memory_plugins.storage.sqlite_engine"
+SQLITE_ENGINE = "ovos_memory_plugins.storage.sqlite.engine"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -76,12 +76,12 @@ def open_storage(location: str | Path | Database, **options: Any) -> Storage:
 
     ``options`` go to the engine (SQLite: ``vector_extension`` = load sqlite-vec, ``adopt`` = the
     shared file of earlier releases to copy in first, ``legacy`` = files whose rows move in; see
-    :func:`ovos_memory_plugins.storage.sqlite_engine.open_sqlite`; PostgreSQL: ``namespace`` and
+    :func:`ovos_memory_plugins.storage.sqlite.engine.open_sqlite`; PostgreSQL: ``namespace`` and
     the deadlines). Raises :class:`~ovos_memory_plugins.errors.StorageError` when it cannot; the
     caller decides whether to fall back to RAM (and must say so).
     """
     if not isinstance(location, (str, Path)):
-        from ovos_memory_plugins.storage.sqlite_engine import storage_for
+        from ovos_memory_plugins.storage.sqlite.engine import storage_for
 
         return storage_for(location)
     text = str(location)

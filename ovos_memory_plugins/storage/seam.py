@@ -49,7 +49,7 @@ module-level ``open_storage(location, *, namespace="default", **options) -> Stor
 passes ``namespace``, which keys the memory's rows, and engine options such as
 ``vector_extension`` that another engine accepts and ignores), and register its URL scheme in
 :mod:`ovos_memory_plugins.storage.registry`, whose ``open_storage`` picks the engine by the
-location: a ``postgresql://`` URL imports ``ovos_memory_plugins.storage.postgres``; anything
+location: a ``postgresql://`` URL imports ``ovos_memory_plugins.storage.postgres.database``; anything
 else is a SQLite file path. The tables beside the documents (notes, sticky notes, summaries)
 come from :class:`Storage`'s methods: an engine whose database runs the package's table stores
 declares ``table_stores`` (SQLite and PostgreSQL do), one that keeps its notes elsewhere

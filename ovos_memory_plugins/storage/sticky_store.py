@@ -2,7 +2,7 @@
 
 The same tables and statements on both engines (:class:`StickyStore` over
 :class:`~ovos_memory_plugins.storage.tables.TableAccess`; the PostgreSQL schema is in
-:mod:`ovos_memory_plugins.storage.postgres_notes`, the SQLite one here, store name
+:mod:`ovos_memory_plugins.storage.postgres.notes`, the SQLite one here, store name
 ``sticky_notes`` in ``_migrations``)::
 
     memory_sticky_notes(namespace, id, session_id, text, norm, lang, created, updated,
@@ -44,7 +44,7 @@ from typing import Any
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.notes_store import move_aside, pg_notes_schema, read_old_file
 from ovos_memory_plugins.storage.records import NewNote, Note, words_key
-from ovos_memory_plugins.storage.sqlite import Migration
+from ovos_memory_plugins.storage.sqlite.database import Migration
 from ovos_memory_plugins.storage.tables import TableAccess, marks
 
 LOG = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ stores): the same table and statements, ``namespace`` included::
 In a SQLite file (one memory per file) the namespace is ``"default"``; in PostgreSQL, where the
 memories of a database share the table, it is the memory's namespace. The SQLite schema is here
 (store ``summary`` in ``_migrations``), the PostgreSQL one is
-:data:`~ovos_memory_plugins.storage.postgres_notes.SUMMARY_MIGRATIONS`.
+:data:`~ovos_memory_plugins.storage.postgres.notes.SUMMARY_MIGRATIONS`.
 
 Earlier releases kept SQLite summaries in a table ``summaries(session_id, summary, folded,
 updated)``. Migration ``0002_memory_summaries`` copies its rows into ``memory_summaries`` and
@@ -34,7 +34,7 @@ import sqlite3
 import time
 from typing import Any, Protocol, runtime_checkable
 
-from ovos_memory_plugins.storage.sqlite import Migration
+from ovos_memory_plugins.storage.sqlite.database import Migration
 from ovos_memory_plugins.storage.tables import TableAccess
 
 LOG = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class SummaryStore:
         self.db = db
         problem: str | None = None
         if getattr(db, "engine", "") == "postgresql":
-            from ovos_memory_plugins.storage.postgres_notes import SUMMARY_MIGRATIONS
+            from ovos_memory_plugins.storage.postgres.notes import SUMMARY_MIGRATIONS
 
             self.t = TableAccess(db, namespace, ("summary", []), lambda: ("summary", SUMMARY_MIGRATIONS))
         else:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.sqlite import Database, Migration
+from ovos_memory_plugins.storage.sqlite.database import Database, Migration
 
 LOG = logging.getLogger(__name__)
 

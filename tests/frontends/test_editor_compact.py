@@ -24,9 +24,9 @@ from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.notes import NotesMemory
 from ovos_memory_plugins.protocols import Compactable
 from ovos_memory_plugins.sticky import StickyMemory
-from ovos_memory_plugins.storage import sqlite as sqlite_module
 from ovos_memory_plugins.storage.engine import Compacted, compact_database
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.sqlite import database as sqlite_module
+from ovos_memory_plugins.storage.sqlite.database import Database
 from ovos_memory_plugins.testing import exchange
 
 
@@ -51,7 +51,7 @@ def test_sqlite_compaction_skips_a_busy_file_reports_it_and_retries(
     other = sqlite3.connect(path, isolation_level=None, timeout=0.1)
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     try:
-        with caplog.at_level(logging.WARNING, logger="ovos_memory_plugins.storage.sqlite"):
+        with caplog.at_level(logging.WARNING, logger="ovos_memory_plugins.storage.sqlite.database"):
             busy = compact_database(db)
         assert busy == [] and list(busy.skipped) == [str(path)]
         assert "locked" in busy.skipped[str(path)]
@@ -93,7 +93,7 @@ def test_a_forget_does_not_wait_for_a_long_reader(tmp_path: Path, caplog: pytest
         reader.execute("SELECT count(*) FROM sqlite_master").fetchall()  # pins the WAL
         try:
             started = time.monotonic()
-            with caplog.at_level(logging.WARNING, logger="ovos_memory_plugins.storage.sqlite"):
+            with caplog.at_level(logging.WARNING, logger="ovos_memory_plugins.storage.sqlite.database"):
                 assert memory.delete(["safe"]) == 1
             assert time.monotonic() - started < 5.0  # was the whole busy timeout, 10 s
             assert "WAL is not truncated yet" in caplog.text

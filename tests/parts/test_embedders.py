@@ -342,7 +342,7 @@ class CountingEmbedder:
 def test_cached_embedder_embeds_each_text_once_across_restarts(tmp_path: Path) -> None:
     from ovos_memory_plugins.embedders import CachedEmbedder, QueryCache
     from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
-    from ovos_memory_plugins.storage.sqlite import Database
+    from ovos_memory_plugins.storage.sqlite.database import Database
 
     inner = CountingEmbedder()
     db = Database(tmp_path / "m.db")
@@ -376,7 +376,7 @@ def test_cached_embedder_embeds_each_text_once_across_restarts(tmp_path: Path) -
 
 def test_cached_embedder_cache_cap_drops_least_recently_used(tmp_path: Path) -> None:
     from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache, text_digest
-    from ovos_memory_plugins.storage.sqlite import Database
+    from ovos_memory_plugins.storage.sqlite.database import Database
 
     db = Database(tmp_path / "m.db")
     cache = EmbeddingCache(db, max_rows=3)

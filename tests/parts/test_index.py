@@ -13,7 +13,7 @@ from ovos_memory_plugins.embedders import HashingEmbedder
 from ovos_memory_plugins.errors import BackendError
 from ovos_memory_plugins.index import HybridIndex, Index, IndexBase, VectorIndex, fuse_scores
 from ovos_memory_plugins.storage.engine import Document, StoredDocument
-from ovos_memory_plugins.storage.sqlite_engine import open_sqlite
+from ovos_memory_plugins.storage.sqlite.engine import open_sqlite
 
 
 class DictIndex(IndexBase):

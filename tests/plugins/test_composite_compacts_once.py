@@ -84,7 +84,7 @@ def test_a_member_on_another_members_sqlite_file_is_refused(tmp_path: Path, seco
 def test_a_busy_file_is_tried_once_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sqlite3
 
-    from ovos_memory_plugins.storage import sqlite as sqlite_module
+    from ovos_memory_plugins.storage.sqlite import database as sqlite_module
 
     monkeypatch.setattr(sqlite_module, "COMPACT_WAIT_MS", 100)
     shared = str(tmp_path / "one.db")
@@ -210,7 +210,7 @@ def test_members_on_a_locked_postgresql_database_wait_for_it_once(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     psycopg = pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-    from ovos_memory_plugins.storage import postgres as postgres_module
+    from ovos_memory_plugins.storage.postgres import database as postgres_module
 
     monkeypatch.setattr(postgres_module, "COMPACT_DEADLINE_S", 1.0)  # each VACUUM waits a second at most
     ns = f"once-{next(_ns)}"

@@ -17,7 +17,7 @@ from rank_bm25 import BM25Okapi
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.config import validate_config
 from ovos_memory_plugins.lexical import LexicalMemory, split_head
-from ovos_memory_plugins.storage import sqlite as sqlite_layer
+from ovos_memory_plugins.storage.sqlite import database as sqlite_layer
 from ovos_memory_plugins.testing import HOSTILE_TEXTS, MemoryContract, exchange
 from ovos_memory_plugins.text import query_terms, tokenize
 

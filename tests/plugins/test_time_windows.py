@@ -131,7 +131,7 @@ def test_a_hybrid_filters_by_time_only_when_every_arm_does(tmp_path: Path) -> No
 
 
 def test_numpy_and_sqlite_vec_keep_the_same_window(tmp_path: Path) -> None:
-    from ovos_memory_plugins.storage.sqlite_engine import open_database
+    from ovos_memory_plugins.storage.sqlite.engine import open_database
 
     db, ext = open_database(":memory:", True)
     db.close()

@@ -18,7 +18,7 @@ from ovos_memory_plugins.embedders import HashingEmbedder
 from ovos_memory_plugins.errors import ConfigError
 from ovos_memory_plugins.fakes import HTTPFailure, ScriptedOpenAIServer
 from ovos_memory_plugins.storage.engine import Document
-from ovos_memory_plugins.storage.sqlite_engine import open_database, open_sqlite
+from ovos_memory_plugins.storage.sqlite.engine import open_database, open_sqlite
 from ovos_memory_plugins.testing import exchange
 from ovos_memory_plugins.vector import VectorMemory
 
@@ -140,7 +140,7 @@ def test_ram_matrix_stays_exact_through_growth_updates_and_removals(tmp_path: Pa
 def test_sqlite_vec_request_without_extension_falls_back_with_one_log_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="ovos_memory_plugins.storage.vector_store")
+    caplog.set_level(logging.INFO, logger="ovos_memory_plugins.storage.sqlite.vector")
     storage = open_sqlite(tmp_path / "x.db")
     try:
         store = storage.vector_store("sqlite-vec")

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
-from ovos_memory_plugins.storage.sqlite_engine import open_database
+from ovos_memory_plugins.storage.sqlite.engine import open_database
 from ovos_memory_plugins.testing import MemoryContract
 from ovos_memory_plugins.vector import VectorMemory
 

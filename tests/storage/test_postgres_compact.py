@@ -18,7 +18,7 @@ import psycopg
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.notes import NotesMemory
 from ovos_memory_plugins.storage.engine import Compacted, compact_database
-from ovos_memory_plugins.storage.postgres import PgDatabase, redact_url
+from ovos_memory_plugins.storage.postgres.database import PgDatabase, redact_url
 from ovos_memory_plugins.testing import exchange
 
 _ns = itertools.count()

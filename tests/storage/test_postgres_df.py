@@ -25,7 +25,7 @@ pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 import psycopg
 
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.storage import postgres as pg
+from ovos_memory_plugins.storage.postgres import database as pg
 from ovos_memory_plugins.vector import VectorMemory
 
 _ns = itertools.count()

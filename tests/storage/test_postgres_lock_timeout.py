@@ -18,7 +18,7 @@ from pg_server import PgServer
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.storage.postgres import PgDatabase
+from ovos_memory_plugins.storage.postgres.database import PgDatabase
 from ovos_memory_plugins.testing import exchange
 
 _ns = itertools.count()

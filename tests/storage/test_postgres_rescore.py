@@ -21,8 +21,8 @@ pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.storage import keyword
-from ovos_memory_plugins.storage import postgres as pg
 from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage
+from ovos_memory_plugins.storage.postgres import database as pg
 from ovos_memory_plugins.storage.registry import open_storage
 
 _ns = itertools.count()

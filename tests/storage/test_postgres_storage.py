@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage import postgres as pg
 from ovos_memory_plugins.storage.engine import Document, KeywordSettings, StoredDocument
+from ovos_memory_plugins.storage.postgres import database as pg
 from ovos_memory_plugins.text import tokenize
 
 _ns = itertools.count()

@@ -15,7 +15,7 @@ pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.storage import postgres as pg
+from ovos_memory_plugins.storage.postgres import database as pg
 
 _ns = itertools.count()
 

@@ -21,8 +21,8 @@ from ovos_memory_plugins.embedders import HashingEmbedder
 from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.storage.engine import ForgetReport
-from ovos_memory_plugins.storage.sqlite import Database
-from ovos_memory_plugins.storage.sqlite_engine import open_database, open_sqlite
+from ovos_memory_plugins.storage.sqlite.database import Database
+from ovos_memory_plugins.storage.sqlite.engine import open_database, open_sqlite
 from ovos_memory_plugins.testing import exchange
 from ovos_memory_plugins.vector import VectorMemory
 
@@ -229,7 +229,7 @@ def test_migrations_run_once_under_one_write_lock(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     a, b = Database(path), Database(path)
     calls: list[str] = []
-    from ovos_memory_plugins.storage.sqlite import Migration
+    from ovos_memory_plugins.storage.sqlite.database import Migration
 
     def step(conn: sqlite3.Connection) -> None:
         calls.append("x")

@@ -9,8 +9,8 @@ import pytest
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage import engine, registry
-from ovos_memory_plugins.storage.sqlite import Database
-from ovos_memory_plugins.storage.sqlite_engine import SqliteStorage
+from ovos_memory_plugins.storage.sqlite.database import Database
+from ovos_memory_plugins.storage.sqlite.engine import SqliteStorage
 
 
 def test_a_path_opens_a_sqlite_file_and_an_open_database_is_wrapped(tmp_path: Path) -> None:
@@ -28,8 +28,8 @@ def test_a_path_opens_a_sqlite_file_and_an_open_database_is_wrapped(tmp_path: Pa
 
 
 def test_schemes_pick_their_engine_and_an_unknown_one_is_named() -> None:
-    assert registry.engine_for("postgresql://u@h/db") == "ovos_memory_plugins.storage.postgres"
-    assert registry.engine_for("POSTGRES://u@h/db") == "ovos_memory_plugins.storage.postgres"
+    assert registry.engine_for("postgresql://u@h/db") == "ovos_memory_plugins.storage.postgres.database"
+    assert registry.engine_for("POSTGRES://u@h/db") == "ovos_memory_plugins.storage.postgres.database"
     assert registry.engine_for("/var/lib/memory/history.db") == registry.SQLITE_ENGINE
     assert registry.engine_for(":memory:") == registry.SQLITE_ENGINE
     with pytest.raises(StorageError, match=r"no storage engine for mysql:// locations \(known: postgres://"):

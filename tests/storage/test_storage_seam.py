@@ -21,12 +21,12 @@ PACKAGE = Path(__file__).resolve().parents[2] / "ovos_memory_plugins"
 
 #: The modules of one engine (SQL of SQLite or PostgreSQL, their connections and schemas).
 ENGINE_MODULES = {
-    "ovos_memory_plugins.storage.sqlite",
-    "ovos_memory_plugins.storage.sqlite_engine",
-    "ovos_memory_plugins.storage.history",
-    "ovos_memory_plugins.storage.vector_store",
-    "ovos_memory_plugins.storage.postgres",
-    "ovos_memory_plugins.storage.postgres_notes",
+    "ovos_memory_plugins.storage.sqlite.database",
+    "ovos_memory_plugins.storage.sqlite.engine",
+    "ovos_memory_plugins.storage.sqlite.history",
+    "ovos_memory_plugins.storage.sqlite.vector",
+    "ovos_memory_plugins.storage.postgres.database",
+    "ovos_memory_plugins.storage.postgres.notes",
 }
 #: The plugins and the core they build on (front-ends are not plugins: cli.py names the
 #: engines' check and folder helpers for its messages).
@@ -79,7 +79,7 @@ def test_the_old_import_paths_name_the_same_objects() -> None:
     for name in OLD_ENGINE_NAMES:
         home = records if hasattr(records, name) else seam
         assert getattr(engine, name) is getattr(home, name), name
-    sqlite = importlib.import_module("ovos_memory_plugins.storage.sqlite")
+    sqlite = importlib.import_module("ovos_memory_plugins.storage.sqlite.database")
     assert sqlite.Migration is records.Migration
     protocols = importlib.import_module("ovos_memory_plugins.protocols")
     assert protocols.Note is records.Note
@@ -87,7 +87,7 @@ def test_the_old_import_paths_name_the_same_objects() -> None:
 
 def test_the_postgres_module_keeps_its_names() -> None:
     pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-    pg = importlib.import_module("ovos_memory_plugins.storage.postgres")
+    pg = importlib.import_module("ovos_memory_plugins.storage.postgres.database")
     assert pg.PgMigration is records.Migration
     assert pg.tsquery_literal(["x", "it's"]) == "'x' | 'it''s'"
 

@@ -15,7 +15,7 @@ import pytest
 from test_summary_store import lexical, make_old_release_file, talk
 
 from ovos_memory_plugins.cli import main
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.sqlite.database import Database
 from ovos_memory_plugins.storage.summary_store import SummaryStore
 
 UNEXPECTED = "ALTER TABLE summaries ADD COLUMN mood TEXT"

@@ -19,7 +19,7 @@ from test_notes_one_database import tables
 from trust_helpers import files_holding
 
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.storage.sqlite import Database
+from ovos_memory_plugins.storage.sqlite.database import Database
 from ovos_memory_plugins.storage.summary_store import MIGRATIONS, OLD_COLUMNS, SummaryStore, open_summary_store
 from ovos_memory_plugins.testing import exchange
 
@@ -222,7 +222,7 @@ def engine_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
         db.close()
         return
     pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-    from ovos_memory_plugins.storage.postgres import PgDatabase
+    from ovos_memory_plugins.storage.postgres.database import PgDatabase
 
     url = request.getfixturevalue("postgres_url")
     db = PgDatabase(url)
@@ -251,7 +251,7 @@ def test_the_same_store_keeps_replaces_counts_and_forgets_on_both_engines(engine
 
 def test_postgresql_namespaces_share_the_table_but_not_the_rows(postgres_url: str) -> None:
     pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-    from ovos_memory_plugins.storage.postgres import PgDatabase
+    from ovos_memory_plugins.storage.postgres.database import PgDatabase
 
     db = PgDatabase(postgres_url)
     try:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from ovos_memory_plugins.common import exchange_parts
 from ovos_memory_plugins.storage.records import StoredDocument, StoredMessage
-from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
+from ovos_memory_plugins.storage.sqlite.database import Database, Migration, chunked
 
 __all__ = ["SqliteHistory", "StoredMessage"]
 

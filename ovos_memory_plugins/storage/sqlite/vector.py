@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.sqlite import Database, chunked
+from ovos_memory_plugins.storage.sqlite.database import Database, chunked
 
 LOG = logging.getLogger(__name__)
 

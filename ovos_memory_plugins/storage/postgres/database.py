@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-    from ovos_memory_plugins.storage.postgres_notes import PgRewrites
+    from ovos_memory_plugins.storage.postgres.notes import PgRewrites
 
     Vector = npt.NDArray[np.float32]
 
@@ -2023,7 +2023,7 @@ class PgStorage(Storage):
 
     def rewrites(self, root: Path) -> PgRewrites:
         """The notes' previous bodies and last dream of the namespace, in the database (``root`` unused)."""
-        from ovos_memory_plugins.storage.postgres_notes import PgRewrites
+        from ovos_memory_plugins.storage.postgres.notes import PgRewrites
 
         return PgRewrites(self.db, self.namespace)
 

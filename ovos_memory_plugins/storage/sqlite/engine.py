@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument, document_time, dump_metadata
 from ovos_memory_plugins.storage.seam import Storage
-from ovos_memory_plugins.storage.sqlite import Database, Migration, chunked
+from ovos_memory_plugins.storage.sqlite.database import Database, Migration, chunked
 
 if TYPE_CHECKING:
     from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
@@ -373,7 +373,7 @@ class SqliteStorage(Storage):
     }
 
     def __init__(self, db: Database, vector_driver: str | None = None) -> None:
-        from ovos_memory_plugins.storage.history import SqliteHistory
+        from ovos_memory_plugins.storage.sqlite.history import SqliteHistory
 
         db.migrate("memory", MIGRATIONS)
         super().__init__(
@@ -391,7 +391,7 @@ class SqliteStorage(Storage):
         return SqliteKeywordIndex(self.db, settings)
 
     def _vectors(self, search: str) -> Any:
-        from ovos_memory_plugins.storage.vector_store import SqliteVectorStore
+        from ovos_memory_plugins.storage.sqlite.vector import SqliteVectorStore
 
         return SqliteVectorStore(self.db, search, self.vector_driver)
 

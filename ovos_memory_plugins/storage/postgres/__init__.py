@@ -1,0 +1,1 @@
+"""The PostgreSQL engine of the storage seam."""

@@ -1,0 +1,1 @@
+"""The SQLite engine of the storage seam."""
