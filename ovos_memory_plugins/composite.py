@@ -109,7 +109,7 @@ from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_qu
 from ovos_memory_plugins.storage.migrate import discard_storage, merge_storage
 from ovos_memory_plugins.storage.records import Compacted, ForgetReport
 from ovos_memory_plugins.storage.registry import open_storage, redact_url
-from ovos_memory_plugins.storage.seam import Storage
+from ovos_memory_plugins.storage.seam import Storage, compact_database
 from ovos_memory_plugins.text import clean_text, clip_query
 
 LOG = logging.getLogger(__name__)
@@ -1452,7 +1452,9 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         """``method(*args)`` (``delete``, ``forget_session``, ``forget_all``) of every part that
         has it, as ONE transaction of the one storage, after the recorder's queued writes (so a
         turn recorded just before is forgotten too): every part's lock is taken first, then the
-        transaction, the order each part takes them in (``also``: a second call's arguments in
+        transaction, the order each part takes them in, then the storage is compacted when
+        anything went (``compact_database``: on SQLite a ``VACUUM``; a copy SQLite moved while
+        balancing its pages stays in free space otherwise) (``also``: a second call's arguments in
         the same transaction, not counted: the copies of earlier releases). Returns one
         :class:`~ovos_memory_plugins.storage.records.ForgetReport`: the parts' counts summed (each
         document or note goes once, from whichever part holds it) and what went from each tier.
@@ -1485,7 +1487,12 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                         total += int(got or 0)
                         for tier, n in getattr(got, "tiers", {}).items():
                             tiers[tier] = tiers.get(tier, 0) + int(n)
-            storage.db.purge()
+            if any(tiers.values()):
+                # one file under several writers: SQLite's page balancing can leave a moved copy of
+                # a row in free space, which secure_delete never sees; compacting rewrites the file
+                done = compact_database(storage.db)
+                for place, why in done.skipped.items():
+                    LOG.warning("CompositeMemory: forgotten, but %s was not compacted now (%s)", place, why)
             return ForgetReport(total, tiers)
 
         recorder = self._recorder or (parts[0] if parts else None)
