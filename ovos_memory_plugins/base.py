@@ -216,6 +216,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     def __init__(
         self, config: dict[str, Any] | None = None, *, clock: Clock | None = None, storage: Storage | None = None
     ) -> None:
+        if storage is not None and not self.shares_storage:
+            raise TypeError(f"{type(self).__name__} does not declare shares_storage; it cannot be given a storage=")
         super().__init__(config)
         #: The memory's time source (``clock=``): an aware ``datetime`` each call.
         self.clock: Clock = clock_of(clock)

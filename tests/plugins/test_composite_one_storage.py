@@ -288,3 +288,46 @@ def test_a_third_party_member_stays_an_opaque_member_fused_at_the_hit_level(
         assert len([h for h in hits if "favourite colour" in h.content]) == 1, "one exchange, one hit"
         prompt = mem.build_conversation_context("teal", "other")
         assert "favourite colour is teal" in "\n".join(m.content for m in prompt[:-1])
+
+
+# -- the storage= seam ------------------------------------------------------------------------------
+
+
+def test_parts_built_over_one_storage_share_it_and_leave_it_open(tmp_path: Path) -> None:
+    from ovos_memory_plugins.storage.registry import open_storage
+
+    storage = open_storage(tmp_path / "one.db")
+    try:
+        words = LexicalMemory({"root": str(tmp_path / "w")}, storage=storage)
+        meaning = VectorMemory({"root": str(tmp_path / "m"), **VECTOR}, storage=storage)
+        assert not words.owns_storage and [index.name for index in storage.indexes] == ["keyword", "vector"]
+        words.update_history(exchange("my Plimbo kite is green", "noted"), SESSION)  # one write, both indexes
+        assert meaning.search("my Plimbo kite is green")[0].content.startswith("Q: my Plimbo kite")
+        assert sum(storage.vector_store().spaces().values()) == 1
+        words.close()
+        meaning.close()
+        assert storage.documents.count() == 1, "the parts leave the storage open: its owner closes it"
+    finally:
+        storage.close()
+    assert database_files(tmp_path) == ["one.db"]
+
+
+class Opaque(BaseRetrievalMemory):
+    """A backend that does not declare ``shares_storage``."""
+
+    def _store_document(self, doc_id: str, text: str, session_id: str, metadata: dict[str, Any]) -> None:
+        pass
+
+    def _query_backend(self, query: str, top_k: int) -> list[Any]:
+        return []
+
+
+def test_a_class_that_does_not_declare_shares_storage_refuses_one(tmp_path: Path) -> None:
+    from ovos_memory_plugins.storage.registry import open_storage
+
+    storage = open_storage(tmp_path / "one.db")
+    try:
+        with pytest.raises(TypeError, match="shares_storage"):
+            Opaque({}, storage=storage)
+    finally:
+        storage.close()
