@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Engine
 from test_toolbox_scope import kept_anywhere
 from trust_helpers import Backend, editor_call, files_holding, prompt_text, run_cli
 
@@ -120,12 +121,9 @@ class Written:
         return [where for word in self.words(worker) for where in kept_anywhere(self.root, self.url, word)]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def written(request: pytest.FixtureRequest, tmp_path: Path, pool: Any) -> Written:
-    url: str | None = None
-    if request.param == "postgresql":
-        pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-        url = request.getfixturevalue("postgres_url")
+@pytest.fixture
+def written(engine: Engine, tmp_path: Path, pool: Any) -> Written:
+    url = engine.url
     backend = composite_on(url)
     root = tmp_path / "ada"
     tag = f"{os.getpid()}r{next(_runs)}"

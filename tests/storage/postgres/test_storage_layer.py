@@ -306,7 +306,7 @@ def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pyt
         put(db, idx, f"c{i}", f"common word {'zebra' if i in (3, 30) else 'filler'} number{i}", session=f"s{i}")
     hits = idx.search("common zebra", 10)
     assert {h.source for h in hits} == {"c3", "c30"}  # "common" (in all 40) was left out
-    # its exact count, kept on write: the rescoring weighs it (tests/storage/test_postgres_rescore.py)
+    # its exact count, kept on write: the rescoring weighs it (tests/storage/postgres/test_pruned_terms_rescored.py)
     assert idx.frequencies(["common", "zebra", "absent"]) == {"common": 40, "zebra": 2, "absent": 0}
     first = pg.PgKeywordIndex(db, idx.namespace)
     alone = first.search("common", 3)  # the rarest (only) term is kept
