@@ -164,6 +164,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         "p95": _pct(wall, 95),
         "cpu_p50": _pct(cpu, 50),
         "cpu_p95": _pct(cpu, 95),
+        "cpu_mean": statistics.fmean(cpu) if cpu else float("nan"),
         "rss_peak": _status("VmHWM"),
         "rss_end": _status("VmRSS"),
     }
@@ -265,12 +266,18 @@ def run_once(version: Version, n: int, args: argparse.Namespace) -> dict[str, An
 
 FIGURES = [("writes_s", "writes/s", False), ("write_cpu_us", "CPU us/w", True), ("p50", "p50 ms", True)]
 FIGURES += [("p95", "p95 ms", True), ("cpu_p50", "CPU p50", True), ("cpu_p95", "CPU p95", True)]
+FIGURES += [("cpu_mean", "CPU mean", True)]
 FIGURES += [("rss_peak", "RSS MB", True)]
 
 
 def _row(label: str, r: dict[str, Any]) -> str:
     return f"{label[:34]:<35}" + "".join(
-        f"{r[k]:>10.0f}" if k in ("writes_s", "write_cpu_us") else f"{r[k]:>10.1f}" for k, _, _ in FIGURES
+        f"{r[k]:>10.0f}"
+        if k in ("writes_s", "write_cpu_us")
+        else f"{r[k]:>10.2f}"
+        if k.startswith("cpu_")
+        else f"{r[k]:>10.1f}"
+        for k, _, _ in FIGURES
     )
 
 

@@ -74,6 +74,8 @@ from ovos_memory_plugins.dates import (
 )
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import (
+    alternatives,
+    alternatives_first,
     clip_context,
     excerpt_terms,
     needs_context,
@@ -83,6 +85,7 @@ from ovos_memory_plugins.select import (
     shown_in_window,
     window_first,
     window_places,
+    without_order_words,
 )
 from ovos_memory_plugins.storage.records import (
     Compacted,
@@ -1091,16 +1094,22 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         docs/recall.md). When the utterance names a time (:meth:`recall_window`), up to half of
         the places (rounded up) go first to what was made then: the query's matches in that
         window, else the window's newest memories; the ordinary hits fill the rest, so a time
-        word that names the event's time rather than the conversation's does not hide them."""
+        word that names the event's time rather than the conversation's does not hide them. The
+        words that ask for an order ("the order of ..., from earliest to latest") are left out of
+        the query; a question naming two alternatives ("..., the thermostat or the mesh
+        network?", ``retrieval.alternatives``) gives each one's best match a place first."""
         query = self.recall_query(utterance, history)
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
         in_window = shown_in_window(history)
         r = self.settings.retrieval
         relative = r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative
+        query = self._without_order_words(query)
         terms = self.word_terms(query, query=True)
 
-        def choose(hits: list[MemoryHit], limit: int, by_words: bool = True) -> list[MemoryHit]:
+        def choose(
+            hits: list[MemoryHit], limit: int, by_words: bool = True, terms: frozenset[str] | None = terms
+        ) -> list[MemoryHit]:
             own = self.hit_terms(hits) if by_words and terms is not None and hits else None
             return select_hits(
                 hits,
@@ -1112,12 +1121,44 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             )
 
         chosen = choose(self.search(query, session_id=scoped, top_k=k + len(in_window)), k)
+        pair = alternatives(utterance, self.memory_lang) if r.alternatives else None
+        if pair is not None:  # "the thermostat or the mesh network?": a place for each (docs/recall.md)
+            chosen = alternatives_first(self._alternative_picks(pair, k + len(in_window), scoped, choose), chosen, k)
         window = self.recall_window(utterance)
         if window is not None:  # time words: what was made then comes first (docs/recall.md)
             dated, matched = self.window_hits(query, window, k + len(in_window), scoped)
             first = choose(dated, window_places(k), by_words=matched) if dated else []
             chosen = window_first(first, chosen, k)
         return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars, self.excerpt_terms)
+
+    def _without_order_words(self, query: str) -> str:
+        """``query`` without the words that ask for an order ("the order of ..., from earliest to
+        latest": :data:`~ovos_memory_plugins.select.ORDER_WORDS`), unless no word but stop words
+        would be left ("what was my order?"; :meth:`excerpt_terms`, every backend's)."""
+        stripped = without_order_words(query, self.memory_lang)
+        if stripped == query or not self.excerpt_terms(stripped):
+            return query
+        return stripped
+
+    def _alternative_picks(
+        self,
+        pair: tuple[str, str],
+        depth: int,
+        session_id: str | None,
+        choose: Callable[..., list[MemoryHit]],
+    ) -> list[MemoryHit]:
+        """The best match of each alternative a comparison question names, searched alone (its
+        own words: ``choose`` with them); an alternative without a content word (its index's
+        terms) is not searched."""
+        picks: list[MemoryHit] = []
+        for alternative in pair:
+            terms = self.word_terms(alternative, query=True)
+            if terms is not None and not terms:
+                continue
+            taken = {h.source for h in picks}
+            found = [h for h in self.search(alternative, session_id=session_id, top_k=depth) if h.source not in taken]
+            picks.extend(choose(found, 1, terms=terms))
+        return picks
 
     def recall_window(self, utterance: str) -> Window | None:
         """The window of time the utterance's time words name (``dates.time_window``, in the
@@ -1137,9 +1178,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """What was made in ``window``, for time words: the query's best ``limit`` matches made
         then (``search(..., window=)``), else, when none match ("what did I tell you
         yesterday?"), the window's newest ``limit`` memories (:meth:`made_between`); and whether
-        the hits matched the query. Empty when nothing was made then. ValueError when the memory
-        cannot filter by time (:attr:`filters_time` False). The composite asks its members that
-        filter by time the same (docs/composite.md)."""
+        the hits matched the query. Empty when nothing was made then: whether the window
+        holds a document is read first (an indexed range of ``created``), so an empty window
+        costs no search. ValueError when the memory cannot filter by time (:attr:`filters_time` False).
+        The composite asks its members that filter by time the same (docs/composite.md)."""
+        if not self.filters_time:
+            raise ValueError(f"{type(self).__name__} cannot search within a window of time")
+        if not self.made_between(window, 1, session_id):
+            return [], False
         dated = self.search(query, session_id=session_id, top_k=limit, window=window)
         if dated:
             return dated, True

@@ -105,7 +105,16 @@ from ovos_memory_plugins.protocols import (
     capabilities,
     words_key,
 )
-from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window, window_first
+from ovos_memory_plugins.select import (
+    alternatives,
+    alternatives_first,
+    excerpt_terms,
+    prompt_memories,
+    recall_query,
+    shown_in_window,
+    window_first,
+    without_order_words,
+)
 from ovos_memory_plugins.storage.migrate import discard_storage, merge_storage
 from ovos_memory_plugins.storage.records import Compacted, ForgetReport
 from ovos_memory_plugins.storage.registry import open_storage, redact_url
@@ -1017,6 +1026,31 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         """The text recall searches with, per ``retrieval.query_mode``."""
         return recall_query(utterance, history, self.settings.retrieval)
 
+    def _without_order_words(self, query: str) -> str:
+        """``query`` without the words that ask for an order, in the members' language, unless
+        no word but stop words would be left (a single memory's rule, ``BaseRetrievalMemory.recall``)."""
+        stripped = without_order_words(query, self._lang())
+        return query if stripped == query or not self._excerpt_terms(stripped) else stripped
+
+    def _start_alternatives(
+        self, utterance: str, session_for: Callable[[_Member], str | None], depth: int
+    ) -> list[list[tuple[_Member, Future[list[MemoryHit]]]]]:
+        """When the utterance names two alternatives (``retrieval.alternatives``,
+        :func:`~ovos_memory_plugins.select.alternatives`): every member's search of each."""
+        pair = alternatives(utterance, self._lang()) if self.settings.retrieval.alternatives else None
+        return [self._start_search(alternative, session_for, depth) for alternative in pair or ()]
+
+    def _alternative_picks(
+        self, started: Sequence[Sequence[tuple[_Member, Future[list[MemoryHit]]]]], deadline: float
+    ) -> list[MemoryHit]:
+        """Each alternative's best fused hit (not already picked for the other)."""
+        picks: list[MemoryHit] = []
+        for searches in started:
+            taken = {h.source for h in picks}
+            best = [h for h in self._fuse_answers(searches, deadline) if h.source not in taken][:1]
+            picks.extend(best)
+        return picks
+
     def _finish_recall(
         self,
         utterance: str,
@@ -1024,16 +1058,21 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         hits: list[MemoryHit],
         history: Sequence[AgentMessage],
         dated: Sequence[MemoryHit] = (),
+        picks: Sequence[MemoryHit] = (),
     ) -> list[MemoryHit]:
         """The prompt's memories from the fused ``hits`` and, when the utterance names a time,
         the fused hits made in that window (``dated``), which take up to half of the places
-        (:func:`~ovos_memory_plugins.select.window_first`, as a single memory does)."""
+        (:func:`~ovos_memory_plugins.select.window_first`, as a single memory does); each
+        alternative's best hit (``picks``) before the ordinary ones
+        (:func:`~ovos_memory_plugins.select.alternatives_first`)."""
         shown = shown_in_window(history)
 
         def unshown(found: Sequence[MemoryHit]) -> list[MemoryHit]:
             return [h for h in found if normalize_content(h.content) not in shown]
 
-        chosen = window_first(unshown(dated), unshown(hits), self.settings.retrieval.max_num_results)
+        k = self.settings.retrieval.max_num_results
+        ordinary = alternatives_first(unshown(picks), unshown(hits), k) if picks else unshown(hits)
+        chosen = window_first(unshown(dated), ordinary, k)
         budget = self.settings.context.memory_chars
         memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, budget, self._excerpt_terms)
         return self._summarized(utterance, memories)
@@ -1065,15 +1104,17 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         query = clip_query(self.recall_query(utterance, history))
         if not query.strip():
             return []
-        query = self._expanded(query)
+        query = self._expanded(self._without_order_words(query))
         depth = self._recall_depth(len(shown_in_window(history)))
         deadline = self._deadline()
         session_for = self._session_for(session_id)
         search = self._start_search(query, session_for, depth)
         made_then = self._start_window(utterance, query, session_for, depth)
+        either = self._start_alternatives(utterance, session_for, depth)
         hits = self._fuse_answers(search, deadline)
         dated = self._fuse_answers(made_then, deadline) if made_then else []
-        return self._finish_recall(utterance, query, hits, history, dated)
+        picks = self._alternative_picks(either, deadline)
+        return self._finish_recall(utterance, query, hits, history, dated, picks)
 
     # -- LLM assists -------------------------------------------------------------------------
 
@@ -1132,6 +1173,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         deadline = self._deadline()
         search = None
         made_then: list[tuple[_Member, Future[list[MemoryHit]]]] = []
+        either: list[list[tuple[_Member, Future[list[MemoryHit]]]]] = []
         query = ""
         r = s.retrieval
         early = r.max_num_results > 0 and (r.query_mode == "utterance" or r.query_history_turns <= 0)
@@ -1139,16 +1181,18 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             query = clip_query(utterance)
             if query.strip():
                 depth = self._recall_depth(s.max_history // 2)  # the largest window possible
-                query = self._expanded(query)
+                query = self._expanded(self._without_order_words(query))
                 search = self._start_search(query, self._session_for(session_id), depth)
                 made_then = self._start_window(utterance, query, self._session_for(session_id), depth)
+                either = self._start_alternatives(utterance, self._session_for(session_id), depth)
         history = self.get_history(session_id)
         if early:
             hits = []
             if search or made_then:
                 fused = self._fuse_answers(search, deadline) if search else []
                 dated = self._fuse_answers(made_then, deadline) if made_then else []
-                hits = self._finish_recall(utterance, query, fused, history, dated)
+                picks = self._alternative_picks(either, deadline)
+                hits = self._finish_recall(utterance, query, fused, history, dated, picks)
         else:
             hits = self.recall(utterance, session_id, history)
         blocks: list[str] = []

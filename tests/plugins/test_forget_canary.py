@@ -61,7 +61,7 @@ TEXTS = [ASK, REPLY, STORED, NOTED, exchange_text(ASK, REPLY), f"my bank PIN is 
 
 #: Deleting a sticky note by id leaves the turn that told it ("remember that my bank PIN is …")
 #: in the session's history window (history.db), which the next prompt of that session shows.
-#: Not fixed here: it needs a history-store verb (storage/history.py) that removes the exchanges
+#: Not fixed here: it needs a history-store verb (storage/sqlite/history.py) that removes the exchanges
 #: quoting a text, called by sticky.py when a note goes; see docs/reliability.md "Known gaps".
 
 VERBS = [
