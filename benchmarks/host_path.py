@@ -87,6 +87,8 @@ from dev_data import DATA, LOCOMO, locomo_conversations, locomo_turn_text  # a s
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINT = "ovos-memory-plugin-lexical"
+#: The class a checkout or ``git:`` version runs (``--plugin``).
+CHECKOUT_PLUGIN = "ovos_memory_plugins.lexical:LexicalMemory"
 WARM_UP = 20
 
 
@@ -296,11 +298,12 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def resolve(spec: str, tmp: Path, entry_point: str, worktrees: list[Path]) -> Version:
-    """A version from its command-line name (see the module docstring)."""
+def resolve(spec: str, tmp: Path, entry_point: str, worktrees: list[Path], plugin: str = CHECKOUT_PLUGIN) -> Version:
+    """A version from its command-line name (see the module docstring); ``plugin``: the class
+    (``module:Class``) a checkout or ``git:`` version runs."""
     if "@{" in spec:  # a config merged into the defaults: NAME@{"summary": {"enabled": false}}
         name, raw = spec.split("@", 1)
-        version = resolve(name, tmp, entry_point, worktrees)
+        version = resolve(name, tmp, entry_point, worktrees, plugin)
         version.config = json.loads(raw)
         version.label = f"{version.label} {raw}"
         return version
@@ -321,7 +324,7 @@ def resolve(spec: str, tmp: Path, entry_point: str, worktrees: list[Path]) -> Ve
         if not where.exists():
             _git("worktree", "add", "--detach", str(where), commit)
             worktrees.append(where)
-        return Version(f"{ref} ({commit[:7]})", sys.executable, str(where), "ovos_memory_plugins.lexical:LexicalMemory")
+        return Version(f"{ref} ({commit[:7]})", sys.executable, str(where), plugin)
     path = Path(spec).resolve()
     if not (path / "ovos_memory_plugins").is_dir():
         raise SystemExit(f"{spec}: not a checkout (no ovos_memory_plugins folder), a git:<commit> or python:<path>")
@@ -338,7 +341,7 @@ def resolve(spec: str, tmp: Path, entry_point: str, worktrees: list[Path]) -> Ve
         label = f"{path.name} ({head}{'+' if dirty else ''})"
     except (subprocess.CalledProcessError, OSError):
         label = path.name
-    return Version(label, sys.executable, str(path), "ovos_memory_plugins.lexical:LexicalMemory")
+    return Version(label, sys.executable, str(path), plugin)
 
 
 def _env(version: Version, root: str) -> dict[str, str]:
@@ -603,6 +606,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", default="", help="comma-separated writer counts after the turns (e.g. 1,2,4)")
     parser.add_argument("--writer-exchanges", type=int, default=1000, help="exchanges each writer records")
     parser.add_argument("--entry-point", default=ENTRY_POINT, help="the plugin of python: versions")
+    parser.add_argument(
+        "--plugin",
+        default=CHECKOUT_PLUGIN,
+        help="the plugin class (module:Class) of checkout and git: versions, e.g. "
+        "ovos_memory_plugins.composite:CompositeMemory with its members in the version's @{config}",
+    )
     parser.add_argument("--json", help="write every run's figures to this file")
     parser.add_argument("--data", type=Path, default=DATA, help=f"the bench folder (default {DATA})")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -634,7 +643,7 @@ def main(argv: list[str] | None = None) -> int:
     server: Server | None = None
     with tempfile.TemporaryDirectory(prefix="host-path-versions-") as tmp:
         try:
-            versions = [resolve(v, Path(tmp), args.entry_point, worktrees) for v in args.versions]
+            versions = [resolve(v, Path(tmp), args.entry_point, worktrees, args.plugin) for v in args.versions]
             by_engine: dict[str, list[Version]] = {}
             for engine in engines:
                 if engine == "postgresql":

@@ -45,6 +45,7 @@ needs ``_delete_documents``. :func:`forget_problems` states the rule.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
@@ -162,6 +163,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         clock: the memory's time source, a callable returning an aware ``datetime`` (default:
             the machine's local time): when exchanges are recorded and what the prompt's dates
             are relative to. A seam for tests and benchmarks (replay a conversation at its dates).
+        storage: an open :class:`~ovos_memory_plugins.storage.seam.Storage` to keep everything in
+            instead of opening the memory's own (only for classes that declare
+            :attr:`shares_storage`): a composite builds its parts over one storage. The caller
+            owns it (the memory does not close it) and passes it to every part, which then
+            shares its documents, indexes and history.
 
     Attributes:
         settings: the parsed shared config (:class:`~ovos_memory_plugins.config.MemoryConfig`).
@@ -203,8 +209,18 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     #: stop words a query is searched without, and :meth:`excerpt_terms` uses them too. None:
     #: no keyword index (English stop words).
     keyword_settings: KeywordSettings | None = None
+    #: Whether the class can be built over a storage it is given (``storage=``) that other
+    #: memories share: a composite of such members opens ONE storage and builds them as parts of
+    #: one memory over it (one database, one history, each exchange archived once). Declared by
+    #: the classes of this package that keep everything in their storage (keyword, vector,
+    #: sticky notes); a third-party backend stays an opaque member unless it declares it.
+    shares_storage: ClassVar[bool] = False
 
-    def __init__(self, config: dict[str, Any] | None = None, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self, config: dict[str, Any] | None = None, *, clock: Clock | None = None, storage: Storage | None = None
+    ) -> None:
+        if storage is not None and not self.shares_storage:
+            raise TypeError(f"{type(self).__name__} does not declare shares_storage; it cannot be given a storage=")
         super().__init__(config)
         #: The memory's time source (``clock=``): an aware ``datetime`` each call.
         self.clock: Clock = clock_of(clock)
@@ -219,9 +235,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         self._lock = threading.RLock()
         self._closed = False
         self._exchange_listeners: list[Callable[[StoredDocument], None]] = []
-        #: The indexes the base writes every document to and deletes it from (IndexedMemory).
+        #: This memory's own indexes (IndexedMemory), which it closes; every index the base
+        #: writes a document to and deletes it from is in ``storage.indexes`` (its own, and those
+        #: of the other parts sharing its storage).
         self.indexes: list[Index] = []
-        self.storage: Storage = self._open_storage()
+        #: Whether the memory opened its storage (and closes it); False for a ``storage=`` given
+        #: by its caller (a composite's shared storage), which the caller closes.
+        self.owns_storage = storage is None
+        self.storage: Storage = storage if storage is not None else self._open_storage()
         self._history = self.storage.history
         self._summary = self._open_summary()
 
@@ -262,9 +283,16 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         (:meth:`database_path`); None keeps everything in RAM."""
         return self.database_path(self.settings, self.options)
 
-    def _database_options(self) -> dict[str, Any]:
-        """Engine options for opening the database (the vector backend asks for sqlite-vec)."""
+    @classmethod
+    def storage_options(cls, options: Any) -> dict[str, Any]:
+        """Engine options a memory of this class with these parsed ``options`` opens its storage
+        with (the vector backend asks for sqlite-vec): a composite opening one storage for its
+        parts passes its members' options too."""
         return {}
+
+    def _database_options(self) -> dict[str, Any]:
+        """Engine options for opening the database (:meth:`storage_options`)."""
+        return self.storage_options(self.options)
 
     def _legacy_files(self, path: Path) -> list[Path]:
         """Separate files of earlier releases whose rows move into ``path`` on first open."""
@@ -534,7 +562,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def _prepare_documents(self, docs: Sequence[Document]) -> list[Any]:
         """Every index's work for ``docs`` done before the transaction (it may embed: slow, network)."""
-        return [index.prepare(docs) for index in self.indexes] if docs else []
+        return [index.prepare(docs) for index in self.storage.indexes] if docs else []
 
     def _put_prepared(self, docs: Sequence[Document], prepared: Sequence[Any]) -> list[StoredDocument]:
         """Write prepared documents to the documents table, every index and the backend's hook
@@ -542,7 +570,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         if not docs:
             return []
         stored = self.storage.documents.put(docs)
-        for index, work in zip(self.indexes, prepared, strict=True):
+        for index, work in zip(self.storage.indexes, prepared, strict=True):
             index.add(stored, work)
         for doc in docs:
             self._store_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
@@ -638,7 +666,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """Delete documents from every tier (inside the caller's transaction); what went, per tier."""
         tiers: Counter[str] = Counter()
         found = list(self.storage.documents.get(ids).values())
-        for index in self.indexes:
+        for index in self.storage.indexes:
             for name, n in _index_tiers(index, index.remove(found)).items():
                 tiers[name] += n
         if self._can("_delete_documents") and ids:
@@ -719,7 +747,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")
             tiers: Counter[str] = Counter()
             with self.storage.atomic():
-                for index in self.indexes:
+                for index in self.storage.indexes:
                     for name, n in _index_tiers(index, index.remove_all()).items():
                         tiers[name] += n
                 if self._can("_delete_all"):
@@ -733,6 +761,13 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 if self._summary is not None:
                     tiers["summaries"] += self._summary.forget()
             return self._report(tiers)
+
+    def exclusive(self) -> contextlib.AbstractContextManager[Any]:
+        """The memory's lock, as a ``with`` block: nothing else runs on this memory inside it. A
+        caller that runs several calls of several memories as one (a composite's forget over
+        parts sharing one storage, in one transaction) takes every part's lock first, then the
+        transaction, the order each memory takes them in."""
+        return self._lock
 
     def compact(self) -> Compacted:
         """Make deleted rows unrecoverable in the memory's database now (the
@@ -1228,7 +1263,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             steps.append(self._close)
             if self._summary is not None:
                 steps.append(self._summary.close)
-            steps.append(self.storage.close)
+            if self.owns_storage:
+                steps.append(self.storage.close)
             for step in steps:
                 try:
                     step()
