@@ -19,6 +19,16 @@ member threads included); the difference is the parse plus the window's search.
 
     python benchmarks/time_words.py --turn-cost [--conversations 2]
 
+``--host-cost N`` measures what time words and dates add on the host's path at scale, paired in
+one process: one keyword memory fed ``N`` exchanges through ``update_history`` exactly as
+``host_path.py`` feeds them (LoCoMo text, 50 sessions, made now), then each of ``--questions``
+LoCoMo questions (file order) asked twice in a row, once with the defaults and once with
+``retrieval.time_words`` off and ``context.dates`` ``off`` (the order alternating), process time
+per turn; mean, p50 and p95 of each and of the paired difference, for all turns and for those
+the gate lets through to the parser. A busy machine slows both halves of a pair alike.
+
+    python benchmarks/time_words.py --host-cost 100000 [--questions 800]
+
 ovos-date-parser's ``extract_datetime`` gives a point in time, not a period: its window here is
 the day of that point (it has no Chinese). A case is right when the window is exactly the
 expected one (null for an utterance without time words).
@@ -187,6 +197,65 @@ def turn_cost(conversations: int) -> None:
         )
 
 
+def host_cost(exchanges: int, questions: int) -> None:
+    import statistics
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import host_path
+    from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+
+    from ovos_memory_plugins import dates
+    from ovos_memory_plugins.lexical import LexicalMemory
+
+    base, asks = host_path.base_exchanges(), host_path.questions()
+    rows: list[tuple[float, float, bool]] = []
+    with tempfile.TemporaryDirectory(prefix="host-cost-") as root:
+        mem = LexicalMemory({"root": root})
+        try:
+            for i, user, assistant in host_path.exchanges(exchanges, base):
+                pair = [
+                    AgentMessage(role=MessageRole.USER, content=user),
+                    AgentMessage(role=MessageRole.ASSISTANT, content=assistant),
+                ]
+                mem.update_history(pair, f"host-{i % 50}")
+            retrieval, context = mem.settings.retrieval, mem.settings.context
+
+            def turn(question: str, session: str, on: bool) -> float:
+                object.__setattr__(retrieval, "time_words", on)  # one memory, both settings
+                object.__setattr__(context, "dates", "both" if on else "off")
+                started = time.process_time()
+                mem.build_conversation_context(question, session)
+                return (time.process_time() - started) * 1000
+
+            for j in range(host_path.WARM_UP):
+                for on in (True, False):
+                    turn(asks[-1 - j % len(asks)], f"host-{j % 50}", on)
+            for j in range(questions):
+                question, session = asks[j % len(asks)], f"host-{j % 50}"
+                spent = {on: turn(question, session, on) for on in ((True, False) if j % 2 == 0 else (False, True))}
+                text = dates._with_digits(dates._with_past_one(question, "en"), "en")
+                rows.append((spent[True], spent[False], dates._might_say_when(text, "en")))
+        finally:
+            mem.close()
+
+    def figures(values: list[float]) -> str:
+        ordered = sorted(values)
+        p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+        return f"mean {statistics.fmean(ordered):.3f} p50 {statistics.median(ordered):.3f} p95 {p95:.3f}"
+
+    for label, chosen in (
+        ("all", rows),
+        ("through the gate", [r for r in rows if r[2]]),
+        ("not through it", [r for r in rows if not r[2]]),
+    ):
+        if chosen:
+            print(
+                f"{label} (n={len(chosen)}): on {figures([r[0] for r in chosen])} | off"
+                f" {figures([r[1] for r in chosen])} | on - off {figures([r[0] - r[1] for r in chosen])}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--compare", action="store_true", help="also run ovos-date-parser")
@@ -194,6 +263,8 @@ def main() -> None:
     parser.add_argument("--cost", action="store_true", help="CPU per utterance instead (see the docstring)")
     parser.add_argument("--turn-cost", action="store_true", help="what time words add to a turn (docstring)")
     parser.add_argument("--conversations", type=int, default=2, help="LoCoMo conversations for --turn-cost")
+    parser.add_argument("--host-cost", type=int, default=0, help="time words and dates at N exchanges (docstring)")
+    parser.add_argument("--questions", type=int, default=800, help="turns for --host-cost")
     args = parser.parse_args()
     data = json.loads(DATA.read_text(encoding="utf-8"))
     now = datetime.fromisoformat(data["now"])
@@ -203,6 +274,9 @@ def main() -> None:
         return
     if args.turn_cost:
         turn_cost(args.conversations)
+        return
+    if args.host_cost:
+        host_cost(args.host_cost, args.questions)
         return
     run("dateparser (dates.time_window)", time_window, cases, now, args.show)
     if args.compare:

@@ -45,6 +45,7 @@ needs ``_delete_documents``. :func:`forget_problems` states the rule.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
@@ -73,6 +74,8 @@ from ovos_memory_plugins.dates import (
 )
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import (
+    alternatives,
+    alternatives_first,
     clip_context,
     excerpt_terms,
     needs_context,
@@ -82,6 +85,7 @@ from ovos_memory_plugins.select import (
     shown_in_window,
     window_first,
     window_places,
+    without_order_words,
 )
 from ovos_memory_plugins.storage.records import (
     Compacted,
@@ -163,6 +167,11 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         clock: the memory's time source, a callable returning an aware ``datetime`` (default:
             the machine's local time): when exchanges are recorded and what the prompt's dates
             are relative to. A seam for tests and benchmarks (replay a conversation at its dates).
+        storage: an open :class:`~ovos_memory_plugins.storage.seam.Storage` to keep everything in
+            instead of opening the memory's own (only for classes that declare
+            :attr:`shares_storage`): a composite builds its parts over one storage. The caller
+            owns it (the memory does not close it) and passes it to every part, which then
+            shares its documents, indexes and history.
 
     Attributes:
         settings: the parsed shared config (:class:`~ovos_memory_plugins.config.MemoryConfig`).
@@ -204,8 +213,18 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
     #: stop words a query is searched without, and :meth:`excerpt_terms` uses them too. None:
     #: no keyword index (English stop words).
     keyword_settings: KeywordSettings | None = None
+    #: Whether the class can be built over a storage it is given (``storage=``) that other
+    #: memories share: a composite of such members opens ONE storage and builds them as parts of
+    #: one memory over it (one database, one history, each exchange archived once). Declared by
+    #: the classes of this package that keep everything in their storage (keyword, vector,
+    #: sticky notes); a third-party backend stays an opaque member unless it declares it.
+    shares_storage: ClassVar[bool] = False
 
-    def __init__(self, config: dict[str, Any] | None = None, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self, config: dict[str, Any] | None = None, *, clock: Clock | None = None, storage: Storage | None = None
+    ) -> None:
+        if storage is not None and not self.shares_storage:
+            raise TypeError(f"{type(self).__name__} does not declare shares_storage; it cannot be given a storage=")
         super().__init__(config)
         #: The memory's time source (``clock=``): an aware ``datetime`` each call.
         self.clock: Clock = clock_of(clock)
@@ -220,9 +239,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         self._lock = threading.RLock()
         self._closed = False
         self._exchange_listeners: list[Callable[[StoredDocument], None]] = []
-        #: The indexes the base writes every document to and deletes it from (IndexedMemory).
+        #: This memory's own indexes (IndexedMemory), which it closes; every index the base
+        #: writes a document to and deletes it from is in ``storage.indexes`` (its own, and those
+        #: of the other parts sharing its storage).
         self.indexes: list[Index] = []
-        self.storage: Storage = self._open_storage()
+        #: Whether the memory opened its storage (and closes it); False for a ``storage=`` given
+        #: by its caller (a composite's shared storage), which the caller closes.
+        self.owns_storage = storage is None
+        self.storage: Storage = storage if storage is not None else self._open_storage()
         self._history = self.storage.history
         self._summary = self._open_summary()
 
@@ -263,9 +287,16 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         (:meth:`database_path`); None keeps everything in RAM."""
         return self.database_path(self.settings, self.options)
 
-    def _database_options(self) -> dict[str, Any]:
-        """Engine options for opening the database (the vector backend asks for sqlite-vec)."""
+    @classmethod
+    def storage_options(cls, options: Any) -> dict[str, Any]:
+        """Engine options a memory of this class with these parsed ``options`` opens its storage
+        with (the vector backend asks for sqlite-vec): a composite opening one storage for its
+        parts passes its members' options too."""
         return {}
+
+    def _database_options(self) -> dict[str, Any]:
+        """Engine options for opening the database (:meth:`storage_options`)."""
+        return self.storage_options(self.options)
 
     def _legacy_files(self, path: Path) -> list[Path]:
         """Separate files of earlier releases whose rows move into ``path`` on first open."""
@@ -537,7 +568,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
 
     def _prepare_documents(self, docs: Sequence[Document]) -> list[Any]:
         """Every index's work for ``docs`` done before the transaction (it may embed: slow, network)."""
-        return [index.prepare(docs) for index in self.indexes] if docs else []
+        return [index.prepare(docs) for index in self.storage.indexes] if docs else []
 
     def _put_prepared(self, docs: Sequence[Document], prepared: Sequence[Any]) -> list[StoredDocument]:
         """Write prepared documents to the documents table, every index and the backend's hook
@@ -545,7 +576,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         if not docs:
             return []
         stored = self.storage.documents.put(docs)
-        for index, work in zip(self.indexes, prepared, strict=True):
+        for index, work in zip(self.storage.indexes, prepared, strict=True):
             index.add(stored, work)
         for doc in docs:
             self._store_document(doc.doc_id, doc.text, doc.session_id, dict(doc.metadata))
@@ -641,7 +672,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """Delete documents from every tier (inside the caller's transaction); what went, per tier."""
         tiers: Counter[str] = Counter()
         found = list(self.storage.documents.get(ids).values())
-        for index in self.indexes:
+        for index in self.storage.indexes:
             for name, n in _index_tiers(index, index.remove(found)).items():
                 tiers[name] += n
         if self._can("_delete_documents") and ids:
@@ -722,7 +753,7 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 raise BackendError(f"{type(self).__name__} cannot delete documents (no _delete_documents hook)")
             tiers: Counter[str] = Counter()
             with self.storage.atomic():
-                for index in self.indexes:
+                for index in self.storage.indexes:
                     for name, n in _index_tiers(index, index.remove_all()).items():
                         tiers[name] += n
                 if self._can("_delete_all"):
@@ -736,6 +767,13 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
                 if self._summary is not None:
                     tiers["summaries"] += self._summary.forget()
             return self._report(tiers)
+
+    def exclusive(self) -> contextlib.AbstractContextManager[Any]:
+        """The memory's lock, as a ``with`` block: nothing else runs on this memory inside it. A
+        caller that runs several calls of several memories as one (a composite's forget over
+        parts sharing one storage, in one transaction) takes every part's lock first, then the
+        transaction, the order each memory takes them in."""
+        return self._lock
 
     def compact(self) -> Compacted:
         """Make deleted rows unrecoverable in the memory's database now (the
@@ -1109,16 +1147,22 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         docs/recall.md). When the utterance names a time (:meth:`recall_window`), up to half of
         the places (rounded up) go first to what was made then: the query's matches in that
         window, else the window's newest memories; the ordinary hits fill the rest, so a time
-        word that names the event's time rather than the conversation's does not hide them."""
+        word that names the event's time rather than the conversation's does not hide them. The
+        words that ask for an order ("the order of ..., from earliest to latest") are left out of
+        the query; a question naming two alternatives ("..., the thermostat or the mesh
+        network?", ``retrieval.alternatives``) gives each one's best match a place first."""
         query = self.recall_query(utterance, history)
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
         in_window = shown_in_window(history)
         r = self.settings.retrieval
         relative = r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative
+        query = self._without_order_words(query)
         terms = self.word_terms(query, query=True)
 
-        def choose(hits: list[MemoryHit], limit: int, by_words: bool = True) -> list[MemoryHit]:
+        def choose(
+            hits: list[MemoryHit], limit: int, by_words: bool = True, terms: frozenset[str] | None = terms
+        ) -> list[MemoryHit]:
             own = self.hit_terms(hits) if by_words and terms is not None and hits else None
             return select_hits(
                 hits,
@@ -1130,12 +1174,44 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             )
 
         chosen = choose(self.search(query, session_id=scoped, top_k=k + len(in_window)), k)
+        pair = alternatives(utterance, self.memory_lang) if r.alternatives else None
+        if pair is not None:  # "the thermostat or the mesh network?": a place for each (docs/recall.md)
+            chosen = alternatives_first(self._alternative_picks(pair, k + len(in_window), scoped, choose), chosen, k)
         window = self.recall_window(utterance)
         if window is not None:  # time words: what was made then comes first (docs/recall.md)
             dated, matched = self.window_hits(query, window, k + len(in_window), scoped)
             first = choose(dated, window_places(k), by_words=matched) if dated else []
             chosen = window_first(first, chosen, k)
         return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars, self.excerpt_terms)
+
+    def _without_order_words(self, query: str) -> str:
+        """``query`` without the words that ask for an order ("the order of ..., from earliest to
+        latest": :data:`~ovos_memory_plugins.select.ORDER_WORDS`), unless no word but stop words
+        would be left ("what was my order?"; :meth:`excerpt_terms`, every backend's)."""
+        stripped = without_order_words(query, self.memory_lang)
+        if stripped == query or not self.excerpt_terms(stripped):
+            return query
+        return stripped
+
+    def _alternative_picks(
+        self,
+        pair: tuple[str, str],
+        depth: int,
+        session_id: str | None,
+        choose: Callable[..., list[MemoryHit]],
+    ) -> list[MemoryHit]:
+        """The best match of each alternative a comparison question names, searched alone (its
+        own words: ``choose`` with them); an alternative without a content word (its index's
+        terms) is not searched."""
+        picks: list[MemoryHit] = []
+        for alternative in pair:
+            terms = self.word_terms(alternative, query=True)
+            if terms is not None and not terms:
+                continue
+            taken = {h.source for h in picks}
+            found = [h for h in self.search(alternative, session_id=session_id, top_k=depth) if h.source not in taken]
+            picks.extend(choose(found, 1, terms=terms))
+        return picks
 
     def recall_window(self, utterance: str) -> Window | None:
         """The window of time the utterance's time words name (``dates.time_window``, in the
@@ -1155,9 +1231,14 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         """What was made in ``window``, for time words: the query's best ``limit`` matches made
         then (``search(..., window=)``), else, when none match ("what did I tell you
         yesterday?"), the window's newest ``limit`` memories (:meth:`made_between`); and whether
-        the hits matched the query. Empty when nothing was made then. ValueError when the memory
-        cannot filter by time (:attr:`filters_time` False). The composite asks its members that
-        filter by time the same (docs/composite.md)."""
+        the hits matched the query. Empty when nothing was made then: whether the window
+        holds a document is read first (an indexed range of ``created``), so an empty window
+        costs no search. ValueError when the memory cannot filter by time (:attr:`filters_time` False).
+        The composite asks its members that filter by time the same (docs/composite.md)."""
+        if not self.filters_time:
+            raise ValueError(f"{type(self).__name__} cannot search within a window of time")
+        if not self.made_between(window, 1, session_id):
+            return [], False
         dated = self.search(query, session_id=session_id, top_k=limit, window=window)
         if dated:
             return dated, True
@@ -1242,7 +1323,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
             steps.append(self._close)
             if self._summary is not None:
                 steps.append(self._summary.close)
-            steps.append(self.storage.close)
+            if self.owns_storage:
+                steps.append(self.storage.close)
             for step in steps:
                 try:
                     step()

@@ -36,7 +36,14 @@ fails to load, or a ``members`` entry that is not an object, is skipped with one
 naming it; the rest carry on.
 
 Shape: the composite is an OPM ``AgentContextManager`` of its own, an orchestrator, not a
-storage backend: it keeps no documents and no history. It parses its config like every memory
+storage backend. When every member is a memory of this package that declares ``shares_storage``
+(keyword, vector, sticky notes; :func:`is_part`), it opens ONE storage (``<root>/composite.db``,
+or its ``namespace`` of its ``database``) and builds the members over it as parts of one memory
+(``storage=``): one database and one history; a turn is recorded once, by one member (the
+recorder), into every part's index; a forget is one transaction over every part, whose failure
+rolls it back and raises; the per-member folders (or namespaces) of earlier releases are merged
+in once. Otherwise (a third-party member, a member placed elsewhere) each member is a whole
+memory, fused at the hit level. It parses its config like every memory
 of this package (problems logged, defaults used), renders the prompt with the package's one
 renderer, and never raises from ``build_conversation_context`` or ``update_history``.
 
@@ -61,6 +68,7 @@ Capabilities are declared by the members, never guessed from module names:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -97,14 +105,25 @@ from ovos_memory_plugins.protocols import (
     capabilities,
     words_key,
 )
-from ovos_memory_plugins.select import excerpt_terms, prompt_memories, recall_query, shown_in_window, window_first
-from ovos_memory_plugins.storage.records import Compacted
-from ovos_memory_plugins.storage.registry import redact_url
+from ovos_memory_plugins.select import (
+    alternatives,
+    alternatives_first,
+    excerpt_terms,
+    prompt_memories,
+    recall_query,
+    shown_in_window,
+    window_first,
+    without_order_words,
+)
+from ovos_memory_plugins.storage.migrate import discard_storage, merge_storage
+from ovos_memory_plugins.storage.records import Compacted, ForgetReport
+from ovos_memory_plugins.storage.registry import open_storage, redact_url
+from ovos_memory_plugins.storage.seam import Storage, compact_database
 from ovos_memory_plugins.text import clean_text, clip_query
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["CompositeMemory", "CompositeOptions", "MemberSpec", "parse_members"]
+__all__ = ["PARTS_FILE", "CompositeMemory", "CompositeOptions", "MemberSpec", "is_part", "parse_members"]
 
 T = TypeVar("T")
 
@@ -136,6 +155,11 @@ NOTES_EXTRAS = (
     "curate_now",
     "pending_exchanges",
 )
+#: The SQLite file, under the composite's folder, of a composite made of parts (one storage).
+PARTS_FILE = "composite.db"
+#: Member config keys that place a member's data somewhere of its own: such a member stays a
+#: whole memory (and so do the others: a composite is parts of one memory, or members).
+PLACEMENT_KEYS = frozenset({"root", "db_path", "database"})
 _MEMBER_KEYS = ("module", "config", "weight", "name", "recall", "semantic")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -292,6 +316,18 @@ def _load_member_class(module: str) -> type[Any] | None:
         return None
 
 
+def is_part(cls: type[Any] | None, spec: MemberSpec) -> bool:
+    """Whether the member ``spec`` of class ``cls`` can be a part of a composite's one storage: a
+    memory of this package that declares ``shares_storage`` (keyword, vector, sticky notes) and
+    whose config places its data nowhere of its own (``root``, ``db_path``, ``database``)."""
+    return (
+        isinstance(cls, type)
+        and issubclass(cls, BaseRetrievalMemory)
+        and cls.shares_storage
+        and not (PLACEMENT_KEYS & set(spec.config))
+    )
+
+
 class _Member:
     """A loaded member: its spec, instance, capabilities and its ordered writer."""
 
@@ -373,14 +409,22 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             self.config_problems.append(problem)
         if not specs:
             LOG.warning("CompositeMemory: no members are configured; nothing will be recalled")
+        #: The one storage the members share as parts of one memory, when every member can be a
+        #: part (:func:`is_part`); None: each member is a whole memory of its own.
+        self.storage: Storage | None = self._open_parts(specs)
         for spec in specs:
             member = self._load(spec)
             if member is not None:
                 self._members.append(member)
         self.members: dict[str, Any] = {m.name: m.instance for m in self._members}
+        if self.storage is not None:
+            self._adopt_members()
         self._pool = DaemonPool("composite-query", min(64, max(4, 4 * len(self._members))))
         self._primary = self._choose_primary(opts.primary)
         self.primary = self._primary.name if self._primary else None
+        #: Over one storage, the one member that records each exchange (once, in every part's
+        #: index); None when the members are whole memories (each records its own copy).
+        self._recorder = self._choose_recorder()
         if self._llm_wanted(opts) and llm is None:
             llm = make_llm({"timeout": ASSIST_TIMEOUT, **opts.llm}) if opts.llm else None
             if llm is None:
@@ -578,6 +622,14 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         specs, _ = parse_members(options.members)
         root = resolve_root(memory)
         files: list[Path] = []
+        try:
+            parts = bool(specs) and all(is_part(_load_member_class(spec.module), spec) for spec in specs)
+        except Exception:
+            return []
+        if parts and memory.database:
+            return []  # one namespace of a database server
+        if parts:
+            files.append(root / PARTS_FILE)  # then the members' files of earlier releases, adopted on open
         for spec in specs:
             try:
                 member_cls = _load_member_class(spec.module)
@@ -603,14 +655,17 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
                 spec, f"{label} is skipped: no memory plugin of that name is installed (entry points opm.agents.memory)"
             )
         config = self.member_config(spec, cls)
-        places = _places_of(cls, config)
+        one_storage = self.storage
+        places = frozenset() if one_storage is not None else _places_of(cls, config)
         for m in self._members:
             shared = " and ".join(sorted(places & m.places, reverse=True))  # the folder first
             if shared:
                 return self._skip(spec, f"{label} is skipped: it would share {shared} with member {m.name!r}")
         try:
             # the package's memories share the composite's clock; third-party ones keep their own
-            given = {"clock": self.clock} if _takes_clock(cls) else {}
+            given: dict[str, Any] = {"clock": self.clock} if _takes_clock(cls) else {}
+            if one_storage is not None:
+                given["storage"] = one_storage  # a part of this one memory
             instance = cls(config=config, **given)
         except Exception as exc:
             LOG.debug("CompositeMemory: %s failed to start", label, exc_info=True)
@@ -679,6 +734,119 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         if self._members:
             LOG.warning("CompositeMemory: no member keeps history; prompts will have no recent turns")
         return None
+
+    def _open_parts(self, specs: Sequence[MemberSpec]) -> Storage | None:
+        """The one storage of a composite whose every member can be a part (:func:`is_part`):
+        ``<root>/composite.db`` (:data:`PARTS_FILE`), or the composite's ``namespace`` of its
+        ``database``, opened with every member's engine options. None when a member cannot be a
+        part (a third-party plugin, a member placed elsewhere): the members stay whole memories.
+        Never raises: a storage that cannot be opened is RAM, and says so."""
+        if not specs:
+            return None
+        options: dict[str, Any] = {}
+        for spec in specs:
+            try:
+                cls = _load_member_class(spec.module)
+            except Exception:
+                return None  # _load names it
+            if cls is None or not is_part(cls, spec):
+                return None
+            parsed = parse_config(self.member_config(spec, cls), cls.options_class)
+            for key, value in cls.storage_options(parsed.options).items():
+                options[key] = options.get(key) or value
+        s = self.settings
+        where = redact_url(s.database) if s.database else str(self.root / PARTS_FILE)
+        try:
+            if s.database:
+                return open_storage(s.database, namespace=s.namespace, **options)
+            return open_storage(self.root / PARTS_FILE, **options)
+        except Exception as exc:  # a constructor must not raise: any driver error is reported
+            reason = f"cannot use {where} ({exc})"
+            LOG.error("CompositeMemory: %s; memories are kept in RAM only and lost when the process ends", reason)
+            storage = open_storage(":memory:", **options)
+            storage.db.fallback_reason = reason
+            return storage
+
+    def _adopt_members(self) -> None:
+        """Move the memories the members kept on their own in earlier releases (each member's
+        folder, ``<root>/<name>/...``, or its namespace ``<namespace>.<name>`` of the database)
+        into the one storage, once and losslessly
+        (:func:`~ovos_memory_plugins.storage.migrate.merge_storage`: documents merged by id,
+        vectors copied, one copy of the history, sticky notes, summaries), then delete them
+        (:func:`~ovos_memory_plugins.storage.migrate.discard_storage`), so no copy stays where
+        no forget reaches. One that cannot be read or merged is left in place, with an ERROR."""
+        shared = self.storage
+        if shared is None or shared.db.in_ram or shared.db.fallback_reason:
+            return
+        order = sorted(self._members, key=lambda m: m is not self._primary_guess())
+        for m in order:
+            cls = type(m.instance)
+            old = parse_config(self.member_config(m.spec, cls), cls.options_class)
+            if shared.local:
+                where = cls.database_path(old.memory, old.options)
+                if where is None or not where[0].is_file():
+                    continue
+                if where[0].resolve() == Path(shared.db.location).resolve():
+                    continue
+                location: Any = where[0]
+                options: dict[str, Any] = {}
+            else:
+                if not self.settings.database or old.memory.namespace == shared.namespace:
+                    continue
+                location, options = self.settings.database, {"namespace": old.memory.namespace}
+            label = redact_url(str(location)) if not shared.local else str(location)
+            try:
+                source = open_storage(location, **options)
+            except Exception as exc:
+                LOG.error(
+                    "CompositeMemory: cannot read member %r's earlier memory %s (%s); left in place", m.name, label, exc
+                )
+                continue
+            try:
+                if not shared.local and not _holds_anything(source):
+                    source.close()
+                    continue
+                report = merge_storage(source, shared)
+            except Exception as exc:
+                LOG.error(
+                    "CompositeMemory: cannot adopt member %r's earlier memory %s (%s); left in place",
+                    m.name,
+                    label,
+                    exc,
+                )
+                source.close()
+                continue
+            LOG.warning(
+                "CompositeMemory: member %r's earlier memory %s is now part of %s (%s); the old copy is deleted",
+                m.name,
+                label,
+                shared.db.location,
+                report.describe(),
+            )
+            try:
+                discard_storage(source)
+            except Exception as exc:
+                LOG.error("CompositeMemory: could not delete member %r's earlier memory %s: %s", m.name, label, exc)
+
+    def _primary_guess(self) -> _Member | None:
+        """The member whose history is adopted first (before the primary is chosen): the
+        configured primary, else the first member keeping history."""
+        wanted = self.options.primary
+        for m in self._members:
+            if wanted is not None and wanted in (m.name, m.spec.module):
+                return m
+        return next((m for m in self._members if m.keeps_history), None)
+
+    def _choose_recorder(self) -> _Member | None:
+        """Over one storage: the member that records every exchange, once (the first that keeps
+        history and archives exchanges, its documents reaching every part's index; else the
+        primary). None when the members are whole memories."""
+        if self.storage is None:
+            return None
+        for m in self._members:
+            if m.caps.history and getattr(type(m.instance), "archives_exchanges", False):
+                return m
+        return self._primary or next((m for m in self._members if m.caps.history), None)
 
     @classmethod
     def validate_options(cls, parsed: ParsedConfig) -> list[str]:
@@ -858,6 +1026,31 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         """The text recall searches with, per ``retrieval.query_mode``."""
         return recall_query(utterance, history, self.settings.retrieval)
 
+    def _without_order_words(self, query: str) -> str:
+        """``query`` without the words that ask for an order, in the members' language, unless
+        no word but stop words would be left (a single memory's rule, ``BaseRetrievalMemory.recall``)."""
+        stripped = without_order_words(query, self._lang())
+        return query if stripped == query or not self._excerpt_terms(stripped) else stripped
+
+    def _start_alternatives(
+        self, utterance: str, session_for: Callable[[_Member], str | None], depth: int
+    ) -> list[list[tuple[_Member, Future[list[MemoryHit]]]]]:
+        """When the utterance names two alternatives (``retrieval.alternatives``,
+        :func:`~ovos_memory_plugins.select.alternatives`): every member's search of each."""
+        pair = alternatives(utterance, self._lang()) if self.settings.retrieval.alternatives else None
+        return [self._start_search(alternative, session_for, depth) for alternative in pair or ()]
+
+    def _alternative_picks(
+        self, started: Sequence[Sequence[tuple[_Member, Future[list[MemoryHit]]]]], deadline: float
+    ) -> list[MemoryHit]:
+        """Each alternative's best fused hit (not already picked for the other)."""
+        picks: list[MemoryHit] = []
+        for searches in started:
+            taken = {h.source for h in picks}
+            best = [h for h in self._fuse_answers(searches, deadline) if h.source not in taken][:1]
+            picks.extend(best)
+        return picks
+
     def _finish_recall(
         self,
         utterance: str,
@@ -865,16 +1058,21 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         hits: list[MemoryHit],
         history: Sequence[AgentMessage],
         dated: Sequence[MemoryHit] = (),
+        picks: Sequence[MemoryHit] = (),
     ) -> list[MemoryHit]:
         """The prompt's memories from the fused ``hits`` and, when the utterance names a time,
         the fused hits made in that window (``dated``), which take up to half of the places
-        (:func:`~ovos_memory_plugins.select.window_first`, as a single memory does)."""
+        (:func:`~ovos_memory_plugins.select.window_first`, as a single memory does); each
+        alternative's best hit (``picks``) before the ordinary ones
+        (:func:`~ovos_memory_plugins.select.alternatives_first`)."""
         shown = shown_in_window(history)
 
         def unshown(found: Sequence[MemoryHit]) -> list[MemoryHit]:
             return [h for h in found if normalize_content(h.content) not in shown]
 
-        chosen = window_first(unshown(dated), unshown(hits), self.settings.retrieval.max_num_results)
+        k = self.settings.retrieval.max_num_results
+        ordinary = alternatives_first(unshown(picks), unshown(hits), k) if picks else unshown(hits)
+        chosen = window_first(unshown(dated), ordinary, k)
         budget = self.settings.context.memory_chars
         memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, budget, self._excerpt_terms)
         return self._summarized(utterance, memories)
@@ -906,15 +1104,17 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         query = clip_query(self.recall_query(utterance, history))
         if not query.strip():
             return []
-        query = self._expanded(query)
+        query = self._expanded(self._without_order_words(query))
         depth = self._recall_depth(len(shown_in_window(history)))
         deadline = self._deadline()
         session_for = self._session_for(session_id)
         search = self._start_search(query, session_for, depth)
         made_then = self._start_window(utterance, query, session_for, depth)
+        either = self._start_alternatives(utterance, session_for, depth)
         hits = self._fuse_answers(search, deadline)
         dated = self._fuse_answers(made_then, deadline) if made_then else []
-        return self._finish_recall(utterance, query, hits, history, dated)
+        picks = self._alternative_picks(either, deadline)
+        return self._finish_recall(utterance, query, hits, history, dated, picks)
 
     # -- LLM assists -------------------------------------------------------------------------
 
@@ -973,6 +1173,7 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         deadline = self._deadline()
         search = None
         made_then: list[tuple[_Member, Future[list[MemoryHit]]]] = []
+        either: list[list[tuple[_Member, Future[list[MemoryHit]]]]] = []
         query = ""
         r = s.retrieval
         early = r.max_num_results > 0 and (r.query_mode == "utterance" or r.query_history_turns <= 0)
@@ -980,16 +1181,18 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             query = clip_query(utterance)
             if query.strip():
                 depth = self._recall_depth(s.max_history // 2)  # the largest window possible
-                query = self._expanded(query)
+                query = self._expanded(self._without_order_words(query))
                 search = self._start_search(query, self._session_for(session_id), depth)
                 made_then = self._start_window(utterance, query, self._session_for(session_id), depth)
+                either = self._start_alternatives(utterance, self._session_for(session_id), depth)
         history = self.get_history(session_id)
         if early:
             hits = []
             if search or made_then:
                 fused = self._fuse_answers(search, deadline) if search else []
                 dated = self._fuse_answers(made_then, deadline) if made_then else []
-                hits = self._finish_recall(utterance, query, fused, history, dated)
+                picks = self._alternative_picks(either, deadline)
+                hits = self._finish_recall(utterance, query, fused, history, dated, picks)
         else:
             hits = self.recall(utterance, session_id, history)
         blocks: list[str] = []
@@ -1049,8 +1252,9 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         return [(m, None) for m in self.messages(session_id)]
 
     def update_history(self, new_messages: list[AgentMessage], session_id: str) -> None:
-        """Hand the new messages to every member that records history, each on its own ordered
-        writer, and wait up to ``write_timeout_ms`` for them. A member still busy with an earlier
+        """Hand the new messages to every member that records history (over one storage: to the
+        one recorder, whose write reaches every part's index and the one history), each on its
+        own ordered writer, and wait up to ``write_timeout_ms`` for them. A member still busy with an earlier
         late write is not waited for (its write queues behind, in order). Never raises."""
         try:
             messages = list(new_messages or [])
@@ -1058,6 +1262,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             for m in self._members:
                 if not m.caps.history:
                     continue
+                if self._recorder is not None and m is not self._recorder:
+                    continue  # parts of one storage: the recorder writes the exchange once, for all
                 with m.lock:
                     behind = m.write_late
                 future = self._write(m, lambda inst: inst.update_history(list(messages), session_id))
@@ -1131,7 +1337,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         self, doc_id: str, text: str, session_id: str = "default", metadata: dict[str, Any] | None = None
     ) -> None:
         """Store a document under a given id in every recalling member (``put_document`` where
-        the member has it, so export/import keeps ids; else ``store``)."""
+        the member has it, so export/import keeps ids; else ``store``); over one storage, once
+        (every part's index gets it)."""
         if not isinstance(doc_id, str) or not doc_id:
             raise ValueError("doc_id must be a non-empty string")
         if not isinstance(text, str) or not clean_text(text).strip():
@@ -1139,6 +1346,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         targets = [m for m in self._members if m.recalls and callable(getattr(m.instance, "store", None))]
         if not targets:
             raise BackendError("CompositeMemory: no member can store documents")
+        if self.storage is not None:
+            targets = targets[:1]  # one storage: one write reaches every part's index
         errors = []
         for m in targets:
             try:
@@ -1162,6 +1371,8 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         listing = [m for m in self._members if m.recalls and isinstance(m.instance, DocumentLister)]
         if not listing:
             raise BackendError("CompositeMemory: no member that recalls can list its documents")
+        if self.storage is not None:
+            listing = listing[:1]  # parts list the one documents table
         seen: set[str] = set()
         for m in listing:
             for doc in m.instance.iter_documents():
@@ -1249,6 +1460,10 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
         text) goes too. A member that fails raises
         :class:`~ovos_memory_plugins.errors.IncompleteForgetError` (the others deleted)."""
         ids = list(dict.fromkeys(doc_ids))
+        if self.storage is not None:
+            copies = self._copies(ids)
+            extra = [c for c in dict.fromkeys(c for found in copies.values() for c in found) if c not in ids]
+            return self._forget_parts("delete", (ids,), also=(extra,) if extra else None)
         found = 0
         failures: dict[str, str] = {}
         for doc_id in ids:
@@ -1263,13 +1478,77 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
 
     def forget_session(self, session_id: str) -> int:
         """Every member forgets the session; the most documents any member deleted (raises
-        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` when a member failed)."""
+        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` when a member failed). Over
+        one storage: one transaction (:meth:`_forget_parts`)."""
+        if self.storage is not None:
+            return self._forget_parts("forget_session", (session_id,))
         return self._fan_out_count("forget_session", session_id)
 
     def forget_all(self) -> int:
         """Every member forgets everything; the most documents any member deleted (raises
-        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` when a member failed)."""
+        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` when a member failed). Over
+        one storage: one transaction (:meth:`_forget_parts`)."""
+        if self.storage is not None:
+            return self._forget_parts("forget_all", ())
         return self._fan_out_count("forget_all")
+
+    def _forget_parts(self, method: str, args: tuple[Any, ...], also: tuple[Any, ...] | None = None) -> ForgetReport:
+        """``method(*args)`` (``delete``, ``forget_session``, ``forget_all``) of every part that
+        has it, as ONE transaction of the one storage, after the recorder's queued writes (so a
+        turn recorded just before is forgotten too): every part's lock is taken first, then the
+        transaction, the order each part takes them in, then the storage is compacted when
+        anything went (``compact_database``: on SQLite a ``VACUUM``; a copy SQLite moved while
+        balancing its pages stays in free space otherwise) (``also``: a second call's arguments in
+        the same transaction, not counted: the copies of earlier releases). Returns one
+        :class:`~ovos_memory_plugins.storage.records.ForgetReport`: the parts' counts summed (each
+        document or note goes once, from whichever part holds it) and what went from each tier.
+        A part that fails rolls the whole transaction back (nothing is forgotten) and raises
+        :class:`~ovos_memory_plugins.errors.IncompleteForgetError` naming it."""
+        storage = self.storage
+        assert storage is not None
+        parts = [m for m in self._members if callable(getattr(m.instance, method, None))]
+        failed: dict[str, str] = {}
+
+        def run(_recorder: Any) -> ForgetReport:
+            total = 0
+            tiers: dict[str, int] = {}
+            with contextlib.ExitStack() as held:
+                for m in parts:
+                    held.enter_context(m.instance.exclusive())  # parts are memories of this package
+                with storage.atomic():
+                    for m in parts:
+                        try:
+                            got = getattr(m.instance, method)(*args)
+                            if also is not None:
+                                more = getattr(m.instance, method)(*also)
+                                for tier, n in getattr(more, "tiers", {}).items():
+                                    tiers[tier] = tiers.get(tier, 0) + int(n)
+                        except Exception as exc:
+                            failed[f"member {m.name!r}"] = (
+                                f"{type(exc).__name__}: {exc} (one transaction: nothing was forgotten)"
+                            )
+                            raise
+                        total += int(got or 0)
+                        for tier, n in getattr(got, "tiers", {}).items():
+                            tiers[tier] = tiers.get(tier, 0) + int(n)
+            if any(tiers.values()):
+                # one file under several writers: SQLite's page balancing can leave a moved copy of
+                # a row in free space, which secure_delete never sees; compacting rewrites the file
+                done = compact_database(storage.db)
+                for place, why in done.skipped.items():
+                    LOG.warning("CompositeMemory: forgotten, but %s was not compacted now (%s)", place, why)
+            return ForgetReport(total, tiers)
+
+        recorder = self._recorder or (parts[0] if parts else None)
+        if recorder is None:
+            return ForgetReport(0)
+        try:
+            return self._in_order(recorder, run)
+        except Exception as exc:
+            if not failed:
+                failed[f"member {recorder.name!r}"] = f"{type(exc).__name__}: {exc}"
+            LOG.warning("CompositeMemory: %s failed, nothing was forgotten: %s", method, failed)
+            raise IncompleteForgetError(method, 0, failed) from exc
 
     def compact(self) -> Compacted:
         """Every member that can (:class:`~ovos_memory_plugins.protocols.Compactable`) makes its
@@ -1342,6 +1621,15 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             "members": members,
             "skipped": dict(self.skipped),
         }
+        if self.storage is not None:
+            db = self.storage.db
+            out["storage"] = {
+                "location": db.location,
+                "parts": [m.name for m in self._members],
+                "recorder": self._recorder.name if self._recorder else None,
+                "in_ram": db.in_ram,
+                "problem": db.fallback_reason,
+            }
         if self._llm is not None:
             out["llm"] = llm_stats(self._llm)
         return out
@@ -1360,16 +1648,21 @@ class CompositeMemory(AgentContextManager, Closing):  # type: ignore[misc]  # OP
             self._closed = True
         self._pool.shutdown(cancel_pending=True)
         end = time.monotonic() + CLOSE_WAIT_S
+        left_open = False
         for m in self._members:
             if not m.writer.shutdown(cancel_pending=False, join_timeout=max(0.0, end - time.monotonic())):
                 LOG.error("CompositeMemory: member %r is still recording; it is left open", m.name)
+                left_open = True
                 continue
             with m.lock:
                 busy = m.late > 0
             if busy:  # a read still running in the query pool: closing under it would break it
                 LOG.error("CompositeMemory: member %r is still answering a late call; it is left open", m.name)
+                left_open = True
                 continue
             close_quietly(m.instance, "CompositeMemory: a member")
+        if self.storage is not None and not left_open:
+            close_quietly(self.storage, "CompositeMemory: the parts' storage")
         close_llm(self._llm)
 
 
@@ -1437,6 +1730,13 @@ def _places_of(cls: type[Any], config: dict[str, Any]) -> frozenset[str]:
         return frozenset(places)
     except (OSError, RuntimeError, ValueError):
         return frozenset()
+
+
+def _holds_anything(storage: Storage) -> bool:
+    """Whether a storage holds documents, history or sticky notes (a namespace worth adopting)."""
+    if storage.documents.count() or storage.history.sessions():
+        return True
+    return storage.holds("sticky") and storage.sticky().count() > 0
 
 
 def _flag(configured: bool | None, instance: Any, attribute: str, default: bool) -> bool:

@@ -140,6 +140,11 @@ class RetrievalConfig:
         "made then, else that window's newest memories); an empty window leaves recall as it is. Needs the "
         "`dates` extra (`pip install ovos-memory-plugins[dates]`) and a keyword index on SQLite; off without them.",
     )
+    alternatives: bool = option(
+        True,
+        doc='An utterance weighing two alternatives ("which did I set up first, the thermostat or the mesh '
+        'network?", "oder", "还是") gives each one\'s best match a place first, then the ordinary hits.',
+    )
 
 
 @dataclass

@@ -39,7 +39,7 @@ from ovos_memory_plugins.dates import Clock, Window
 from ovos_memory_plugins.embedders import CachedEmbedder, Embedder, embed_documents, embed_queries
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.storage.records import Document, ForgetReport, StoredDocument
-from ovos_memory_plugins.storage.seam import DocumentStore, Index, VectorStore
+from ovos_memory_plugins.storage.seam import DocumentStore, Index, Storage, VectorStore
 
 LOG = logging.getLogger(__name__)
 
@@ -479,7 +479,8 @@ class VectorIndex(IndexBase):
 class IndexedMemory(BaseRetrievalMemory):
     """A memory made of indexes over its storage's documents table (no storage hooks needed).
 
-    The base writes every document to the documents table and to ``self.indexes`` in one
+    The base writes every document to the documents table and to every index registered in
+    ``storage.indexes`` (its own, ``self.indexes``, and those of parts sharing the storage) in one
     transaction, and deletes from all of them; a subclass builds its indexes in
     :meth:`_open_indexes` and names the searchable one ``self.index``. When the indexes cannot
     be opened on the memory's file (a broken file), the memory moves to RAM and says so
@@ -488,22 +489,31 @@ class IndexedMemory(BaseRetrievalMemory):
 
     persistent: ClassVar[bool] = True
     stores_in_storage: ClassVar[bool] = True
+    #: Built over a shared storage (``storage=``), its indexes join the storage's: a composite's
+    #: keyword and vector parts index the same documents, written once.
+    shares_storage: ClassVar[bool] = True
 
-    def __init__(self, config: dict[str, Any] | None = None, *, clock: Clock | None = None) -> None:
-        super().__init__(config, clock=clock)
+    def __init__(
+        self, config: dict[str, Any] | None = None, *, clock: Clock | None = None, storage: Storage | None = None
+    ) -> None:
+        super().__init__(config, clock=clock, storage=storage)
         self.index: Index | None = None
         try:
             self.index = self._open_indexes()
         except (StorageError, OSError, Exception) as exc:  # sqlite3.Error and driver errors too
             LOG.exception("%s: cannot open the indexes on %s", type(self).__name__, self.storage.db.location)
+            if not self.owns_storage:
+                raise  # a shared storage is its owner's to fix (a composite skips this part, and says so)
             self.storage.close()
             self.storage = self._ram_storage(f"cannot open the indexes on {self.storage.db.location} ({exc})")
             self._history = self.storage.history
             self.index = self._open_indexes()
         self.indexes = [self.index] if self.index is not None else []
+        arms = getattr(self.index, "arms", [self.index]) if self.index is not None else []
+        for arm in arms:  # a hybrid's arms one by one: parts sharing a storage write each table once
+            self.storage.register_index(arm)
         retire = getattr(self.storage, "retire_indexes", None)
-        if callable(retire):
-            arms = getattr(self.index, "arms", [self.index]) if self.index is not None else []
+        if callable(retire) and self.owns_storage:  # over a shared storage, the other parts' indexes live there too
             retire([arm.name for arm in arms])
 
     def _open_indexes(self) -> Index | None:

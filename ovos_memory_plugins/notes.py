@@ -328,6 +328,9 @@ class NotesMemory(IndexedMemory):
     #: ``MEMORY.md`` and ``RETIRED.md`` (the file store), ``notes.db`` (an earlier release's).
     kept_files: ClassVar[tuple[str, ...]] = ("MEMORY.md", "RETIRED.md", "notes.db")
     contributes_context: ClassVar[bool] = True
+    #: Not (yet) a part of a composite's one storage: its archive, ``MEMORY.md`` and digest keep
+    #: their own folder, so a composite with a notes member keeps whole members.
+    shares_storage: ClassVar[bool] = False
     options: NotesOptions
 
     def __init__(

@@ -36,20 +36,24 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
 from ovos_memory_plugins.common import MemoryHit, exchange_text, normalize_content
-from ovos_memory_plugins.dates import memory_time
+from ovos_memory_plugins.dates import language, memory_time
 from ovos_memory_plugins.text import cut_long, query_terms, tokenize
 
 __all__ = [
     "CONTEXT_CHARS",
     "CONTEXT_MAX_TERMS",
     "HEAD_CHARS",
+    "ORDER_WORDS",
     "SAME_THING_OVERLAP",
+    "alternatives",
+    "alternatives_first",
     "clip_context",
     "excerpt",
     "excerpt_hits",
@@ -61,6 +65,7 @@ __all__ = [
     "recall_query",
     "select_hits",
     "shown_in_window",
+    "without_order_words",
 ]
 
 #: The turn before a hit is shown in at most this many characters.
@@ -149,6 +154,64 @@ def window_first(in_window: Sequence[MemoryHit], ordinary: Sequence[MemoryHit], 
     first = list(in_window[: window_places(limit)])
     seen = {h.source for h in first}
     return [*first, *(h for h in ordinary if h.source not in seen)][: max(limit, 0)]
+
+
+def alternatives_first(picks: Sequence[MemoryHit], ordinary: Sequence[MemoryHit], limit: int) -> list[MemoryHit]:
+    """The turn's hits when the utterance weighs two alternatives (:func:`alternatives`): each
+    alternative's best match (``picks``, already chosen) first, so the evidence of each has a
+    place, then the ``ordinary`` hits not among them, at most ``limit`` in all."""
+    first = list(picks[: max(limit, 0)])
+    seen = {h.source for h in first}
+    return [*first, *(h for h in ordinary if h.source not in seen)][: max(limit, 0)]
+
+
+#: The word for "or" per language (the phrase tables' codes); Chinese has no spaces around it.
+_OR_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("or",),
+    "de": ("oder",),
+    "es": ("o", "u"),
+    "fr": ("ou",),
+    "pt": ("ou",),
+    "it": ("o", "oppure"),
+    "nl": ("of",),
+    "zh": ("还是", "或者", "或"),
+}
+#: Where the first alternative starts: after a comma, semicolon or colon (Latin and CJK).
+_CLAUSE_MARK = re.compile(r"[,;:\u3001\uff0c\uff1b\uff1a]")
+#: Where the second alternative ends: a clause's punctuation (Latin and CJK), a line break.
+_CLAUSE_END = re.compile(r"[,;:.!?\n\u3001\uff0c\uff1b\uff1a\u3002\uff01\uff1f]")
+_OR_PATTERNS: dict[str, re.Pattern[str]] = {
+    code: re.compile("|".join(re.escape(w) for w in words))
+    if code == "zh"
+    else re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + r")(?!\w)", re.IGNORECASE)
+    for code, words in _OR_WORDS.items()
+}
+
+
+def alternatives(text: str, lang: str | None = None) -> tuple[str, str] | None:
+    """The two alternatives a comparison question names after its question ("which did I set
+    up first, the smart thermostat or the mesh network system?" -> ``("the smart thermostat",
+    "the mesh network system")``), or None. The last "or" of the memory's language
+    (:data:`_OR_WORDS`; English for an unknown one) splits its clause: the first alternative
+    runs back to the comma (semicolon, colon) before it, the second on to the clause's end. A
+    clause without that comma is not a list of alternatives ("what areas has John been to or
+    is planning to go to?", "answer yes or no"). Each must hold a letter; whether it holds a
+    content word is the caller's to check (its index's terms)."""
+    found = list(_OR_PATTERNS[language(lang)].finditer(text))
+    if not found:
+        return None
+    at = found[-1]
+    before, after = text[: at.start()], text[at.end() :]
+    marks = list(_CLAUSE_MARK.finditer(before))
+    if not marks or _CLAUSE_END.search(before, marks[-1].end()):
+        return None
+    first = before[marks[-1].end() :]
+    end = _CLAUSE_END.search(after)
+    second = after[: end.start()] if end else after
+    first, second = first.strip(), second.strip()
+    if not (any(c.isalpha() for c in first) and any(c.isalpha() for c in second)):
+        return None
+    return first, second
 
 
 def merge_adjacent(hits: Sequence[MemoryHit], follows: Callable[[MemoryHit, MemoryHit], bool]) -> list[MemoryHit]:
@@ -410,3 +473,35 @@ def newer_first(
         newest = by_age[0]
         out[min(members)] = replace(hits[newest], metadata={**hits[newest].metadata, "newer": True})
     return out
+
+
+#: Words that ask for an order rather than name a thing ("what is the order of ..., from the
+#: earliest to the latest?"), per language: left out of recall's query, like stop words, so
+#: exchanges sharing only them do not outrank the evidence. Folded (case and accents).
+ORDER_WORDS: dict[str, frozenset[str]] = {
+    "en": frozenset({"order", "chronological", "chronologically", "earliest", "latest"}),
+    "de": frozenset({"reihenfolge", "chronologisch", "fruheste", "fruhesten", "spateste", "spatesten"}),
+    "es": frozenset({"orden", "cronologico", "cronologica", "cronologicamente"}),
+    "fr": frozenset({"ordre", "chronologique", "chronologiquement"}),
+    "pt": frozenset({"ordem", "cronologico", "cronologica", "cronologicamente"}),
+    "it": frozenset({"ordine", "cronologico", "cronologica", "cronologicamente"}),
+    "nl": frozenset({"volgorde", "chronologisch", "chronologische", "vroegste"}),
+    "zh": frozenset({"顺序", "先后", "最早", "最晚"}),
+}
+_LATIN_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _folded(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word.casefold()) if not unicodedata.combining(c))
+
+
+def without_order_words(text: str, lang: str | None = None) -> str:
+    """``text`` without the words of :data:`ORDER_WORDS` for the memory's language (English for
+    an unknown one): what recall searches with. Chinese ones are cut out wherever they occur."""
+    code = language(lang)
+    words = ORDER_WORDS[code]
+    if code == "zh":
+        for word in words:
+            text = text.replace(word, " ")
+        return text
+    return _LATIN_WORD.sub(lambda m: " " if _folded(m.group()) in words else m.group(), text)

@@ -70,7 +70,7 @@ from ovos_memory_plugins.protocols import Note, NoteChange
 from ovos_memory_plugins.ranking import BM25Ranker
 from ovos_memory_plugins.storage.records import check_id
 from ovos_memory_plugins.storage.registry import open_storage
-from ovos_memory_plugins.storage.seam import Database
+from ovos_memory_plugins.storage.seam import Database, Storage
 from ovos_memory_plugins.storage.sticky_store import (
     StickyRow,
     StickyShelf,
@@ -539,6 +539,8 @@ class StickyMemory(BaseRetrievalMemory):
         config: the plugin's block of the persona JSON.
         database: an open database (of either engine, :class:`~ovos_memory_plugins.storage.seam.Database`)
             to keep the notes in instead of the memory's own database (a test seam).
+        storage: a shared storage to be a part of (see
+            :class:`~ovos_memory_plugins.base.BaseRetrievalMemory`; a composite passes it).
     """
 
     #: Turns stay history only; notes come from the user's asks and store() (the kit's context-only profile).
@@ -551,11 +553,19 @@ class StickyMemory(BaseRetrievalMemory):
     #: Its search only finds what its block already shows every turn: a composite leaves it out
     #: of fused recall (declared, not guessed from the module name).
     composite_recall: ClassVar[bool] = False
+    #: Its notes are tables of its storage: over a composite's shared storage (``storage=``) it
+    #: is a part of that memory (one database, one history).
+    shares_storage: ClassVar[bool] = True
 
     def __init__(
-        self, config: dict[str, Any] | None = None, *, database: Database | None = None, clock: Clock | None = None
+        self,
+        config: dict[str, Any] | None = None,
+        *,
+        database: Database | None = None,
+        clock: Clock | None = None,
+        storage: Storage | None = None,
     ) -> None:
-        super().__init__(config, clock=clock)
+        super().__init__(config, clock=clock, storage=storage)
         opts: StickyOptions = self.options
         self.books, problems = load_phrasebooks(opts.languages, opts.phrases, opts.phrase_files)
         for problem in problems:

@@ -49,7 +49,7 @@ from ovos_memory_plugins.errors import BackendError
 from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexedMemory, VectorIndex
 from ovos_memory_plugins.lexical import LexicalOptions, db_path_option, keyword_settings
 from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
-from ovos_memory_plugins.storage.seam import Index
+from ovos_memory_plugins.storage.seam import Index, Storage
 
 LOG = logging.getLogger(__name__)
 
@@ -145,6 +145,8 @@ class VectorMemory(IndexedMemory):
         config: the plugin's block of the persona JSON.
         embedder: an :class:`~ovos_memory_plugins.embedders.Embedder` to use instead of the
             configured one (a test seam, or a model object built by the caller).
+        storage: a shared storage to be a part of (see
+            :class:`~ovos_memory_plugins.base.BaseRetrievalMemory`; a composite passes it).
     """
 
     options_class: ClassVar[type[Any] | None] = VectorOptions
@@ -153,11 +155,16 @@ class VectorMemory(IndexedMemory):
     options: VectorOptions
 
     def __init__(
-        self, config: dict[str, Any] | None = None, *, embedder: Embedder | None = None, clock: Clock | None = None
+        self,
+        config: dict[str, Any] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        storage: Storage | None = None,
     ) -> None:
         self._given_embedder = embedder
         self.keyword: Index | None = None
-        super().__init__(config, clock=clock)
+        super().__init__(config, clock=clock, storage=storage)
         opts = self.options
         if opts.background_reembed and not isinstance(self.embedder, _Unavailable) and self.vectors.pending():
             LOG.info(
@@ -186,8 +193,10 @@ class VectorMemory(IndexedMemory):
         self.db_path = where[0] if where is not None else None
         return where
 
-    def _database_options(self) -> dict[str, Any]:
-        return {"vector_extension": self.options.vector_search == "sqlite-vec"}
+    @classmethod
+    def storage_options(cls, options: Any) -> dict[str, Any]:
+        """sqlite-vec is loaded when ``vector_search`` asks for it."""
+        return {"vector_extension": isinstance(options, VectorOptions) and options.vector_search == "sqlite-vec"}
 
     def _legacy_files(self, path: Path) -> list[Path]:
         """Earlier releases: the hybrid's keyword arm in ``keyword/lexical.db``, and history in

@@ -1,12 +1,24 @@
-"""Shared fixtures: every test gets its own XDG data home, so nothing touches the real one."""
+"""Shared fixtures: every test gets its own XDG data home, so nothing touches the real one.
+
+``engine`` is the storage engine as a fixture parameter (ids ``sqlite`` and ``postgresql``): a test
+of behaviour every engine shares asks for it and runs once per engine; ``-k sqlite`` or
+``-k postgresql`` picks one. The PostgreSQL run uses the suite's throwaway server
+(``tests/pg_server.py``) and skips with the server's reason where none can start, as every
+PostgreSQL test does.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
 from importlib.metadata import distribution
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pg_server import postgres_server, postgres_url, watch_for_crash  # noqa: F401  # the throwaway PostgreSQL fixtures
+from pg_server import crashed_reason, postgres_server, postgres_url, record_crash, watch_for_crash  # noqa: F401  # the throwaway PostgreSQL fixtures
 
 
 @pytest.fixture(autouse=True)
@@ -34,3 +46,81 @@ def our_memory_plugins() -> list[str]:
             ep.load()
             names.append(ep.name)
     return sorted(names)
+
+
+# -- the storage engine as a fixture parameter -------------------------------------------------
+
+ENGINES = ["sqlite", "postgresql"]
+_namespaces = itertools.count()
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Where one test keeps its state on one engine.
+
+    Attributes:
+        name: ``"sqlite"`` or ``"postgresql"`` (the test id).
+        folder: a fresh folder of the test's own: a memory's ``root`` (SQLite keeps its files there;
+            on PostgreSQL nothing should land there).
+        url: the database URL on PostgreSQL (``"database"`` in a memory's block), None on SQLite.
+        namespace: a namespace no other test uses (on SQLite the folder already keeps tests apart).
+    """
+
+    name: str
+    folder: Path
+    url: str | None
+    namespace: str
+
+    @property
+    def on_server(self) -> bool:
+        """Whether the state lives in a database server rather than under :attr:`folder`."""
+        return self.url is not None
+
+    def open_storage(self, label: str = "memory", **options: Any) -> Any:
+        """A fresh :class:`~ovos_memory_plugins.storage.seam.Storage` on this engine; ``label``
+        names one of several in a test (a file of its own, or a namespace of its own)."""
+        from ovos_memory_plugins.storage.registry import open_storage
+
+        if self.url is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            return open_storage(self.folder / f"{label}.db", **options)
+        return open_storage(self.url, namespace=f"{self.namespace}-{label}", **options)
+
+    def memory_config(self, config: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+        """A memory's block on this engine: ``config`` and ``extra`` with ``root`` (this folder
+        unless given) and, on PostgreSQL, ``database`` and a namespace. The namespace comes from
+        the root, so a restart on the same root finds the same memory and two roots never meet."""
+        block = {"root": str(self.folder), **(config or {}), **extra}
+        if self.url is None:
+            return block
+        key = hashlib.sha256(str(block["root"]).encode()).hexdigest()[:12]
+        namespace = f"{self.namespace}-{key}" if "namespace" not in block else f"{block['namespace']}-{key}"
+        return {**block, "database": self.url, "namespace": namespace}
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """The storage engine under test (see :class:`Engine`); the PostgreSQL run skips with the
+    reason where the suite's server cannot start, as every PostgreSQL test does."""
+    namespace = f"e{next(_namespaces)}"
+    if request.param == "sqlite":
+        yield Engine("sqlite", tmp_path / "memory", None, namespace)
+        return
+    pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
+    if reason := crashed_reason():
+        pytest.skip(f"{reason}; later PostgreSQL tests are skipped")
+    url: str = request.getfixturevalue("postgres_url")
+    yield Engine("postgresql", tmp_path / "memory", url, namespace)
+    if report := record_crash(request.node.nodeid):
+        pytest.fail(report, pytrace=False)
+
+
+class OnEveryEngine:
+    """Mixin for a kit class (``MemoryContract``, ``EngineContract``): each of its tests runs on
+    every engine; ``make_memory`` builds its block with ``self.engine.memory_config(config)``."""
+
+    engine: Engine
+
+    @pytest.fixture(autouse=True)
+    def _on_engine(self, engine: Engine) -> None:
+        self.engine = engine

@@ -7,6 +7,7 @@ for everything under a folder; and a way to run the ``ovos-memory`` command in a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -262,3 +263,38 @@ def prime_summary(mem: Any, session: str, exchanges: int = 16) -> None:
     for i in range(exchanges):
         user, assistant = _FILLER[i % 2]
         mem.update_history([{"role": "user", "content": user}, {"role": "assistant", "content": assistant}], session)
+
+
+# -- on PostgreSQL ----------------------------------------------------------------------------
+
+
+def on_postgres(backend: Backend, url: str, namespace: str) -> Backend:
+    """``backend`` with its block on the database ``url`` under ``namespace``."""
+    config = {k: v for k, v in backend.config.items() if k != "vector_search"}
+    return dataclasses.replace(backend, config={**config, "database": url, "namespace": namespace})
+
+
+def rows_of(url: str, namespace: str, word: str) -> dict[str, int]:
+    """Rows of every table of the database that belong to ``namespace`` (or a member's
+    ``<namespace>.<member>``) and hold ``word`` anywhere, by table."""
+    import psycopg
+
+    out: dict[str, int] = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.columns"
+                " WHERE table_schema = 'public' AND column_name = 'namespace'"
+            )
+        ]
+        for table in tables:
+            quoted = '"' + table.replace('"', '""') + '"'
+            row = conn.execute(
+                f"SELECT count(*) FROM {quoted} AS t WHERE (t.namespace = %s OR t.namespace LIKE %s)"
+                " AND lower(t::text) LIKE lower(%s)",
+                (namespace, namespace + ".%", f"%{word}%"),
+            ).fetchone()
+            if row and row[0]:
+                out[table] = int(row[0])
+    return out

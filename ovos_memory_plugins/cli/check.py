@@ -141,10 +141,11 @@ def extra_warnings(cls: type[Any], config: dict[str, Any]) -> list[str]:
 
 
 def _database_urls(config: dict[str, Any]) -> list[str]:
-    """The ``postgresql://`` databases a config names (its own and its members')."""
-    from ovos_memory_plugins.storage.postgres.database import is_postgres_url
+    """The database servers (``scheme://`` URLs) a config names (its own and its members')."""
+    from ovos_memory_plugins.storage.registry import is_url
 
-    urls = [config["database"]] if is_postgres_url(config.get("database")) else []
+    database = config.get("database")
+    urls = [database] if isinstance(database, str) and is_url(database) else []
     for member in config.get("members") or []:
         if isinstance(member, dict) and isinstance(member.get("config"), dict):
             urls += _database_urls(member["config"])
@@ -152,8 +153,9 @@ def _database_urls(config: dict[str, Any]) -> list[str]:
 
 
 def server_problems(config: dict[str, Any]) -> list[str]:
-    """Problems of the PostgreSQL servers a config names: each is reached and runs one vector query."""
-    from ovos_memory_plugins.storage.postgres.database import check_server
+    """Problems of the database servers a config names, each checked by its engine (PostgreSQL:
+    reached, and one vector query run)."""
+    from ovos_memory_plugins.storage.registry import check_server
 
     return [problem for url in _database_urls(config) for problem in check_server(url)]
 
@@ -216,7 +218,7 @@ def _kept_problems(cls: type[Any], config: dict[str, Any], root: Path | None) ->
     what the memory itself reports once built (read, then closed). A memory in a database
     server is not built (``server_problems`` checks the server, and writes nothing there)."""
     from ovos_memory_plugins.protocols import CurationStatus
-    from ovos_memory_plugins.storage.sqlite.engine import folder_problem
+    from ovos_memory_plugins.storage.registry import folder_problem
 
     if root is None:  # a database server: server_problems() checked it, and nothing is written there
         return [], None

@@ -18,6 +18,7 @@ from ovos_memory_plugins.cli.check import is_installed
 from ovos_memory_plugins.cli.opening import location_of, notes_keeper_of, open_memory, read_persona
 from ovos_memory_plugins.cli.output import CommandError, Output, UsageError
 from ovos_memory_plugins.dates import stamp
+from ovos_memory_plugins.protocols import Compactable
 
 
 def _hit_data(hit: Any) -> dict[str, Any]:
@@ -171,6 +172,22 @@ def _forget_match(memory: Any, args: argparse.Namespace, output: Output) -> int:
     return 1
 
 
+def _compact_after_forget(memory: Any, output: Output) -> None:
+    """After a forget, compact what the memory stores in (as the editor does after a delete):
+    ``secure_delete`` zeroes deleted rows, but a copy SQLite moved while balancing its pages can
+    stay in free space until the file is rewritten. A compaction that fails or is skipped (a busy
+    file) is said, never fatal: the forget itself happened."""
+    if not isinstance(memory, Compactable):
+        return
+    try:
+        done = memory.compact()
+    except Exception as exc:
+        output.note(f"forgotten, but the files could not be compacted now ({exc}); the next compaction does it")
+        return
+    for where, why in getattr(done, "skipped", {}).items():
+        output.note(f"forgotten, but {where} was not compacted now ({why}); the next compaction does it")
+
+
 def cmd_forget(args: argparse.Namespace, output: Output) -> int:
     if args.match is not None:
         if args.ids or args.all:
@@ -194,6 +211,8 @@ def cmd_forget(args: argparse.Namespace, output: Output) -> int:
         else:
             n = memory.delete(args.ids)
             what = f"{len(args.ids)} id(s)"
+        if n:
+            _compact_after_forget(memory, output)
     if args.ids and n == 0:
         output.emit({"deleted": 0, "ids": args.ids}, f"found none of {', '.join(args.ids)}; nothing was deleted")
         return 1

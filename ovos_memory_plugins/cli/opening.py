@@ -96,7 +96,7 @@ def open_memory(args: argparse.Namespace, output: Output, *, read_only: bool = F
         )
     root = memory_root(cls, config)
     if read_only and root is not None and not root.is_dir():
-        from ovos_memory_plugins.storage.sqlite.engine import folder_problem
+        from ovos_memory_plugins.storage.registry import folder_problem
 
         why = folder_problem(root)
         if why:

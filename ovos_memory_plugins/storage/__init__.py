@@ -7,13 +7,13 @@
   both, re-exports them for a release;
 * :mod:`~ovos_memory_plugins.storage.registry`: ``open_storage(location)``, the engine chosen by
   the location's URL scheme (a SQLite file otherwise);
-* :mod:`~ovos_memory_plugins.storage.sqlite.database` and
-  :mod:`~ovos_memory_plugins.storage.sqlite.engine`: the SQLite engine (connection, migrations,
-  the documents table, files of earlier releases);
-* :mod:`~ovos_memory_plugins.storage.keyword`, :mod:`~ovos_memory_plugins.storage.sqlite.vector`,
-  :mod:`~ovos_memory_plugins.storage.sqlite.history`: the keyword index, the vector store and the
-  history over that one database;
-* ``notes_store``, ``sticky_store``: the notes backends' stores.
+* :mod:`~ovos_memory_plugins.storage.sqlite` and :mod:`~ovos_memory_plugins.storage.postgres`:
+  the engines, a folder each with one file name per concept (``database``, ``history``,
+  ``vector``, ``notes``, ...);
+* :mod:`~ovos_memory_plugins.storage.keyword`: the keyword analysis both engines share (and,
+  still, the SQLite keyword index);
+* ``notes_store``, ``sticky_store``, ``summary_store``, ``embedding_cache``: the engine-neutral
+  table stores.
 """
 
 from ovos_memory_plugins.storage.records import ForgetReport

@@ -2,8 +2,8 @@
 
 Subclass :class:`EngineContract` as ``Test<Engine>Contract`` in a pytest module and implement
 :meth:`EngineContract.open` (a fresh, empty storage for one memory; ``where`` is a fresh
-folder the engine may use). The SQLite engine runs it in ``tests/storage/test_storage_contract.py``;
-a second engine (PostgreSQL) runs the same tests::
+folder the engine may use). ``tests/storage/test_storage_contract.py`` runs it on every engine of
+the package (SQLite and PostgreSQL, the ``engine`` fixture); a third-party engine runs the same tests::
 
     class TestPostgresContract(EngineContract):
         def open(self, where):

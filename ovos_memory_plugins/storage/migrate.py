@@ -24,7 +24,10 @@ Progress is reported through a callback ``progress(stage, done, total)``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -58,9 +61,13 @@ __all__ = [
     "copy_notes",
     "copy_storage",
     "copy_summaries",
+    "discard_storage",
     "main",
+    "merge_storage",
     "migrate_memory",
 ]
+
+LOG = logging.getLogger(__name__)
 
 #: ``progress(stage, done, total)``: stage is ``"documents"``, ``"vectors:<space>"`` or ``"history"``.
 Progress = Callable[[str, int, int], None]
@@ -186,6 +193,112 @@ def copy_storage(
             raise StorageError(f"space {space!r}: {count} vector(s) on the target, {report.vectors.get(space)} copied")
     report.seconds = time.monotonic() - started
     return report
+
+
+def merge_storage(source: Storage, target: Storage, *, batch: int = BATCH) -> MigrationReport:
+    """Move what ``source`` keeps into ``target``, which may hold some of it already (a
+    composite's parts adopting the per-member memories of earlier releases, one by one).
+
+    * documents are merged by id (ids come from content, so the copies of one exchange in
+      several members are one document; one already on the target keeps its stored version),
+      with their creation times, and given to every index registered on the target
+      (``target.indexes``: the keyword index indexes them now);
+    * vectors of every embedder space are copied, never re-embedded, when the target has a
+      vector index (a space whose dimension differs is left out, logged: its documents are
+      embedded again by the vector part, as after an embedder change);
+    * the history of a session comes over only when the target has none for it (the members of
+      a composite each kept a copy of one conversation), with each message's time;
+    * sticky notes and curated notes (:func:`copy_notes`: a note already there is kept) and the
+      rolling summary of a session the target has none for.
+
+    Raises :class:`StorageError` when a document or a sticky note did not arrive; nothing is
+    taken out of ``source`` (see :func:`discard_storage`).
+    """
+    report = MigrationReport()
+    started = time.monotonic()
+    indexes = list(target.indexes)
+    for docs in _batches(source.documents.iter(batch), batch):
+        have = target.documents.get(d.doc_id for d in docs)
+        new = [d for d in docs if d.doc_id not in have]
+        if not new:
+            continue
+        plain = [Document(d.doc_id, d.text, d.session_id, d.metadata) for d in new]
+        with target.atomic():
+            stored = target.documents.put(plain)
+            target.documents.set_created([(d.doc_id, d.created) for d in new])
+            for index in indexes:
+                index.add(stored, None)  # nothing prepared: a vector index gets the copied vectors below
+        report.documents += len(new)
+    if any("vector" in index.name.split(" | ") for index in indexes):
+        source_vectors, target_vectors = source.vector_store(), target.vector_store()
+        for space in sorted(source_vectors.spaces()):
+            done = 0
+            try:
+                for items in source_vectors.iter_vectors(space, batch):
+                    with target.atomic():
+                        done += target_vectors.put_vectors(space, items)
+            except StorageError as exc:
+                LOG.warning("storage: vectors of %s not copied (%s); they are embedded again", space, exc)
+            report.vectors[space] = done
+    for session in source.history.sessions():
+        if target.history.recent(session, 1):
+            continue
+        messages = source.history.recent(session, 1 << 30)
+        last = source.history.last_exchange_id(session) or None
+        with target.atomic():
+            for i, m in enumerate(messages):
+                final = last if i == len(messages) - 1 else None
+                target.history.append(session, [(m.role, m.content)], 1 << 30, final, created=m.created)
+        report.sessions += 1
+        report.history_messages += len(messages)
+    report.notes, report.sticky_notes = copy_notes(source, target)
+    if source.holds("summaries"):
+        rows = source.summaries().items()
+        if rows:
+            dst = target.summaries()
+            with target.atomic():
+                for session_id, summary, folded in rows:
+                    if not dst.get(session_id)[0]:
+                        dst.put(session_id, summary, folded)
+                        report.summaries += 1
+    ids = source.documents.ids()
+    arrived = target.documents.get(ids)
+    missing = [i for i in ids if i not in arrived]
+    if missing:
+        raise StorageError(f"{len(missing)} document(s) of {source.db.location} did not reach {target.db.location}")
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def discard_storage(source: Storage) -> None:
+    """Take a memory that was merged elsewhere (:func:`merge_storage`) out of its location, so
+    no copy stays where no forget reaches: a :attr:`~Storage.local` file is closed and deleted
+    (with its WAL); on a database server every row of its namespace is deleted, in one
+    transaction, and the storage closed."""
+    if source.local:
+        path = source.db.location
+        source.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path + suffix)
+        return
+    try:
+        keyword = source.keyword_index(KeywordSettings())
+        try:
+            with source.atomic():
+                keyword.remove_all()
+                source.vector_store().remove_all()
+                source.documents.remove_all()
+                source.history.clear_all()
+                if source.holds("sticky"):
+                    source.sticky().delete_all()
+                if source.holds("summaries"):
+                    source.summaries().clear_all()
+        finally:
+            keyword.close()
+        source.db.purge()
+    finally:
+        source.close()
 
 
 def copy_notes(source: Storage, target: Storage) -> tuple[int, int]:

@@ -561,7 +561,7 @@ def rewrites_for(db: Any, namespace: str, root: Path) -> Rewrites:
 
 def _notes_v1(conn: sqlite3.Connection) -> None:
     # IF NOT EXISTS throughout: a schema another process created first is not an error. The
-    # tables are those of the PostgreSQL engine (storage/postgres_notes.py), namespace included,
+    # tables are those of the PostgreSQL engine (storage/postgres/notes.py), namespace included,
     # so one store class serves both engines.
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_notes ("

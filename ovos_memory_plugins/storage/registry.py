@@ -8,7 +8,9 @@ imported only when a location of its scheme is opened, so SQLite users never imp
 
 A second engine registers itself with :func:`register_engine` (its module must define
 ``open_storage(location, *, namespace="default", **options) -> Storage``, see
-:mod:`~ovos_memory_plugins.storage.seam`); nothing above ``storage/`` names an engine.
+:mod:`~ovos_memory_plugins.storage.seam`, and ``check_server(url) -> list[str]``, the problems of
+a server found without writing); nothing above ``storage/`` names an engine: front-ends ask
+:func:`check_server` and :func:`folder_problem` here.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from ovos_memory_plugins.errors import StorageError
 if TYPE_CHECKING:  # the contract's types only: the contract never imports back at run time
     from ovos_memory_plugins.storage.seam import Database, Storage
 
-__all__ = ["ENGINES", "engine_for", "is_url", "open_storage", "redact_url", "register_engine"]
+__all__ = [
+    *["ENGINES", "check_server", "engine_for", "folder_problem", "is_url", "open_storage", "redact_url"],
+    "register_engine",
+]
 
 #: URL scheme -> the module of the engine that opens it (imported on first use).
 ENGINES: dict[str, str] = {
@@ -89,3 +94,20 @@ def open_storage(location: str | Path | Database, **options: Any) -> Storage:
     if module.__name__ == SQLITE_ENGINE:
         return cast("Storage", module.open_sqlite(text, **options))
     return cast("Storage", module.open_storage(text, **options))
+
+
+def check_server(url: str) -> list[str]:
+    """The problems of the database server at ``url`` (``[]``: it works), found by the
+    ``check_server`` of the engine its scheme names (it connects, runs one query and writes
+    nothing); an unknown scheme is the one problem."""
+    try:
+        module = importlib.import_module(engine_for(url))
+    except StorageError as exc:
+        return [str(exc)]
+    return list(module.check_server(url))
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why a memory could not keep its files in ``folder`` (None: it could), found by the SQLite
+    engine without writing anything (see :func:`ovos_memory_plugins.storage.sqlite.engine.folder_problem`)."""
+    return cast("str | None", importlib.import_module(SQLITE_ENGINE).folder_problem(folder))

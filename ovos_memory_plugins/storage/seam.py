@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -397,11 +397,12 @@ class Storage:
     take every other table from it (as sqlite-utils' ``Database`` hands out tables).
 
     The documents table and the history are attributes; the indexes come from
-    :meth:`keyword_index` and :meth:`vector_store`; the tables beside them from :meth:`notes`
-    (curated notes), :meth:`sticky` (sticky notes), :meth:`summaries` (the rolling summary),
-    :meth:`embedding_cache` and :meth:`rewrites` (the notes' undo history). A plugin asks the
-    storage for them and never opens a database or checks which engine runs; what an engine is
-    is declared (:attr:`local`, :attr:`table_stores`).
+    :meth:`keyword_index` and :meth:`vector_store` (those a memory maintains are registered in
+    :attr:`indexes`, which several memories over one storage share: a composite's parts); the
+    tables beside them from :meth:`notes` (curated notes), :meth:`sticky` (sticky notes),
+    :meth:`summaries` (the rolling summary), :meth:`embedding_cache` and :meth:`rewrites` (the
+    notes' undo history). A plugin asks the storage for them and never opens a database or
+    checks which engine runs; what an engine is is declared (:attr:`local`, :attr:`table_stores`).
     """
 
     db: Database
@@ -414,6 +415,11 @@ class Storage:
     #: The memory's namespace: it keys the memory's rows where memories share one database
     #: (PostgreSQL); ``"default"`` in a SQLite file, which holds one memory.
     namespace: str = "default"
+    #: The indexes over these documents that every write and every forget reaches, registered
+    #: by the memories built over this storage (:meth:`register_index`). A memory of its own
+    #: registers its own; the parts of a composite share one storage, so an exchange one part
+    #: records reaches the keyword and the vector index alike, and a forget removes it from both.
+    indexes: list[Index] = field(default_factory=list)
 
     #: The storage is a file on this machine (SQLite): what the memory keeps beside it under its
     #: ``root`` (``MEMORY.md``, the notes' undo history, files of earlier releases to move in)
@@ -488,6 +494,17 @@ class Storage:
 
             import_sticky_file(store, root / "sticky.db")
         return store
+
+    def register_index(self, index: Index) -> bool:
+        """Add ``index`` to :attr:`indexes`: every later write and forget over this storage
+        reaches it. One index per ``name``: the tables are the storage's (one keyword index, one
+        vector store), so a second index of a name (a second keyword part with other query
+        settings) reads them with its own settings and is not written twice. Returns whether
+        it was added."""
+        if any(known is index or known.name == index.name for known in self.indexes):
+            return False
+        self.indexes.append(index)
+        return True
 
     def atomic(self) -> contextlib.AbstractContextManager[Any]:
         """One transaction over everything the memory keeps."""

@@ -67,7 +67,7 @@ COLUMNS = "id, session_id, text, lang, created, updated, metadata, retired_on"
 
 
 def _v1(conn: sqlite3.Connection) -> None:
-    # the tables of the PostgreSQL engine (storage/postgres_notes.py), namespace included, so one
+    # the tables of the PostgreSQL engine (storage/postgres/notes.py), namespace included, so one
     # store class serves both engines
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_sticky_notes ("

@@ -3,7 +3,7 @@
 :class:`TableAccess` runs the same statements on SQLite and PostgreSQL (``?`` placeholders,
 ``namespace`` in every row); :func:`marks`, :func:`scrub_lines` and :func:`truncate_wal` are the
 small helpers the stores of those tables share. Kept apart from the stores so that the
-PostgreSQL notes tables (``postgres_notes``) and the summary store use them without importing
+PostgreSQL notes tables (``postgres.notes``) and the summary store use them without importing
 the notes store that imports them.
 """
 

@@ -156,18 +156,17 @@ def test_a_composite_on_postgresql_in_the_editor(tmp_path: Path, postgres_url: s
         with EditorServer(memory) as server:
             status, answer = request(server, "GET", "/api/search?q=" + quote("boiler code"))
             assert status == 200 and answer["hits"]
-            # each member keeps its rows in the database under a namespace of its own
-            assert namespaces_holding(postgres_url, "echidnafour") == {f"{ns}.lexical": 1, f"{ns}.vector": 1}
+            # the members are parts of one memory: its rows under the composite's namespace, once
+            assert namespaces_holding(postgres_url, "echidnafour") == {ns: 1}
             status, answer = request(server, "DELETE", "/api/sessions/hall?confirm=hall")
             assert status == 200 and answer["deleted"] == 1
             location = memory.members["lexical"].stats()["storage"]["location"]
             assert answer["compacted"][0] == location and answer["compacted"].count(location) == 1
         assert namespaces_holding(postgres_url, "echidnafour") == {}
-        for member in ("lexical", "vector"):
-            assert rows_holding(postgres_url, f"{ns}.{member}", "echidnafour") == NONE
+        assert rows_holding(postgres_url, ns, "echidnafour") == NONE
     finally:
         memory.close()
-    # what a member still keeps in files stays under the composite's root, one folder per member
+    # nothing of the parts is kept in files (what a member kept would stay under the root's folder of its own)
     assert {p.relative_to(root).parts[0] for p in root.rglob("*") if p.is_file()} <= {"sticky"}
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Engine
 from trust_helpers import files_holding
 
 from ovos_memory_plugins.composite import CompositeMemory
@@ -64,16 +65,6 @@ def rows_holding(url: str, word: str) -> dict[str, int]:
     return out
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest) -> str | None:
-    """None (SQLite files under the folder) or a PostgreSQL URL."""
-    if request.param == "sqlite":
-        return None
-    pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
 def call(box: MemoryToolBox, session: str, name: str, **kwargs: Any) -> dict[str, Any]:
     with box.for_session(session):
         return dict(box.call_tool(name, kwargs).model_dump(mode="json"))
@@ -84,7 +75,7 @@ def kept_anywhere(root: Path, url: str | None, word: str, namespace: str | None 
     (of ``namespace`` and its members' when given: a vector's digits may spell a number)."""
     found = files_holding(root, word)
     if url is not None and namespace is not None:
-        from test_forget_canary_postgres import rows_of
+        from trust_helpers import rows_of
 
         found += [f"table {t}" for t in rows_of(url, namespace, word)]
     elif url is not None:
@@ -102,9 +93,9 @@ def every_note_text(mem: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_scope_session_update_and_forget_never_cross_sessions(tmp_path: Path, engine: str | None, kind: str) -> None:
+def test_scope_session_update_and_forget_never_cross_sessions(tmp_path: Path, engine: Engine, kind: str) -> None:
     ava_code, bob_code, bob_new = "5512", "7731", "8842"
-    with open_memory(kind, tmp_path / "m", engine) as mem:
+    with open_memory(kind, tmp_path / "m", engine.url) as mem:
         namespace = mem.settings.namespace
         box = MemoryToolBox(config={"scope": "session"}, memory=mem)
         ava = call(box, "ava", "remember", fact=f"Ava's locker code is {ava_code}.")
@@ -149,19 +140,19 @@ def test_scope_session_update_and_forget_never_cross_sessions(tmp_path: Path, en
         assert gone["ok"] is True and gone["status"] == "forgotten", gone
         assert not any(ava_code in t for t in every_note_text(mem))
         assert any(bob_new in n.text for n in mem.list_notes())
-    assert kept_anywhere(tmp_path / "m", engine, ava_code, namespace) == []
+    assert kept_anywhere(tmp_path / "m", engine.url, ava_code, namespace) == []
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_forget_memory_removes_the_note_for_good(tmp_path: Path, engine: str | None, kind: str) -> None:
+def test_forget_memory_removes_the_note_for_good(tmp_path: Path, engine: Engine, kind: str) -> None:
     code = "Kx4471"
-    with open_memory(kind, tmp_path / "m", engine) as mem:
+    with open_memory(kind, tmp_path / "m", engine.url) as mem:
         namespace = mem.settings.namespace
         box = MemoryToolBox(memory=mem)
         added = call(box, "default", "remember", fact=f"The user's locker code is {code}.")
         assert added["ok"] is True, added
         call(box, "default", "remember", fact="The user's cat is called Tom.")
-        assert kept_anywhere(tmp_path / "m", engine, code, namespace), "the note is stored before it is forgotten"
+        assert kept_anywhere(tmp_path / "m", engine.url, code, namespace), "the note is stored before it is forgotten"
         loose = call(box, "default", "forget_memory", description="locker code")
         assert loose["status"] == "ambiguous" and len(loose["candidates"]) == 1, loose  # loose words never forget
         gone = call(box, "default", "forget_memory", description=loose["candidates"][0]["id"])
@@ -172,4 +163,4 @@ def test_forget_memory_removes_the_note_for_good(tmp_path: Path, engine: str | N
         prompt = "\n".join(m.content for m in mem.build_conversation_context("what is my locker code", "default"))
         assert code not in prompt and "Tom" in prompt
         assert mem.restore(added["item"]["id"]).status == "not_found"
-    assert kept_anywhere(tmp_path / "m", engine, code, namespace) == []
+    assert kept_anywhere(tmp_path / "m", engine.url, code, namespace) == []

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Engine
 
 from ovos_memory_plugins.config import parse_config
 from ovos_memory_plugins.lexical import LexicalMemory
@@ -29,16 +30,6 @@ from ovos_memory_plugins.testing import exchange
 _ns = itertools.count()
 
 KINDS = ["notes-file", "notes-sqlite", "sticky"]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest) -> str | None:
-    """None (SQLite files under the folder) or a PostgreSQL URL."""
-    if request.param == "sqlite":
-        return None
-    pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-    url: str = request.getfixturevalue("postgres_url")
-    return url
 
 
 def open_memory(kind: str, root: Path, url: str | None, **config: Any) -> Any:
@@ -89,8 +80,8 @@ def test_check_warns_of_an_old_key(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_kind_of_note_answers_the_verbs_alike(kind: str, engine: str | None, tmp_path: Path) -> None:
-    with open_memory(kind, tmp_path, engine) as mem:
+def test_every_kind_of_note_answers_the_verbs_alike(kind: str, engine: Engine, tmp_path: Path) -> None:
+    with open_memory(kind, tmp_path, engine.url) as mem:
         assert isinstance(mem.notebook, Notebook) and isinstance(mem.notebook.shelf, NoteShelf)
         added = mem.remember("my bike is red", session_id="ava")
         assert added.status == "added" and added.note is not None and added.note.session_id == "ava"
@@ -116,9 +107,9 @@ def test_every_kind_of_note_answers_the_verbs_alike(kind: str, engine: str | Non
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_scope_rule_is_the_same_for_every_kind(kind: str, engine: str | None, tmp_path: Path) -> None:
+def test_the_scope_rule_is_the_same_for_every_kind(kind: str, engine: Engine, tmp_path: Path) -> None:
     heard: list[str] = []
-    with open_memory(kind, tmp_path, engine) as mem:
+    with open_memory(kind, tmp_path, engine.url) as mem:
         mem.add_forget_listener(lambda note: heard.append(note.text))
         mem.remember("the gate code is 1234", session_id="ava")
         mem.remember("the locker code is 4417", session_id="bob")

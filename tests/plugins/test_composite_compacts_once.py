@@ -37,8 +37,25 @@ def lexical(name: str, **config: Any) -> dict[str, Any]:
     return {"name": name, "module": "ovos-memory-plugin-lexical", "config": config}
 
 
-def test_members_on_sqlite_files_vacuum_each_file_once(tmp_path: Path) -> None:
+def test_parts_of_one_storage_vacuum_its_one_file_once(tmp_path: Path) -> None:
     members = [lexical("a"), lexical("b", head_weight=2.0)]
+    with CompositeMemory({"root": str(tmp_path / "c"), "members": members}) as memory:
+        assert memory.storage is not None
+        files = {memory.storage.db.location}
+        assert memory.compaction_locations == frozenset(files)
+        memory.update_history(exchange("my locker code is numbatfive", "Noted."), "gym")
+        memory.forget_session("gym")
+        vacuums = count_vacuums(memory)
+        done = memory.compact()
+        assert vacuums == ["VACUUM"] and sorted(done) == sorted(files) and done.skipped == {}
+
+
+def test_members_on_sqlite_files_vacuum_each_file_once(tmp_path: Path) -> None:
+    # members placed in files of their own (db_path) stay whole memories, each with its file
+    members = [
+        lexical("a", db_path=str(tmp_path / "a.db")),
+        lexical("b", db_path=str(tmp_path / "b.db"), head_weight=2.0),
+    ]
     with CompositeMemory({"root": str(tmp_path / "c"), "members": members}) as memory:
         a, b = (memory.members[n] for n in ("a", "b"))
         files = {a.storage.db.location, b.storage.db.location}

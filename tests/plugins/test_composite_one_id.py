@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Engine
 from test_toolbox_scope import kept_anywhere
 from trust_helpers import Backend, editor_call, files_holding, prompt_text, run_cli
 
@@ -120,12 +121,9 @@ class Written:
         return [where for word in self.words(worker) for where in kept_anywhere(self.root, self.url, word)]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def written(request: pytest.FixtureRequest, tmp_path: Path, pool: Any) -> Written:
-    url: str | None = None
-    if request.param == "postgresql":
-        pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-        url = request.getfixturevalue("postgres_url")
+@pytest.fixture
+def written(engine: Engine, tmp_path: Path, pool: Any) -> Written:
+    url = engine.url
     backend = composite_on(url)
     root = tmp_path / "ada"
     tag = f"{os.getpid()}r{next(_runs)}"
@@ -209,8 +207,18 @@ def test_copies_an_earlier_release_kept_under_other_ids_go_with_the_listed_one(t
 
 
 def test_a_member_that_cannot_delete_reaches_the_caller(tmp_path: Path) -> None:
+    """Whole members (each placed in a file of its own): a member that cannot delete fails the
+    call after the others deleted (parts of one storage: tests/plugins/test_composite_one_storage.py)."""
     root = tmp_path / "ada"
-    with COMPOSITE.open(root) as mem:
+    members = [
+        {"module": "ovos-memory-plugin-lexical", "config": {"db_path": str(tmp_path / "lexical.db")}},
+        {
+            **COMPOSITE_CONFIG["members"][1],
+            "config": {**COMPOSITE_CONFIG["members"][1]["config"], "db_path": str(tmp_path / "vector.db")},
+        },
+    ]
+    placed = Backend(COMPOSITE.name, COMPOSITE.module, {**COMPOSITE_CONFIG, "members": members})
+    with placed.open(root) as mem:
         mem.update_history(exchange("my Quibbix locker holds the keys", "noted"), SESSION)
         doc_id = next(d["id"] for d in mem.iter_documents() if "Quibbix" in d["text"])
         mem.members["vector"].close()  # its database is gone from under it: it cannot delete

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from conftest import Engine
 from test_notes_locker_code import NEW, OLD, setup_locker
 from trust_helpers import (
     COMPOSITE,
@@ -36,14 +37,10 @@ from ovos_memory_plugins.toolbox import MemoryToolBox
 _ns = itertools.count()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest) -> str | None:
-    """None (SQLite files under the folder) or the PostgreSQL database's URL."""
-    if request.param == "sqlite":
-        return None
-    pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-    found: str = request.getfixturevalue("postgres_url")
-    return found
+@pytest.fixture
+def url(engine: Engine) -> str | None:
+    """None (SQLite files under the folder) or the PostgreSQL database's URL: the engine under test."""
+    return engine.url
 
 
 def placed(backend: Backend, url: str | None) -> tuple[Backend, str]:
@@ -60,7 +57,7 @@ def kept(root: Path, url: str | None, namespace: str, word: str) -> list[str]:
     """Files under ``root`` and tables of the memory's namespaces that still hold ``word``."""
     found = files_holding(root, word)
     if url:
-        from test_forget_canary_postgres import rows_of
+        from trust_helpers import rows_of
 
         found += [f"table {t}" for t in rows_of(url, namespace, word)]
     return found

@@ -11,6 +11,12 @@ byte of every file under the memory's folder (the database, its -wal and -shm, M
 backups, the undo snapshots, hidden session files, temp files) is scanned for the canary in
 UTF-8 and UTF-16, any case, and prompts built afterwards, by the open instance and by a new one,
 must not carry it. The other session's memories must survive every verb but ``forget_all``.
+
+On every engine (the ``engine`` fixture): on PostgreSQL the backends are configured with
+``"database": "postgresql://..."`` (each in a namespace of its own; a composite's members in
+``<namespace>.<member>``; the SQLite-only backends, notes on the file store and vector on
+sqlite-vec, are not there), and afterwards no row of any table belonging to the memory's
+namespaces holds the canary either (the whole row read as text).
 """
 
 from __future__ import annotations
@@ -19,15 +25,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Engine
 from trust_helpers import (
     ALL_BACKENDS,
+    COMPOSITE,
+    LEXICAL,
+    NOTES_SQLITE,
+    STICKY,
+    VECTOR_NUMPY,
     Backend,
     backend_params,
     digest_forms,
     editor_call,
     files_holding,
     files_holding_bytes,
+    on_postgres,
     prompt_text,
+    rows_of,
     run_cli,
 )
 
@@ -47,7 +61,7 @@ TEXTS = [ASK, REPLY, STORED, NOTED, exchange_text(ASK, REPLY), f"my bank PIN is 
 
 #: Deleting a sticky note by id leaves the turn that told it ("remember that my bank PIN is …")
 #: in the session's history window (history.db), which the next prompt of that session shows.
-#: Not fixed here: it needs a history-store verb (storage/history.py) that removes the exchanges
+#: Not fixed here: it needs a history-store verb (storage/sqlite/history.py) that removes the exchanges
 #: quoting a text, called by sticky.py when a note goes; see docs/reliability.md "Known gaps".
 
 VERBS = [
@@ -63,7 +77,26 @@ VERBS = [
 ]
 
 
-def fill(backend: Backend, mem: Any, root: Path) -> None:
+#: the backends a persona can put on PostgreSQL
+ON_POSTGRES = [LEXICAL, VECTOR_NUMPY, NOTES_SQLITE, STICKY, COMPOSITE]
+
+
+def engine_backend_params() -> list[Any]:
+    """``pytest.param(engine, backend)`` for every backend on SQLite and every one on PostgreSQL."""
+    out = [pytest.param("sqlite", *p.values, id=f"sqlite-{p.id}", marks=p.marks) for p in backend_params()]
+    out += [pytest.param("postgresql", b, id=f"postgresql-{b.name}") for b in ON_POSTGRES]
+    return out
+
+
+def kept_anywhere(engine: Engine, root: Path) -> list[str]:
+    """Files under ``root`` and, on PostgreSQL, tables of the memory's namespaces holding the canary."""
+    found = files_holding(root, CANARY)
+    if engine.url is not None:
+        found += [f"table {t}" for t in rows_of(engine.url, engine.namespace, CANARY)]
+    return found
+
+
+def fill(backend: Backend, mem: Any) -> None:
     """Put the canary in every way the backend takes it; Bob's session gets other words."""
     mem.build_conversation_context(ASK, "ava")  # the host's path: the turn, then the record
     mem.update_history(exchange(ASK, REPLY), "ava")
@@ -77,7 +110,6 @@ def fill(backend: Backend, mem: Any, root: Path) -> None:
     if callable(getattr(mem, "replace_notes", None)):  # an edit: a backup and an undo snapshot hold the canary
         mem.replace_notes(mem.notes_body() + "- [2026-01] the tea is green\n")
     wait_for_members(mem)
-    assert files_holding(root, CANARY), "the canary must be on disk before it is forgotten"
     assert CANARY in prompt_text(mem, QUESTION, "ava"), "the canary must reach the prompt before"
 
 
@@ -179,17 +211,17 @@ def sticky_ids(mem: Any) -> set[str]:
 
 
 @pytest.mark.parametrize("verb", VERBS)
-@pytest.mark.parametrize("backend", backend_params())
-def test_a_forgotten_canary_is_in_no_byte_under_root_and_no_prompt(
-    tmp_path: Path, backend: Backend, verb: str, request: pytest.FixtureRequest
-) -> None:
-    root = tmp_path / "memory"
+@pytest.mark.parametrize(("engine", "plain"), engine_backend_params(), indirect=["engine"])
+def test_a_forgotten_canary_is_in_no_byte_no_row_and_no_prompt(engine: Engine, plain: Backend, verb: str) -> None:
+    backend = plain if engine.url is None else on_postgres(plain, engine.url, engine.namespace)
+    root = engine.folder
     mem = backend.open(root)
     try:
-        fill(backend, mem, root)
+        fill(backend, mem)
+        assert kept_anywhere(engine, root), "the canary must be stored before it is forgotten"
         forget(verb, backend, mem, root)
         wait_for_members(mem)
-        assert files_holding(root, CANARY) == [], "found while the memory is open"
+        assert kept_anywhere(engine, root) == [], "found while the memory is open"
         assert files_holding_bytes(root, digest_forms(*TEXTS)) == [], "a digest of a forgotten text is kept"
         assert CANARY not in prompt_text(mem, QUESTION, "ava"), "the open instance still sends it"
         assert CANARY not in prompt_text(mem, "what do you remember", "bob")
@@ -198,10 +230,11 @@ def test_a_forgotten_canary_is_in_no_byte_under_root_and_no_prompt(
             assert KEEP in kept, "the other session's memories must stay"
     finally:
         mem.close()
-    assert files_holding(root, CANARY) == [], "found after close"
+    assert kept_anywhere(engine, root) == [], "found after close"
     with backend.open(root) as again:
         assert CANARY not in prompt_text(again, QUESTION, "ava"), "a new instance still sends it"
         assert not any(CANARY in h.content for h in again.search(CANARY, top_k=20))
+    assert kept_anywhere(engine, root) == []
 
 
 def test_the_table_covers_every_registered_plugin() -> None:

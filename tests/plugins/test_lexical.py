@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import OnEveryEngine
 from rank_bm25 import BM25Okapi
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
@@ -22,11 +23,11 @@ from ovos_memory_plugins.testing import HOSTILE_TEXTS, MemoryContract, exchange
 from ovos_memory_plugins.text import query_terms, tokenize
 
 
-class TestLexicalContract(MemoryContract):
+class TestLexicalContract(OnEveryEngine, MemoryContract):
     survives_restart = True
 
     def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return LexicalMemory(config)
+        return LexicalMemory(self.engine.memory_config(config))
 
 
 class NoFTS5Memory(LexicalMemory):

@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Engine
 from ovos_plugin_manager.templates.agents import MessageRole
 
 from ovos_memory_plugins.config import validate_config
 from ovos_memory_plugins.errors import ConfigError, CorruptFileError
 from ovos_memory_plugins.fakes import Delay, Garbled, HTTPFailure, ScriptedLLM, ScriptedOpenAIServer
 from ovos_memory_plugins.notes import NotesMemory, normalize_fact
+from ovos_memory_plugins.sticky import StickyMemory
 from ovos_memory_plugins.storage.notes_store import make_note
 from ovos_memory_plugins.testing import exchange
 
@@ -444,3 +446,35 @@ def test_digest_and_dream_work_with_the_sqlite_store(tmp_path: Path) -> None:
         )
         assert mem.retired_notes() == [retired]
         assert mem.dream().status in ("rewritten", "unchanged")
+
+
+# -- on every engine: two memory objects on one store, two namespaces ---------------------------
+
+
+def test_two_servers_see_each_others_notes_on_the_next_turn(engine: Engine) -> None:
+    notes_cfg = engine.memory_config(root=str(engine.folder / "notes"))
+    sticky_cfg = engine.memory_config(root=str(engine.folder / "sticky"))
+    with NotesMemory(notes_cfg) as a, NotesMemory(notes_cfg) as b:
+        assert a.build_conversation_context("hi", "s")[0].content.count("User") == 0  # caches warm
+        b.build_conversation_context("hi", "s")
+        a.remember("User's dog is called Rex")
+        assert "Rex" in b.build_conversation_context("what is my dog called?", "s")[0].content
+        b.forget("dog")
+        assert "Rex" not in a.build_conversation_context("what is my dog called?", "s")[0].content
+    with StickyMemory(sticky_cfg) as a, StickyMemory(sticky_cfg) as b:
+        a.build_conversation_context("Remember that the spare key is under the mat", "kitchen")
+        assert "spare key" in b.build_conversation_context("where is the key?", "porch")[0].content
+        b.forget("spare key")
+        assert a.list_notes() == []
+
+
+def test_namespaces_never_see_each_others_notes(engine: Engine) -> None:
+    def config(kind: str, who: str) -> dict[str, Any]:
+        return engine.memory_config(root=str(engine.folder / kind), namespace=who)
+
+    with NotesMemory(config("notes", "ada")) as ada, NotesMemory(config("notes", "bob")) as bob:
+        ada.remember("User's PIN is 1234")
+        assert bob.list_notes() == [] and bob.search_notes("PIN") == []
+    with StickyMemory(config("sticky", "ada")) as ada, StickyMemory(config("sticky", "bob")) as bob:
+        ada.remember("my PIN is 1234", "s")
+        assert bob.list_notes() == [] and bob.search("PIN") == []

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import OnEveryEngine
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
@@ -570,11 +571,11 @@ def test_threads_remembering_at_once_lose_nothing(tmp_path: Path) -> None:
 # -- the conformance kit ---------------------------------------------------------------------
 
 
-class TestStickyContract(MemoryContract):
+class TestStickyContract(OnEveryEngine, MemoryContract):
     survives_restart = True
 
     def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return StickyMemory(config)
+        return StickyMemory(self.engine.memory_config(config))
 
 
 def test_the_docs_page_persona_json_is_valid_and_lists_every_key() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Engine
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
@@ -39,14 +40,10 @@ BACKENDS: dict[str, tuple[type[BaseRetrievalMemory], dict[str, Any]]] = {
 }
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+@pytest.fixture
+def where(engine: Engine, tmp_path: Path) -> dict[str, Any]:
     """Where a memory lives: its own SQLite file, or its own namespace on the test server."""
-    if request.param == "sqlite":
-        return {"root": str(tmp_path / "m")}
-    pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-    url = request.getfixturevalue("postgres_url")
-    return {"database": url, "namespace": f"time-windows-{next(_ns)}", "root": str(tmp_path / "m")}
+    return engine.memory_config(root=str(tmp_path / "m"))
 
 
 def _say(mem: BaseRetrievalMemory, user: str, assistant: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import OnEveryEngine
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.storage.sqlite.engine import open_database
@@ -12,18 +13,18 @@ from ovos_memory_plugins.testing import MemoryContract
 from ovos_memory_plugins.vector import VectorMemory
 
 
-class TestVectorContract(MemoryContract):
+class TestVectorContract(OnEveryEngine, MemoryContract):
     survives_restart = True
 
     def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return VectorMemory({"embedder": "hash", **config})
+        return VectorMemory({"embedder": "hash", **self.engine.memory_config(config)})
 
 
-class TestHybridContract(MemoryContract):
+class TestHybridContract(OnEveryEngine, MemoryContract):
     survives_restart = True
 
     def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return VectorMemory({"embedder": "hash", "hybrid": True, **config})
+        return VectorMemory({"embedder": "hash", "hybrid": True, **self.engine.memory_config(config)})
 
 
 def _sqlite_vec_loads() -> bool:

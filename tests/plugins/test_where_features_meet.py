@@ -38,7 +38,7 @@ from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.testing import exchange
 from ovos_memory_plugins.vector import VectorMemory
 
-#: our files' SQLite application_id ("OMEM"), as storage/sqlite.py sets it
+#: our files' SQLite application_id ("OMEM"), as storage/sqlite/database.py sets it
 APPLICATION_ID = 0x4F4D454D
 
 

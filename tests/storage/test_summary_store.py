@@ -1,7 +1,7 @@
 """The rolling-summary store: one class over both engines, and the move of an earlier release's
 SQLite table (kept summaries, forgotten with the session, a damaged or unexpected table left
-as it is and reported). Real SQLite files; the PostgreSQL cases run on a throwaway server
-(tests/pg_server.py)."""
+as it is and reported). Real SQLite files; the cases every engine shares take the ``engine``
+fixture (PostgreSQL on the throwaway server of tests/pg_server.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Engine
 from ovos_plugin_manager.templates.agents import MessageRole
 from test_notes_one_database import tables
 from trust_helpers import files_holding, prime_summary
@@ -216,21 +217,20 @@ def test_two_stores_opening_an_old_file_at_once_move_it_once(tmp_path: Path) -> 
 # -- one class, both engines ---------------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, str]]:
-    """A database of each engine and a fresh namespace for it."""
-    if request.param == "sqlite":
-        db: Any = Database(tmp_path / "memory.db")
-        yield db, "default"
-        db.close()
-        return
-    pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-    from ovos_memory_plugins.storage.postgres.database import PgDatabase
+@pytest.fixture
+def engine_db(engine: Engine) -> Iterator[tuple[Any, str]]:
+    """A database of the engine under test and a fresh namespace for it."""
+    db: Any
+    if engine.url is None:
+        engine.folder.mkdir(parents=True)
+        db = Database(engine.folder / "memory.db")
+        namespace = "default"
+    else:
+        from ovos_memory_plugins.storage.postgres.database import PgDatabase
 
-    url = request.getfixturevalue("postgres_url")
-    db = PgDatabase(url)
+        db, namespace = PgDatabase(engine.url), engine.namespace
     try:
-        yield db, f"summary-store-{next(_ns)}"
+        yield db, namespace
     finally:
         db.close()
 
@@ -296,3 +296,68 @@ def test_a_forgotten_summary_leaves_no_byte_in_the_folder(tmp_path: Path, verb: 
         assert ("1001" in mem.session_summary("t")) == (verb == "forget_session")
     with lexical(root) as mem:
         assert mem.session_summary("s") == ""
+
+
+# -- a memory's summary, on every engine -----------------------------------------------------------
+
+
+def summary_rows(url: str, namespace: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM memory_summaries WHERE namespace = %s", (namespace,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def system_text(mem: LexicalMemory, text: str, session: str) -> str:
+    return "\n".join(m.content for m in mem.build_conversation_context(text, session) if m.role == MessageRole.SYSTEM)
+
+
+def test_the_summary_lives_in_the_memory_s_database_and_survives_a_restart(engine: Engine) -> None:
+    config = engine.memory_config(max_history=2)
+    with LexicalMemory(config) as mem:
+        talk(mem, "s", 3)  # exchange 0 leaves the one-exchange window, then 1
+        talk(mem, "t", 3)
+        assert "locker code is 1000" in mem.session_summary("s")
+        assert "locker code is 1002" not in mem.session_summary("s")  # still in the window
+        if engine.url is not None:  # in the server's table, keyed by the namespace
+            assert summary_rows(engine.url, config["namespace"]) == 2
+    if engine.url is not None:
+        assert not engine.folder.exists() or not any(engine.folder.iterdir())  # nothing written under root
+    else:
+        assert files_holding(engine.folder, "locker code is 1000")  # in the memory's own file
+    with LexicalMemory(config) as mem:  # a restart (a new process would see the same)
+        summary = mem.session_summary("s")
+        assert "locker code is 1000" in summary and "locker code is 1001" in summary
+        assert "locker code is 1001" in system_text(mem, "hi", "s")
+        assert mem.session_summary("nobody") == ""
+
+
+def test_the_summary_goes_with_its_session_and_with_forget_all(engine: Engine) -> None:
+    config = engine.memory_config(max_history=2)
+    with LexicalMemory(config) as mem:
+        talk(mem, "s", 3)
+        talk(mem, "t", 3)
+        report = mem.forget_session("s")
+        assert report.tiers["summaries"] == 1
+        assert mem.session_summary("s") == "" and "1001" in mem.session_summary("t")
+        mem.forget_all()
+        assert mem.session_summary("t") == ""
+    with LexicalMemory(config) as mem:
+        assert mem.session_summary("s") == mem.session_summary("t") == ""
+    if engine.url is not None:
+        assert summary_rows(engine.url, config["namespace"]) == 0
+
+
+def test_namespaces_keep_their_summaries_apart(engine: Engine) -> None:
+    with (
+        LexicalMemory(engine.memory_config(namespace="a", max_history=2)) as a,
+        LexicalMemory(engine.memory_config(namespace="b", max_history=2)) as b,
+    ):
+        talk(a, "default", 3)
+        assert "1000" in a.session_summary("default")
+        assert b.session_summary("default") == ""
+        talk(b, "default", 3, start=50)
+        b.forget_all()
+        assert "1000" in a.session_summary("default") and b.session_summary("default") == ""
+        a.forget_all()

@@ -1,1 +1,39 @@
-"""The SQLite engine of the storage seam."""
+"""The SQLite engine of the storage seam (:mod:`ovos_memory_plugins.storage.seam`).
+
+* :mod:`~ovos_memory_plugins.storage.sqlite.database`: the connection, WAL, migrations (``Database``);
+* :mod:`~ovos_memory_plugins.storage.sqlite.engine`: the documents table, ``SqliteStorage``,
+  ``open_sqlite`` and the files of earlier releases;
+* :mod:`~ovos_memory_plugins.storage.sqlite.history`: the history store;
+* :mod:`~ovos_memory_plugins.storage.sqlite.vector`: the vector store.
+
+``storage.sqlite`` was one module (now ``database``): its names are re-exported here for one
+release, so ``from ovos_memory_plugins.storage.sqlite import Database`` keeps working.
+"""
+
+from ovos_memory_plugins.storage.sqlite.database import (
+    APPLICATION_ID,
+    CHUNK,
+    COMPACT_WAIT_MS,
+    PURGE_WAIT_MS,
+    Database,
+    Migration,
+    chunked,
+    foreign_reason,
+    fts5_available,
+    quote_fts_phrase,
+    quote_identifier,
+)
+
+__all__ = [
+    "APPLICATION_ID",
+    "CHUNK",
+    "COMPACT_WAIT_MS",
+    "PURGE_WAIT_MS",
+    "Database",
+    "Migration",
+    "chunked",
+    "foreign_reason",
+    "fts5_available",
+    "quote_fts_phrase",
+    "quote_identifier",
+]

@@ -7,8 +7,8 @@ One file per memory holds every table, created by the append-only migrations of 
   ``session_id``, ``content``, ``metadata`` (JSON), ``created``;
 * ``keyword_terms`` / ``keyword_fts`` / ``keyword_meta``: the keyword index
   (:mod:`ovos_memory_plugins.storage.keyword`);
-* ``vector_spaces`` / ``vectors``: the vector index (:mod:`ovos_memory_plugins.storage.vector_store`);
-* ``history`` / ``sessions``: the history store (:mod:`ovos_memory_plugins.storage.history`).
+* ``vector_spaces`` / ``vectors``: the vector index (:mod:`ovos_memory_plugins.storage.sqlite.vector`);
+* ``history`` / ``sessions``: the history store (:mod:`ovos_memory_plugins.storage.sqlite.history`).
 
 Index rows reference ``documents(id)`` with ``ON DELETE CASCADE``; the FTS5 index is told
 explicitly (its shadow tables cannot cascade), and an index the memory no longer uses is dropped

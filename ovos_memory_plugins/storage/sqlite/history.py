@@ -8,7 +8,7 @@
   as its ``previous_exchange``; earlier releases chained the ids themselves on it).
 
 The document catalogue of earlier releases (``documents`` here, without text) is now the
-memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite_engine`).
+memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite.engine`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX history_session ON history (session_id, id)")
     conn.execute("CREATE TABLE sessions (session_id TEXT PRIMARY KEY, last_exchange_id TEXT NOT NULL)")
     # (earlier releases also created the catalogue ``documents`` here; the memory's documents
-    # table replaces it, see sqlite_engine's 0001_documents)
+    # table replaces it, see sqlite/engine.py's 0001_documents)
 
 
 def _v2(conn: sqlite3.Connection) -> None:

@@ -1,6 +1,7 @@
-"""A composite whose members keep their state in one PostgreSQL database: each member gets its own
-store key (``<namespace>.<member name>``), so members never share, double or wipe each other's
-rows, as on SQLite where each member has its own folder (against a real throwaway server)."""
+"""A composite on one PostgreSQL database (against a real throwaway server): parts of one memory
+keep one namespace's rows (each exchange once); whole members (placed with a ``database`` of
+their own) each get their own store key (``<namespace>.<member name>``), so they never share,
+double or wipe each other's rows, as on SQLite where each has its own folder."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def rows(url: str, table: str, namespace: str) -> int:
     return int(row[0]) if row else 0
 
 
-def test_each_member_keeps_its_own_rows_and_every_document_comes_once(postgres_url: str, tmp_path: Path) -> None:
+def test_parts_keep_one_namespace_and_every_document_comes_once(postgres_url: str, tmp_path: Path) -> None:
     ns = f"comp-{next(_ns)}"
     words, meaning = member_namespace(ns, "words"), member_namespace(ns, "meaning")
     assert words == f"{ns}.words" and words != meaning
@@ -61,32 +62,51 @@ def test_each_member_keeps_its_own_rows_and_every_document_comes_once(postgres_u
         assert sources and len(sources) == len(set(sources))  # each document once
         assert "spare key" in hits[0].content
         assert len(mem.messages("s")) == 6  # the primary's history, not doubled
-    # each member wrote its own rows, under its own key, and nothing under the composite's namespace
-    for table in ("memory_documents", "memory_history"):
-        assert rows(postgres_url, table, ns) == 0
-    assert rows(postgres_url, "memory_documents", words) == rows(postgres_url, "memory_documents", meaning) == 3
-    assert rows(postgres_url, "memory_history", words) == rows(postgres_url, "memory_history", meaning) == 6
-    assert rows(postgres_url, "memory_keywords", words) == 3 and rows(postgres_url, "memory_vectors", meaning) == 3
-    assert rows(postgres_url, "memory_vectors", words) == rows(postgres_url, "memory_keywords", meaning) == 0
+    # the parts wrote each exchange once, under the composite's namespace, and nothing per member
+    assert rows(postgres_url, "memory_documents", ns) == 3 and rows(postgres_url, "memory_history", ns) == 6
+    assert rows(postgres_url, "memory_keywords", ns) == 3 and rows(postgres_url, "memory_vectors", ns) == 3
+    for key in (words, meaning):
+        assert rows(postgres_url, "memory_documents", key) == rows(postgres_url, "memory_history", key) == 0
     assert not any((tmp_path / "m").rglob("*")) if (tmp_path / "m").exists() else True  # nothing under root
 
-    with composite(postgres_url, ns, tmp_path / "m") as mem:  # a restart: neither member wiped the other
-        assert rows(postgres_url, "memory_keywords", words) == 3 and rows(postgres_url, "memory_vectors", meaning) == 3
+    with composite(postgres_url, ns, tmp_path / "m") as mem:  # a restart: no part wiped the other's index
+        assert rows(postgres_url, "memory_keywords", ns) == 3 and rows(postgres_url, "memory_vectors", ns) == 3
         sources = [h.source for h in mem.search("red bike", top_k=10)]
         assert sources and len(sources) == len(set(sources))
         assert mem.forget_all() == 3
-    for key in (words, meaning):  # forgotten in every member
-        for table in ("memory_documents", "memory_keywords", "memory_keyword_df", "memory_vectors", "memory_history"):
-            assert rows(postgres_url, table, key) == 0, (table, key)
+    for table in ("memory_documents", "memory_keywords", "memory_keyword_df", "memory_vectors", "memory_history"):
+        assert rows(postgres_url, table, ns) == 0, table  # forgotten from every tier, in one transaction
+
+
+def test_whole_members_each_keep_their_own_rows(postgres_url: str, tmp_path: Path) -> None:
+    """Members placed with a ``database`` of their own are whole memories: each its own key."""
+    ns = f"comp-{next(_ns)}"
+    words, meaning = member_namespace(ns, "words"), member_namespace(ns, "meaning")
+    members = [
+        {"module": LEXICAL, "name": "words", "config": {"database": postgres_url}},
+        {"module": VECTOR, "name": "meaning", "config": {"embedder": "hash", "database": postgres_url}},
+    ]
+    config = {"database": postgres_url, "namespace": ns, "root": str(tmp_path), "members": members}
+    with CompositeMemory(config) as mem:
+        assert mem.storage is None
+        mem.update_history(exchange("My bike is a red Gazelle.", "A red Gazelle, noted."), "s")
+        assert len(mem.messages("s")) == 2
+    assert rows(postgres_url, "memory_documents", ns) == 0
+    assert rows(postgres_url, "memory_documents", words) == rows(postgres_url, "memory_documents", meaning) == 1
+    assert rows(postgres_url, "memory_keywords", words) == 1 and rows(postgres_url, "memory_vectors", meaning) == 1
+    with CompositeMemory(config) as mem:
+        assert mem.forget_all() == 1
+    for key in (words, meaning):
+        assert rows(postgres_url, "memory_documents", key) == 0
 
 
 def test_a_member_block_may_name_its_own_namespace_and_sharing_one_is_refused(
     postgres_url: str, tmp_path: Path
 ) -> None:
     ns = f"comp-{next(_ns)}"
-    members = [
-        {"module": LEXICAL, "name": "a", "config": {"namespace": f"{ns}-mine"}},
-        {"module": LEXICAL, "name": "b", "config": {"namespace": f"{ns}-mine"}},
+    members = [  # placed with a database of their own: whole members, which must not share a namespace
+        {"module": LEXICAL, "name": "a", "config": {"namespace": f"{ns}-mine", "database": postgres_url}},
+        {"module": LEXICAL, "name": "b", "config": {"namespace": f"{ns}-mine", "database": postgres_url}},
     ]
     with CompositeMemory({"database": postgres_url, "namespace": ns, "root": str(tmp_path), "members": members}) as mem:
         assert list(mem.members) == ["a"]

@@ -1,4 +1,6 @@
-"""The conformance kit with every backend's state in PostgreSQL (`"database": "postgresql://..."`)."""
+"""What only PostgreSQL does: with `"database": "postgresql://..."` a backend writes nothing under
+its root and keeps no embedding cache. (The conformance kits run on PostgreSQL through the
+``engine`` fixture, in each backend's own test file.)"""
 
 from __future__ import annotations
 
@@ -10,9 +12,7 @@ import pytest
 
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
-from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.testing import MemoryContract
 from ovos_memory_plugins.vector import VectorMemory
 
 
@@ -21,30 +21,6 @@ def on_postgres(config: dict[str, Any], url: str) -> dict[str, Any]:
     so a restart in one test finds its memory and no two tests share one."""
     root = str(config.get("root", "x"))
     return {**config, "database": url, "namespace": "t-" + hashlib.sha256(root.encode()).hexdigest()[:16]}
-
-
-class _OnPostgres(MemoryContract):
-    survives_restart = True
-    url = ""
-
-    @pytest.fixture(autouse=True)
-    def _url(self, postgres_url: str) -> None:
-        type(self).url = postgres_url
-
-
-class TestLexicalOnPostgres(_OnPostgres):
-    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return LexicalMemory(on_postgres(config, self.url))
-
-
-class TestVectorOnPostgres(_OnPostgres):
-    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return VectorMemory({"embedder": "hash", **on_postgres(config, self.url)})
-
-
-class TestHybridOnPostgres(_OnPostgres):
-    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return VectorMemory({"embedder": "hash", "hybrid": True, **on_postgres(config, self.url)})
 
 
 @pytest.mark.parametrize("make", [LexicalMemory, lambda c: VectorMemory({"embedder": "hash", "hybrid": True, **c})])

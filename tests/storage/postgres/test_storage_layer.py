@@ -306,7 +306,7 @@ def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pyt
         put(db, idx, f"c{i}", f"common word {'zebra' if i in (3, 30) else 'filler'} number{i}", session=f"s{i}")
     hits = idx.search("common zebra", 10)
     assert {h.source for h in hits} == {"c3", "c30"}  # "common" (in all 40) was left out
-    # its exact count, kept on write: the rescoring weighs it (tests/storage/test_postgres_rescore.py)
+    # its exact count, kept on write: the rescoring weighs it (tests/storage/postgres/test_pruned_terms_rescored.py)
     assert idx.frequencies(["common", "zebra", "absent"]) == {"common": 40, "zebra": 2, "absent": 0}
     first = pg.PgKeywordIndex(db, idx.namespace)
     alone = first.search("common", 3)  # the rarest (only) term is kept
@@ -320,8 +320,9 @@ def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pyt
 
 def test_keyword_rows_carry_their_namespace_lexeme(db: pg.PgDatabase) -> None:
     """The GIN index keeps a query to its namespace (the namespace's lexeme ANDed with the words),
-    and the migration that brought the lexeme gives it to rows written before it."""
-    a, b = pg.PgKeywordIndex(db, namespace()), pg.PgKeywordIndex(db, namespace())
+    and the migration that brought the lexeme gives it to rows written before it (the GIN path:
+    ``postings=False``; the postings path keys its rows by the namespace itself)."""
+    a, b = pg.PgKeywordIndex(db, namespace(), postings=False), pg.PgKeywordIndex(db, namespace(), postings=False)
     for i in range(3):
         put(db, a, f"a{i}", f"the lighthouse keeper number {i}")
         put(db, b, f"b{i}", f"the lighthouse keeper number {i}")
@@ -341,7 +342,7 @@ def test_keyword_rows_carry_their_namespace_lexeme(db: pg.PgDatabase) -> None:
     assert gin_count(a) == 0 and [h.source for h in a.search("lighthouse keeper", 5)] == []
     assert db.migrate("memory", pg.MIGRATIONS) == ["0002_keyword_namespace_lexeme"]
     assert gin_count(a) == gin_count(b) == 3
-    fresh = pg.PgKeywordIndex(db, a.namespace)
+    fresh = pg.PgKeywordIndex(db, a.namespace, postings=False)
     assert sorted(h.source for h in fresh.search("lighthouse keeper", 5)) == ["a0", "a1", "a2"]
     assert sorted(h.source for h in b.search("lighthouse keeper", 5)) == ["b0", "b1", "b2"]
 

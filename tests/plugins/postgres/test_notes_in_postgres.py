@@ -1,8 +1,9 @@
 """Curated notes and sticky notes with `"database": "postgresql://..."`: every note in PostgreSQL.
 
-Against the throwaway server of `tests/pg_server.py`: the conformance kit over both backends,
-nothing written under `root`, and two memory objects (two "processes") on one database seeing
-each other's notes on the next turn.
+Against the throwaway server of `tests/pg_server.py`: nothing written under `root`, and three
+processes writing notes into one namespace at once. (The conformance kits and two memory objects
+seeing each other's notes run on every engine: tests/plugins/test_notes_contract.py,
+test_sticky.py, test_notes.py.)
 """
 
 from __future__ import annotations
@@ -15,23 +16,10 @@ import pytest
 
 pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 
-from test_postgres_contract import _OnPostgres, on_postgres
-
-from ovos_memory_plugins.base import BaseRetrievalMemory
 from ovos_memory_plugins.notes import NotesMemory
 from ovos_memory_plugins.sticky import StickyMemory
 
 _ns = itertools.count()
-
-
-class TestNotesOnPostgres(_OnPostgres):
-    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return NotesMemory(on_postgres(config, self.url))
-
-
-class TestStickyOnPostgres(_OnPostgres):
-    def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
-        return StickyMemory(on_postgres(config, self.url))
 
 
 def _config(tmp_path: Path, url: str, **extra: Any) -> dict[str, Any]:
@@ -95,32 +83,6 @@ def test_sticky_notes_on_postgres_write_nothing_under_root(tmp_path: Path, postg
         assert mem.forget_session("porch") == 1 and mem.list_notes() == []
     root = tmp_path / "root"
     assert not root.exists() or not any(root.rglob("*"))
-
-
-def test_two_servers_see_each_others_notes_on_the_next_turn(tmp_path: Path, postgres_url: str) -> None:
-    notes_cfg = _config(tmp_path, postgres_url)
-    sticky_cfg = _config(tmp_path, postgres_url)
-    with NotesMemory(notes_cfg) as a, NotesMemory(notes_cfg) as b:
-        assert a.build_conversation_context("hi", "s")[0].content.count("User") == 0  # caches warm
-        b.build_conversation_context("hi", "s")
-        a.remember("User's dog is called Rex")
-        assert "Rex" in b.build_conversation_context("what is my dog called?", "s")[0].content
-        b.forget("dog")
-        assert "Rex" not in a.build_conversation_context("what is my dog called?", "s")[0].content
-    with StickyMemory(sticky_cfg) as a, StickyMemory(sticky_cfg) as b:
-        a.build_conversation_context("Remember that the spare key is under the mat", "kitchen")
-        assert "spare key" in b.build_conversation_context("where is the key?", "porch")[0].content
-        b.forget("spare key")
-        assert a.list_notes() == []
-
-
-def test_namespaces_never_see_each_others_notes(tmp_path: Path, postgres_url: str) -> None:
-    with NotesMemory(_config(tmp_path, postgres_url)) as ada, NotesMemory(_config(tmp_path, postgres_url)) as bob:
-        ada.remember("User's PIN is 1234")
-        assert bob.list_notes() == [] and bob.search_notes("PIN") == []
-    with StickyMemory(_config(tmp_path, postgres_url)) as ada, StickyMemory(_config(tmp_path, postgres_url)) as bob:
-        ada.remember("my PIN is 1234", "s")
-        assert bob.list_notes() == [] and bob.search("PIN") == []
 
 
 _WRITER = """
