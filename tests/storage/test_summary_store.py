@@ -316,6 +316,8 @@ def system_text(mem: LexicalMemory, text: str, session: str) -> str:
 def test_the_summary_lives_in_the_memory_s_database_and_survives_a_restart(engine: Engine) -> None:
     config = engine.memory_config(max_history=2)
     with LexicalMemory(config) as mem:
+        prime_summary(mem, "s")  # stored summaries (the lazy fold writes on trims)
+        prime_summary(mem, "t")
         talk(mem, "s", 3)  # exchange 0 leaves the one-exchange window, then 1
         talk(mem, "t", 3)
         assert "locker code is 1000" in mem.session_summary("s")
@@ -336,6 +338,8 @@ def test_the_summary_lives_in_the_memory_s_database_and_survives_a_restart(engin
 def test_the_summary_goes_with_its_session_and_with_forget_all(engine: Engine) -> None:
     config = engine.memory_config(max_history=2)
     with LexicalMemory(config) as mem:
+        prime_summary(mem, "s")  # stored summaries (the lazy fold writes on trims)
+        prime_summary(mem, "t")
         talk(mem, "s", 3)
         talk(mem, "t", 3)
         report = mem.forget_session("s")
