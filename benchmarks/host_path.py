@@ -83,7 +83,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dev_data import DATA, LOCOMO, locomo_conversations, locomo_turn_text  # a sibling script, not a package
+from dev_data import DATA, LOCOMO, locomo_conversations, locomo_turn_text  # sibling scripts, not a package
+from server_cpu import cpu_used, server_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINT = "ovos-memory-plugin-lexical"
@@ -135,41 +136,6 @@ def _load(load: str) -> Any:
 
     (ep,) = entry_points(group="opm.agents.memory", name=load)
     return ep.load()
-
-
-def server_cpu(url: str | None) -> dict[int, float]:
-    """CPU seconds used so far by each backend process of ``url``'s database (other than the one
-    asking), read from ``/proc``; empty for no URL, a server elsewhere or unreadable processes."""
-    if not url:
-        return {}
-    import psycopg
-
-    try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-            pids = [
-                int(r[0])
-                for r in conn.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                )
-            ]
-    except psycopg.Error:
-        return {}
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[pid] = (int(fields[11]) + int(fields[12])) / tick
-    return out
-
-
-def _used(before: dict[int, float], after: dict[int, float]) -> float:
-    """Server CPU seconds between two :func:`server_cpu` readings (nan when none could be read)."""
-    if not after:
-        return float("nan")
-    return sum(v - before.get(pid, 0.0) for pid, v in after.items())
 
 
 def _pair_maker() -> Any:
@@ -242,7 +208,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         mem.update_history(messages, f"host-{i % sessions}")
         write_wall += time.perf_counter() - t0
         write_cpu += time.process_time() - c0
-    server_writes = _used(server_before, server_cpu(url))
+    server_writes = cpu_used(server_before, server_cpu(url))
     n_q = int(spec["questions"])
     for j in range(WARM_UP):
         mem.build_conversation_context(asks[-1 - j % len(asks)], f"host-{j % sessions}")
@@ -253,7 +219,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         mem.build_conversation_context(asks[j % len(asks)], f"host-{j % sessions}")
         wall.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
-    server_turns = _used(server_before, server_cpu(url))
+    server_turns = cpu_used(server_before, server_cpu(url))
     out = {
         "module": getattr(module, "__file__", ""),
         "exchanges": int(spec["exchanges"]),
@@ -527,7 +493,7 @@ def _writers(
             _, stderr = proc.communicate()
             raise SystemExit(f"{version.label}, {writers} writers, failed:\n{stderr[-3000:]}")
         results.append(json.loads(line))
-    used = _used(before, server_cpu(url))
+    used = cpu_used(before, server_cpu(url))
     Path(str(go) + "-exit").touch()
     for _, proc in procs:
         _, stderr = proc.communicate()

@@ -73,6 +73,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from latency import TextMaker  # noqa: E402  # sibling scripts, not a package
 from recall import DATA, KS, SETS, _mean  # noqa: E402
+from server_cpu import cpu_used, server_cpu  # noqa: E402
 
 from ovos_memory_plugins.lexical import LexicalMemory  # noqa: E402
 from ovos_memory_plugins.storage.engine import Document  # noqa: E402
@@ -165,35 +166,6 @@ WRITER = textwrap.dedent(
 )
 
 
-def server_cpu(url: str) -> dict[int, float]:
-    """CPU seconds used so far by each of the memory's server processes (``application_name``
-    ovos-memory), read from ``/proc``; empty when the server is elsewhere or unreadable."""
-    import os
-
-    import psycopg
-
-    try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-            pids = [
-                r[0] for r in conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'ovos-memory'")
-            ]
-    except psycopg.Error:
-        return {}
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[pid] = (int(fields[11]) + int(fields[12])) / tick
-    return out
-
-
-def _used(before: dict[int, float], after: dict[int, float]) -> float:
-    return sum(v - before.get(pid, 0.0) for pid, v in after.items())
-
-
 def store_rate(
     engine: str, url: str, writers: int, total: int, tag: str, summary: bool = True
 ) -> tuple[float, float, float | None]:
@@ -220,7 +192,7 @@ def store_rate(
             if any(p.poll() is not None for p in procs):
                 break
             time.sleep(0.01)
-        before = server_cpu(url) if engine == "postgresql" else {}
+        before = server_cpu(url, "ovos-memory") if engine == "postgresql" else {}
         start = time.perf_counter()
         Path(go).touch()
         results = []
@@ -233,7 +205,7 @@ def store_rate(
                 raise SystemExit(f"writer failed: {errors[w].read()[-2000:]}")
             results.append(json.loads(line))
         elapsed = time.perf_counter() - start
-        after = server_cpu(url) if before else {}
+        after = server_cpu(url, "ovos-memory") if before else {}
         Path(go + "-exit").touch()
         for w, p in enumerate(procs):
             p.communicate()
@@ -243,7 +215,7 @@ def store_rate(
             errors[w].close()
         done = sum(r["n"] for r in results)
         cpu = sum(r["cpu"] for r in results) * 1000 / max(done, 1)
-        server = _used(before, after) * 1000 / max(done, 1) if after else None
+        server = cpu_used(before, after) * 1000 / max(done, 1) if after else None
         mem = LexicalMemory(config)
         stored = int(mem.stats().get("documents", 0))
         mem.forget_all()
@@ -303,15 +275,15 @@ def measure(mems: list[LexicalMemory], maker: TextMaker, queries: int, url: str 
     for i, u in enumerate(utterances[:20]):  # warm caches
         mems[i % len(mems)].build_conversation_context(u, "session-0")
     wall, cpu = [], []
-    before = server_cpu(url) if url else {}
+    before = server_cpu(url, "ovos-memory") if url else {}
     for i, u in enumerate(utterances):
         mem = mems[i % len(mems)]
         t0, c0 = time.perf_counter(), time.process_time()
         mem.build_conversation_context(u, f"session-{i % 10}")
         wall.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
-    after = server_cpu(url) if before else {}
-    server = _used(before, after) * 1000 / len(utterances) if after else float("nan")
+    after = server_cpu(url, "ovos-memory") if before else {}
+    server = cpu_used(before, after) * 1000 / len(utterances) if after else float("nan")
     return {
         "p50": _pct(wall, 50),
         "p95": _pct(wall, 95),
@@ -479,7 +451,7 @@ def scale(engine: str, url: str, size: int, postings: list[int], label: str, set
                 setattr(module, key, value)
             scores: dict[int, list[float]] = {k: [] for k in KS}
             wall, cpu = [], []
-            before = server_cpu(url) if engine == "postgresql" else {}
+            before = server_cpu(url, "ovos-memory") if engine == "postgresql" else {}
             try:
                 for query, relevant in questions:
                     t0, c0 = time.perf_counter(), time.process_time()
@@ -492,8 +464,8 @@ def scale(engine: str, url: str, size: int, postings: list[int], label: str, set
             finally:
                 for key, value in shipped.items():
                     setattr(module, key, value)
-            after = server_cpu(url) if before else {}
-            server = _used(before, after) * 1000 / len(questions) if after else float("nan")
+            after = server_cpu(url, "ovos-memory") if before else {}
+            server = cpu_used(before, after) * 1000 / len(questions) if after else float("nan")
             budget = values.get("PRUNE_POSTINGS", shipped["PRUNE_POSTINGS"])
             rescore = shipped.get("RESCORE_CANDIDATES", 0)
             rows.append(
