@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import OnEveryEngine
 from ovos_plugin_manager.agents import find_memory_plugins
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
@@ -20,12 +21,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-class TestCompositeOfRealBackendsContract(MemoryContract):
-    survives_restart = True  # lexical and vector keep documents on disk
+class TestCompositeOfRealBackendsContract(OnEveryEngine, MemoryContract):
+    """The kit on every engine: the three parts over one SQLite file, or one PostgreSQL namespace."""
+
+    survives_restart = True  # lexical and vector keep documents in the storage
 
     def make_memory(self, config: dict[str, Any]) -> BaseRetrievalMemory:
         members = [{"module": LEXICAL}, {"module": VECTOR, "config": {"embedder": "hash"}}, {"module": STICKY}]
-        return CompositeMemory({**config, "members": members})
+        return CompositeMemory(self.engine.memory_config(config, members=members))
 
 
 def test_sticky_notes_are_shown_once(tmp_path: Path) -> None:
