@@ -71,6 +71,7 @@ from ovos_memory_plugins.dates import (
     memory_time,
     parser_available,
     time_window,
+    warm_parser,
 )
 from ovos_memory_plugins.errors import BackendError, StorageError
 from ovos_memory_plugins.select import (
@@ -249,6 +250,8 @@ class BaseRetrievalMemory(AgentContextManager, Closing):  # type: ignore[misc]  
         self.storage: Storage = storage if storage is not None else self._open_storage()
         self._history = self.storage.history
         self._summary = self._open_summary()
+        if self.settings.retrieval.time_words:  # the parser's one-time load, beside the host
+            warm_parser()
 
     # -- storage locations -------------------------------------------------------------------
 

@@ -20,11 +20,18 @@ A :data:`Clock` is the memories' ``clock=`` seam: a callable returning an aware 
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
+
+from ovos_memory_plugins.concurrency import DaemonPool
+
+LOG = logging.getLogger(__name__)
 
 __all__ = [
     "CONVERSATION_GAP_S",
@@ -44,6 +51,7 @@ __all__ = [
     "system_clock",
     "time_window",
     "today_line",
+    "warm_parser",
     "when_label",
 ]
 
@@ -335,6 +343,50 @@ def parser_available() -> bool:
     return bool(_PARSER_STATE["available"])
 
 
+#: What :func:`warm_parser` has the parser read: "yesterday", in each language.
+_WARM_UP = {
+    "en": "yesterday",
+    "de": "gestern",
+    "es": "ayer",
+    "fr": "hier",
+    "pt": "ontem",
+    "it": "ieri",
+    "nl": "gisteren",
+    "zh": "昨天",
+}
+
+#: Held while the parser searches or warms up: its first search builds shared tables (the time
+#: zones' patterns) that two threads should not build at once.
+_PARSER_LOCK = threading.Lock()
+
+
+def warm_parser(lang: str | None = None) -> Future[None] | None:
+    """Load the time-word parser beside the caller, once per process and language: its import,
+    its language data and the tables its first search builds (about a quarter of a second,
+    which the first turn naming a time would otherwise wait for). A memory with
+    ``retrieval.time_words`` on calls it when it is built; a turn that comes first waits for the
+    warm-up instead of doing the same work. None when already warmed (or warming) for ``lang``
+    or the parser is not installed."""
+    code = language(lang)
+    with _PARSER_LOCK:
+        if ("warm", code) in _PARSER_STATE:
+            return None
+        _PARSER_STATE[("warm", code)] = True
+        pool = _PARSER_STATE.get("pool")
+        if pool is None:
+            pool = _PARSER_STATE["pool"] = DaemonPool("time-words", 1)
+
+    def warm() -> None:
+        if not parser_available():
+            return
+        try:
+            time_window(_WARM_UP[code], datetime.now(timezone.utc), code)
+        except Exception:  # a warm-up is an optimisation: the turn reports a real failure
+            LOG.debug("time words: the parser's warm-up failed", exc_info=True)
+
+    return pool.submit(warm)
+
+
 def _vocabulary(code: str) -> tuple[frozenset[str], tuple[str, ...]]:
     """The parser's own time words for a language (month and weekday names, the words for day,
     week, month, year, ago, and its relative phrases such as "la semana pasada"), without the
@@ -390,6 +442,37 @@ def _might_say_when(text: str, code: str) -> bool:
             f"{d}{u}" in folded for d in "0123456789" for u in _units(code)[0]
         )
     return any(w in words for w in _WORD.findall(folded))
+
+
+#: Words kept on each side of a time word when the parser searches an utterance
+#: (:func:`_time_spans`): "the past 3 days", "il y a 3 jours", "on May 23, 2023" fit in it.
+SPAN_WORDS = 3
+
+
+def _time_spans(text: str, code: str) -> str:
+    """The parts of ``text`` around its time words (:func:`_vocabulary`'s words, four-digit
+    years, numbers), :data:`SPAN_WORDS` words on each side, joined by ``" . "``: what the parser
+    searches. Its search tries every stretch of the text it is given, so a long question costs
+    several times a short one; the words far from any time word cannot be part of a date.
+    Chinese, written without spaces, is searched whole."""
+    if code == "zh":
+        return text
+    words = _vocabulary(code)[0]
+    tokens = text.split()
+    keep = [False] * len(tokens)
+    for i, token in enumerate(tokens):
+        folded = token.casefold()
+        if _YEAR.search(folded) or any(w in words or w.isdigit() for w in _WORD.findall(folded)):
+            for j in range(max(0, i - SPAN_WORDS), min(len(tokens), i + SPAN_WORDS + 1)):
+                keep[j] = True
+    spans: list[list[str]] = []
+    for i, token in enumerate(tokens):
+        if not keep[i]:
+            continue
+        if i == 0 or not keep[i - 1]:
+            spans.append([])
+        spans[-1].append(token)
+    return " . ".join(" ".join(span) for span in spans) if spans else text
 
 
 #: Number words the parser reads only as digits ("hace dos días" -> "hace 2 días"), one to ten;
@@ -542,10 +625,11 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
 
     naive = now.replace(tzinfo=None)
     settings = {"RELATIVE_BASE": naive, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True}
-    parser = DateDataParser(languages=[code], settings=settings)  # its settings hold this turn's now
     stops = stop_words(code)
     candidates: list[tuple[str, datetime | None, str | None]] = []
-    for found, when, period in _search(search_dates, text, code, settings):
+    with _PARSER_LOCK:
+        finds = _search(search_dates, _time_spans(text, code), code, settings)
+    for found, when, period in finds:
         words = _WORD.findall(found.casefold())
         if code == "zh" or len(words) > 1 or (words and words[0] not in stops):  # not "we" as Wednesday
             candidates.append((found, when, period))
@@ -555,8 +639,10 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
         candidates = [(p, None, None) for p in phrases]
     windows = []
     today = naive.replace(hour=0, minute=0, second=0, microsecond=0)
+    parser: Any = None  # made when needed: its settings hold this turn's now
     for found, when, period in candidates:
         if when is None or period is None:  # not searched, or a parser without periods: read it
+            parser = parser or DateDataParser(languages=[code], settings=settings)
             data = parser.get_date_data(found)
             when, period = data.date_obj, data.period
         if when is None or when > naive + timedelta(hours=1):

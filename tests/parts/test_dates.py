@@ -384,3 +384,24 @@ def test_a_parser_without_periods_in_its_search_is_read_again() -> None:
         return [("yesterday", datetime(2026, 12, 1, 9))]  # dateparser before 1.5: no add_period
 
     assert _search(old_search_dates, "what did I say yesterday?", "en", {}) == [("yesterday", None, None)]
+
+
+def test_the_parser_searches_only_the_words_around_time_words() -> None:
+    from ovos_memory_plugins.dates import _time_spans, time_window
+
+    question = "What kind of professional experience did Gina get accepted for on May 23, 2023?"
+    assert _time_spans(question, "en") == "accepted for on May 23, 2023?"
+    far = "Yesterday my sister, who lives in the far north of Norway with her two cats, visited in May"
+    assert _time_spans(far, "en") == "Yesterday my sister, who . cats, visited in May"
+    assert _time_spans("我上周说了什么", "zh") == "我上周说了什么"  # no spaces: searched whole
+    assert time_window(question, NOW) == (at(2023, 5, 23), at(2023, 5, 24))  # the find is the same
+
+
+def test_the_parser_warms_up_once_beside_the_caller() -> None:
+    from ovos_memory_plugins.dates import time_window, warm_parser
+
+    first = warm_parser("nl")
+    if first is not None:  # another test may have warmed Dutch already
+        assert first.result(timeout=30) is None
+    assert warm_parser("nl") is None  # once per process and language
+    assert time_window("wat zei ik gisteren?", NOW, "nl") == (at(2026, 12, 1), at(2026, 12, 2))
