@@ -574,14 +574,20 @@ class SqliteKeywordIndex:
         query term by :func:`bm25_scores` with that ``k1``; only the winners' documents are read."""
         fetch = max(k, RESCORE_CANDIDATES)
         where, params = _document_filter(session_id, window)
+        found: Sequence[Sequence[Any]]
         if not where:
-            found = self.db.query(
-                "SELECT f.rowid, f.score, t.body_terms, t.head_terms, t.ctx_terms FROM ("
+            # the candidates first, then their stored terms by rowid: cheaper than one joined
+            # statement (which reads the terms through a materialised subquery)
+            ranked = self.db.query(
                 f"SELECT rowid, -bm25(keyword_fts, {weights}) AS score FROM keyword_fts"
-                " WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?) AS f"
-                " JOIN keyword_terms AS t ON t.id = f.rowid",
+                " WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?",
                 (match, fetch),
             )
+            ids = [int(r[0]) for r in ranked]
+            marks = ",".join("?" * len(ids))
+            sql = f"SELECT id, body_terms, head_terms, ctx_terms FROM keyword_terms WHERE id IN ({marks})"
+            stored = {int(r[0]): r for r in self.db.query(sql, ids)} if ids else {}
+            found = [(r[0], r[1], *stored[i][1:]) for r, i in zip(ranked, ids, strict=True) if i in stored]
         else:
             found = self.db.query(
                 f"SELECT f.rowid, -bm25(keyword_fts, {weights}) AS score, t.body_terms, t.head_terms, t.ctx_terms"
