@@ -291,18 +291,26 @@ class Database:
                 name = f"sp{self._depth}"
                 self.conn.execute(f"SAVEPOINT {name}")
                 self._depth += 1
+                registered = len(self._after_commit)
                 try:
                     yield self.conn
                 except BaseException:
                     self._depth -= 1
+                    del self._after_commit[registered:]  # what the rolled-back steps asked for
                     self.conn.execute(f"ROLLBACK TO {name}")
                     self.conn.execute(f"RELEASE {name}")
                     raise
                 self._depth -= 1
                 self.conn.execute(f"RELEASE {name}")
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction of :meth:`atomic` is open (what it reads may still roll back)."""
+        return self._depth > 0
+
     def on_commit(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` once the current transaction commits (dropped if it rolls back);
+        """Run ``callback`` once the current transaction commits (dropped if it, or the
+        savepoint it was registered in, rolls back);
         at once when no transaction is open. For RAM caches that must follow the file."""
         with self.lock:
             if self._depth == 0:

@@ -7,6 +7,12 @@
 * ``sessions``: per session, the id of its last exchange document (the next exchange names it
   as its ``previous_exchange``; earlier releases chained the ids themselves on it).
 
+Each exchange the host records reads the session's newest messages and its last exchange id,
+and each turn its window: :class:`SqliteHistory` keeps both per session in RAM (the newest
+:data:`CACHED_MESSAGES` messages at most, for :data:`CACHED_SESSIONS` sessions at most), updated
+when its own writes commit and dropped whole when another connection has committed since
+(``PRAGMA data_version``, one statement instead of two reads).
+
 The document catalogue of earlier releases (``documents`` here, without text) is now the
 memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite.engine`).
 """
@@ -16,12 +22,28 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ovos_memory_plugins.common import exchange_parts
 from ovos_memory_plugins.storage.records import StoredDocument, StoredMessage
 from ovos_memory_plugins.storage.sqlite.database import Database, Migration, chunked
 
 __all__ = ["SqliteHistory", "StoredMessage"]
+
+#: The newest messages per session :class:`SqliteHistory` keeps in RAM (a longer read goes to the file).
+CACHED_MESSAGES = 64
+#: The sessions it keeps them for (all are dropped when one more would not fit).
+CACHED_SESSIONS = 1024
+
+
+@dataclass
+class _Cached:
+    """What RAM holds of one session: its newest messages, oldest first (``complete``: every
+    message the session has), and its last exchange id once read or written (None: not known)."""
+
+    messages: list[StoredMessage] | None = None
+    complete: bool = False
+    last_exchange_id: str | None = None
 
 
 def _v1(conn: sqlite3.Connection) -> None:
@@ -61,6 +83,27 @@ class SqliteHistory:
     def __init__(self, db: Database) -> None:
         self.db = db
         db.migrate("history", MIGRATIONS)
+        self._cache: dict[str, _Cached] = {}
+        self._seen_version: int | None = None
+
+    def _cached(self, session_id: str) -> _Cached:
+        """The session's RAM entry (call with the database lock held), after dropping every
+        entry when another connection committed since the last look."""
+        version = self.db.data_version()
+        if version != self._seen_version:
+            self._cache.clear()
+            self._seen_version = version
+        entry = self._cache.get(session_id)
+        if entry is None:
+            if len(self._cache) >= CACHED_SESSIONS:
+                self._cache.clear()
+            entry = self._cache[session_id] = _Cached()
+        return entry
+
+    def _forget_cache(self) -> None:
+        """Drop what RAM holds (a write that removes messages: the file is read again)."""
+        with self.db.lock:
+            self._cache.clear()
 
     #: :meth:`append` takes ``batch`` and returns the messages it trimmed (the seam's
     #: :class:`~ovos_memory_plugins.storage.seam.HistoryStore`).
@@ -84,6 +127,7 @@ class SqliteHistory:
         ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
         keep = max(keep, 0)
         with self.db.atomic(savepoint=False) as conn:
+            seen = (self._seen_version, self._cache.pop(session_id, None))  # the file until this commits
             conn.executemany(
                 "INSERT INTO history (session_id, role, content, created, exchange_id) VALUES (?, ?, ?, ?, ?)",
                 [(session_id, role, content, now, ids[i]) for i, (role, content) in enumerate(messages)],
@@ -95,7 +139,43 @@ class SqliteHistory:
                     (session_id, last_exchange_id),
                 )
             rows = conn.execute(_TRIM, {"s": session_id, "keep": keep, "full": keep + max(batch, 1) - 1}).fetchall()
+            added = [StoredMessage(role, content, now) for role, content in messages]
+            self.db.on_commit(lambda: self._after_append(session_id, seen, added, bool(rows), keep, last_exchange_id))
         return [StoredMessage(r[1], r[2], r[3]) for r in sorted(rows, key=lambda r: int(r[0]))]
+
+    def _after_append(
+        self,
+        session_id: str,
+        seen: tuple[int | None, _Cached | None],
+        added: list[StoredMessage],
+        trimmed: bool,
+        keep: int,
+        last_exchange_id: str | None,
+    ) -> None:
+        """Once an append committed: the session's RAM entry as the file now holds it (a trim
+        leaves exactly the newest ``keep`` messages). ``seen``: the data version the entry was
+        last checked at, and the entry then; when another connection committed since, every
+        entry is dropped instead (the file is read again)."""
+        version, before = seen
+        with self.db.lock:
+            current = self.db.data_version()
+            if version is None or current != version:
+                self._cache.clear()
+                self._seen_version = current
+                return
+            entry = self._cached(session_id)
+            if before is not None and before.messages is not None:
+                messages, complete = [*before.messages, *added], before.complete
+                if trimmed:
+                    complete = len(messages) >= keep
+                    messages = messages[-keep:] if keep else []
+                if len(messages) > CACHED_MESSAGES:
+                    messages, complete = messages[-CACHED_MESSAGES:], False
+                entry.messages, entry.complete = messages, complete
+            if last_exchange_id is not None:
+                entry.last_exchange_id = last_exchange_id
+            elif before is not None:
+                entry.last_exchange_id = before.last_exchange_id
 
     def tag_exchange(self, session_id: str, exchange_id: str) -> None:
         """Mark the session's last untagged user message as part of ``exchange_id``."""
@@ -107,16 +187,32 @@ class SqliteHistory:
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
         """The newest ``limit`` messages of a session, oldest first, each with its ``created``."""
-        rows = self.db.query(
-            "SELECT role, content, created FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
-            (session_id, max(limit, 0)),
-        )
-        return [StoredMessage(*r) for r in reversed(rows)]
+        limit = max(limit, 0)
+        with self.db.lock:
+            entry = self._cached(session_id)
+            held = entry.messages
+            if held is not None and (entry.complete or len(held) >= limit):
+                return held[-limit:] if limit else []
+            rows = self.db.query(
+                "SELECT role, content, created FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                (session_id, limit),
+            )
+            found = [StoredMessage(*r) for r in reversed(rows)]
+            if limit <= CACHED_MESSAGES and not self.db.in_transaction:
+                entry.messages, entry.complete = found, len(found) < limit
+            return found
 
     def last_exchange_id(self, session_id: str) -> str:
         """The id of the session's newest exchange document, ``""`` when it has none."""
-        value = self.db.scalar("SELECT last_exchange_id FROM sessions WHERE session_id = ?", (session_id,))
-        return str(value) if value is not None else ""
+        with self.db.lock:
+            entry = self._cached(session_id)
+            if entry.last_exchange_id is not None:
+                return entry.last_exchange_id
+            value = self.db.scalar("SELECT last_exchange_id FROM sessions WHERE session_id = ?", (session_id,))
+            found = str(value) if value is not None else ""
+            if not self.db.in_transaction:
+                entry.last_exchange_id = found
+            return found
 
     def sessions(self) -> list[str]:
         """Every session that has history."""
@@ -129,7 +225,9 @@ class SqliteHistory:
         whose text is the document's question or answer in its session.
         """
         n = 0
+        self._forget_cache()
         with self.db.atomic(savepoint=False) as conn:
+            self.db.on_commit(self._forget_cache)
             ids = [d.doc_id for d in docs]
             for chunk, marks in chunked(ids):
                 n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
@@ -149,7 +247,9 @@ class SqliteHistory:
         exchanges they belong to; return how many messages went."""
         if not text.strip():
             return 0
+        self._forget_cache()
         with self.db.atomic(savepoint=False) as conn:
+            self.db.on_commit(self._forget_cache)
             quoting = "session_id = ? AND role = 'user' AND instr(lower(content), lower(?)) > 0"
             n = conn.execute(
                 "DELETE FROM history WHERE session_id = ? AND exchange_id IN"
@@ -161,14 +261,18 @@ class SqliteHistory:
 
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
+        self._forget_cache()
         with self.db.atomic(savepoint=False) as conn:
+            self.db.on_commit(self._forget_cache)
             n = conn.execute("DELETE FROM history WHERE session_id = ?", (session_id,)).rowcount
             conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
         return int(n)
 
     def clear_all(self) -> int:
         """Delete all history; return how many messages went."""
+        self._forget_cache()
         with self.db.atomic(savepoint=False) as conn:
+            self.db.on_commit(self._forget_cache)
             n = conn.execute("DELETE FROM history").rowcount
             conn.execute("DELETE FROM sessions")
         return int(n)
