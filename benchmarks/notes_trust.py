@@ -39,7 +39,7 @@ class HungMember(InMemoryMemory):
 
 
 def hung_member() -> None:
-    import ovos_memory_plugins.composite as composite
+    import ovos_memory_plugins.composite.memory as composite
 
     real = composite._load_member_class
     composite._load_member_class = lambda module: HungMember if module == "hung" else real(module)

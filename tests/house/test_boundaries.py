@@ -39,9 +39,9 @@ FORBIDDEN: dict[str, Rule] = {
     "_delete_all": Rule("base.py", "a storage hook the base calls: use forget_all()"),
     "_session_document_ids": Rule("base.py", "a storage hook the base calls: use forget_session()"),
     "_build": Rule("base.py", "the base's turn: use build_conversation_context()"),
-    "_members": Rule("composite.py", "the composite's member records: use its public members / protocols"),
-    "_primary": Rule("composite.py", "the composite's history member: use sessions(), messages()"),
-    "_turn": Rule("composite.py", "the composite's per-turn state"),
+    "_members": Rule("composite/memory.py", "the composite's member records: use its public members / protocols"),
+    "_primary": Rule("composite/memory.py", "the composite's history member: use sessions(), messages()"),
+    "_turn": Rule("composite/memory.py", "the composite's per-turn state"),
     "_lock": Rule("base.py", "a memory's lock: its public methods take it themselves"),
 }
 

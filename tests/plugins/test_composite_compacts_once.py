@@ -126,7 +126,7 @@ def test_a_member_that_compacts_more_than_it_declares_is_always_asked(tmp_path: 
 
 
 def test_a_third_party_member_without_locations_is_asked_every_time(tmp_path: Path) -> None:
-    import ovos_memory_plugins.composite as composite_module
+    import ovos_memory_plugins.composite.memory as composite_module
 
     class Plain:
         """A member of another package: compactable, with no declared locations."""

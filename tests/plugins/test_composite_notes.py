@@ -105,7 +105,7 @@ class HungMember(InMemoryMemory):
 
 @pytest.fixture
 def hung(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[HungMember]]:
-    import ovos_memory_plugins.composite as composite
+    import ovos_memory_plugins.composite.memory as composite
 
     real = composite._load_member_class
     monkeypatch.setattr(

@@ -35,7 +35,7 @@ OLD_ENGINE_PATHS = {
 #: The plugins and the core they build on.
 PLUGINS = [
     *["base.py", "index.py", "lexical.py", "vector.py", "notes.py", "sticky.py", "notebook.py", "summary.py"],
-    "composite.py",
+    *["composite/__init__.py", "composite/memory.py", "composite/options.py"],
 ]
 #: The front-ends: the command, the editor and the tool box (a folder each).
 FRONT_ENDS = sorted(
