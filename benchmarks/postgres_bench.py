@@ -408,7 +408,10 @@ def context(
 def _pruning_constants(engine: str) -> tuple[Any, dict[str, Any]]:
     """The module whose constants rule the engine's pruning, and their shipped values."""
     if engine == "postgresql":
-        from ovos_memory_plugins.storage.postgres import database as module
+        try:  # the keyword index's own module (storage/postgres/keyword.py); before it, the one module
+            from ovos_memory_plugins.storage.postgres import keyword as module
+        except ImportError:
+            from ovos_memory_plugins.storage.postgres import database as module
     else:
         from ovos_memory_plugins.storage import keyword as module
     names = ("PRUNE_POSTINGS", "RESCORE_CANDIDATES")  # the latter absent before the rescoring

@@ -139,3 +139,64 @@ def test_nothing_declared_goes_unused() -> None:
         for module in top | nested:
             used |= _distributions(module, owners)
     assert sorted(_declared()[""] - used) == []
+
+
+# -- no import circles --------------------------------------------------------------------------
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_at_load(path: Path, modules: set[str]) -> set[str]:
+    """The package's modules ``path`` imports when it is loaded: its module-level imports (in
+    ``try`` / ``if`` blocks too, not under ``TYPE_CHECKING``), each with the packages above it."""
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If):
+                visit(node.orelse if "TYPE_CHECKING" in ast.unparse(node.test) else node.body + node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body])
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    own = _module_name(path)
+    out = set()
+    for name in found:
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            module = ".".join(parts[:i])
+            if module in modules and module != own and not own.startswith(module + "."):
+                out.add(module)
+    return out
+
+
+def test_no_module_imports_itself_back_when_it_loads() -> None:
+    """No circle of module-level imports (an import inside a function, or under
+    ``TYPE_CHECKING``, is not one: a shim that re-exports from modules that import it does so
+    on first use, as ``storage/postgres/database.py`` does)."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {name: _imported_at_load(path, set(paths)) for name, path in paths.items()}
+    circles = []
+    done: set[str] = set()
+
+    def walk(name: str, trail: list[str]) -> None:
+        if name in trail:
+            circles.append(" -> ".join([*trail[trail.index(name) :], name]))
+            return
+        if name in done:
+            return
+        for dep in sorted(graph[name]):
+            walk(dep, [*trail, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        walk(name, [])
+    assert circles == []

@@ -26,6 +26,7 @@ import psycopg
 
 from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.storage.postgres import database as pg
+from ovos_memory_plugins.storage.postgres import keyword as pg_keyword
 from ovos_memory_plugins.vector import VectorMemory
 
 _ns = itertools.count()
@@ -127,8 +128,8 @@ def test_searches_match_the_counted_frequencies_on_a_large_namespace(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pruning and the second ranking read the kept counts: the same hits as counting them."""
-    monkeypatch.setattr(pg, "PRUNE_MIN_DOCUMENTS", 20)
-    monkeypatch.setattr(pg, "PRUNE_POSTINGS", 10)
+    monkeypatch.setattr(pg_keyword, "PRUNE_MIN_DOCUMENTS", 20)
+    monkeypatch.setattr(pg_keyword, "PRUNE_POSTINGS", 10)
     ns = f"df-{next(_ns)}"
     with memory(postgres_url, ns, tmp_path) as mem:
         mem.put_documents([(f"d{i}", sentence(i, f" rare{i % 9}"), f"s{i % 3}", None) for i in range(60)])

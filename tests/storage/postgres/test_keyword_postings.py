@@ -24,6 +24,7 @@ pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 from ovos_memory_plugins.storage import keyword
 from ovos_memory_plugins.storage.engine import Document, StoredDocument
 from ovos_memory_plugins.storage.postgres import database as pg
+from ovos_memory_plugins.storage.postgres import keyword as pg_keyword
 
 _ns = itertools.count()
 DOCS = Path(__file__).resolve().parents[3] / "docs"
@@ -133,7 +134,7 @@ def test_the_postings_path_ranks_as_the_gin_path_on_real_text(db: pg.PgDatabase)
 def test_at_scale_pruned_and_ranked_again_the_paths_agree(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
     """From PRUNE_MIN_DOCUMENTS on: common terms left out, the candidates ranked again on every
     term (k1 0.5): the postings path finds the same candidates and reads the same counts."""
-    for module in (keyword, pg):
+    for module in (keyword, pg_keyword):
         monkeypatch.setattr(module, "PRUNE_MIN_DOCUMENTS", 100)
         monkeypatch.setattr(module, "PRUNE_POSTINGS", 60)
         monkeypatch.setattr(module, "RESCORE_CANDIDATES", 12)
@@ -154,7 +155,7 @@ def test_a_window_of_time_keeps_to_it_and_ranks_as_the_gin_path(
     texts = sentences(300)
     for scale in (False, True):
         if scale:
-            for module in (keyword, pg):
+            for module in (keyword, pg_keyword):
                 monkeypatch.setattr(module, "PRUNE_MIN_DOCUMENTS", 100)
                 monkeypatch.setattr(module, "PRUNE_POSTINGS", 60)
         ns = namespace()

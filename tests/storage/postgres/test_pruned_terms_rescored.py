@@ -23,6 +23,7 @@ from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.storage import keyword
 from ovos_memory_plugins.storage.engine import Document, KeywordSettings, Storage
 from ovos_memory_plugins.storage.postgres import database as pg
+from ovos_memory_plugins.storage.postgres import keyword as pg_keyword
 from ovos_memory_plugins.storage.registry import open_storage
 
 _ns = itertools.count()
@@ -69,7 +70,7 @@ class Engines:
 @pytest.fixture
 def scale(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pruning from 100 documents, a budget of 40 postings and 12 rescored candidates, on both engines."""
-    for module in (keyword, pg):
+    for module in (keyword, pg_keyword):
         monkeypatch.setattr(module, "PRUNE_MIN_DOCUMENTS", 100)
         monkeypatch.setattr(module, "PRUNE_POSTINGS", 40)
         monkeypatch.setattr(module, "RESCORE_CANDIDATES", 12)
@@ -131,7 +132,7 @@ def test_a_left_out_common_term_orders_what_the_rare_term_found(engines: Engines
     assert [h.source for h in postgres] == ["weather", "twice", "once"]
     assert ranking(postgres) == ranking(sqlite)
     with pytest.MonkeyPatch.context() as m:  # no budget, every term searched: the same scores
-        m.setattr(pg, "PRUNE_POSTINGS", 10**9)
+        m.setattr(pg_keyword, "PRUNE_POSTINGS", 10**9)
         full = pg.PgKeywordIndex(engines.postgres.db, engines.postgres.namespace).search("weather tornado", 3)
     assert ranking(full) == ranking(postgres)
     # within a session as well
@@ -175,8 +176,8 @@ def test_both_engines_prune_with_the_same_constants() -> None:
     """One definition: the PostgreSQL index prunes and rescores with the SQLite index's constants
     (with the same ones, both return the same documents in the same order: the tests above)."""
     for name in ("PRUNE_MIN_DOCUMENTS", "PRUNE_POSTINGS", "RESCORE_CANDIDATES", "BM25_K1", "BM25_B"):
-        assert getattr(pg, name) == getattr(keyword, name), name
-    assert pg.bm25_scores is keyword.bm25_scores
+        assert getattr(pg_keyword, name) == getattr(keyword, name), name
+    assert pg_keyword.bm25_scores is keyword.bm25_scores
 
 
 def test_a_window_of_time_gives_the_same_documents_in_the_same_order_as_sqlite(engines: Engines) -> None:

@@ -14,6 +14,8 @@ pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.engine import Document, KeywordSettings, StoredDocument
 from ovos_memory_plugins.storage.postgres import database as pg
+from ovos_memory_plugins.storage.postgres import keyword as pg_keyword
+from ovos_memory_plugins.storage.postgres import vector as pg_vector
 from ovos_memory_plugins.text import tokenize
 
 _ns = itertools.count()
@@ -271,7 +273,7 @@ def test_hnsw_index_search(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -
     exact = [d for d, _ in vec.search("e8", vectors[7], 5)]
     assert exact[0] == "h7"
     assert vec.build_ann_index(8)
-    monkeypatch.setattr(pg, "HNSW_MIN_VECTORS", 100)
+    monkeypatch.setattr(pg_vector, "HNSW_MIN_VECTORS", 100)
     approx = [d for d, _ in vec.search("e8", vectors[7], 5)]
     assert approx[0] == "h7" and len(set(approx) & set(exact)) >= 4
     with db.atomic() as conn:  # the index serves the query shape search() sends (a tiny table needs the nudge)
@@ -299,8 +301,8 @@ def test_hnsw_index_search(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_large_namespace_prunes_common_terms(db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pg, "PRUNE_MIN_DOCUMENTS", 10)
-    monkeypatch.setattr(pg, "PRUNE_POSTINGS", 5)
+    monkeypatch.setattr(pg_keyword, "PRUNE_MIN_DOCUMENTS", 10)
+    monkeypatch.setattr(pg_keyword, "PRUNE_POSTINGS", 5)
     idx = pg.PgKeywordIndex(db, namespace())
     for i in range(40):
         put(db, idx, f"c{i}", f"common word {'zebra' if i in (3, 30) else 'filler'} number{i}", session=f"s{i}")
@@ -357,9 +359,9 @@ def test_a_lexeme_collision_never_mixes_namespaces(db: pg.PgDatabase, monkeypatc
     """Keyword statements find candidates by the namespace's lexeme; the namespace column is
     checked too, so two namespaces whose lexemes collided (a 64-bit hash: never in practice)
     would still never see each other's rows."""
-    monkeypatch.setattr(pg, "namespace_lexeme", lambda namespace: " ns:collision")
-    monkeypatch.setattr(pg, "PRUNE_MIN_DOCUMENTS", 2)  # the large-namespace path as well
-    monkeypatch.setattr(pg, "PRUNE_POSTINGS", 1)
+    monkeypatch.setattr(pg_keyword, "namespace_lexeme", lambda namespace: " ns:collision")
+    monkeypatch.setattr(pg_keyword, "PRUNE_MIN_DOCUMENTS", 2)  # the large-namespace path as well
+    monkeypatch.setattr(pg_keyword, "PRUNE_POSTINGS", 1)
     a, b = pg.PgKeywordIndex(db, namespace()), pg.PgKeywordIndex(db, namespace())
     for i in range(3):
         put(db, a, f"a{i}", f"alpha secret lighthouse {i}")
