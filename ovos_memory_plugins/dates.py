@@ -365,8 +365,8 @@ def warm_parser(lang: str | None = None) -> Future[None] | None:
     its language data and the tables its first search builds (about a quarter of a second,
     which the first turn naming a time would otherwise wait for). A memory with
     ``retrieval.time_words`` on calls it when it is built; a turn that comes first waits for the
-    warm-up instead of doing the same work. None when already warmed (or warming) for ``lang``
-    or the parser is not installed."""
+    warm-up instead of doing the same work. None when already warmed (or warming) for
+    ``lang``; without the parser installed the warm-up finds that out on its thread and ends."""
     code = language(lang)
     with _PARSER_LOCK:
         if ("warm", code) in _PARSER_STATE:

@@ -19,9 +19,10 @@ memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite.engine`).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ovos_memory_plugins.common import exchange_parts
@@ -93,6 +94,11 @@ class SqliteHistory:
         if version != self._seen_version:
             self._cache.clear()
             self._seen_version = version
+        return self._entry(session_id)
+
+    def _entry(self, session_id: str) -> _Cached:
+        """The session's RAM entry as held, made empty when there is none (the lock held, the
+        data version checked)."""
         entry = self._cache.get(session_id)
         if entry is None:
             if len(self._cache) >= CACHED_SESSIONS:
@@ -101,9 +107,18 @@ class SqliteHistory:
         return entry
 
     def _forget_cache(self) -> None:
-        """Drop what RAM holds (a write that removes messages: the file is read again)."""
+        """Drop what RAM holds (the file is read again)."""
         with self.db.lock:
             self._cache.clear()
+
+    @contextlib.contextmanager
+    def _removing(self) -> Iterator[sqlite3.Connection]:
+        """The transaction of a write that removes messages: what RAM holds is dropped inside it
+        (its own reads see the removal) and again once it commits (what was read meanwhile)."""
+        with self.db.atomic(savepoint=False) as conn:
+            self._cache.clear()
+            self.db.on_commit(self._forget_cache)
+            yield conn
 
     #: :meth:`append` takes ``batch`` and returns the messages it trimmed (the seam's
     #: :class:`~ovos_memory_plugins.storage.seam.HistoryStore`).
@@ -163,7 +178,7 @@ class SqliteHistory:
                 self._cache.clear()
                 self._seen_version = current
                 return
-            entry = self._cached(session_id)
+            entry = self._entry(session_id)  # the version was just read: no second look
             if before is not None and before.messages is not None:
                 messages, complete = [*before.messages, *added], before.complete
                 if trimmed:
@@ -225,9 +240,7 @@ class SqliteHistory:
         whose text is the document's question or answer in its session.
         """
         n = 0
-        self._forget_cache()
-        with self.db.atomic(savepoint=False) as conn:
-            self.db.on_commit(self._forget_cache)
+        with self._removing() as conn:
             ids = [d.doc_id for d in docs]
             for chunk, marks in chunked(ids):
                 n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
@@ -247,9 +260,7 @@ class SqliteHistory:
         exchanges they belong to; return how many messages went."""
         if not text.strip():
             return 0
-        self._forget_cache()
-        with self.db.atomic(savepoint=False) as conn:
-            self.db.on_commit(self._forget_cache)
+        with self._removing() as conn:
             quoting = "session_id = ? AND role = 'user' AND instr(lower(content), lower(?)) > 0"
             n = conn.execute(
                 "DELETE FROM history WHERE session_id = ? AND exchange_id IN"
@@ -261,18 +272,14 @@ class SqliteHistory:
 
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
-        self._forget_cache()
-        with self.db.atomic(savepoint=False) as conn:
-            self.db.on_commit(self._forget_cache)
+        with self._removing() as conn:
             n = conn.execute("DELETE FROM history WHERE session_id = ?", (session_id,)).rowcount
             conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
         return int(n)
 
     def clear_all(self) -> int:
         """Delete all history; return how many messages went."""
-        self._forget_cache()
-        with self.db.atomic(savepoint=False) as conn:
-            self.db.on_commit(self._forget_cache)
+        with self._removing() as conn:
             n = conn.execute("DELETE FROM history").rowcount
             conn.execute("DELETE FROM sessions")
         return int(n)
