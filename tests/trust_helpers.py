@@ -274,25 +274,36 @@ def on_postgres(backend: Backend, url: str, namespace: str) -> Backend:
     return dataclasses.replace(backend, config={**config, "database": url, "namespace": namespace})
 
 
+#: Column types whose values are text a memory wrote (what :func:`rows_of` reads).
+_TEXT_TYPES = frozenset({"text", "character varying", "character", "json", "jsonb", "tsvector"})
+
+
 def rows_of(url: str, namespace: str, word: str) -> dict[str, int]:
     """Rows of every table of the database that belong to ``namespace`` (or a member's
-    ``<namespace>.<member>``) and hold ``word`` anywhere, by table."""
+    ``<namespace>.<member>``) and hold ``word`` in a text column, by table.
+
+    Only text columns are read (text, JSON, ``tsvector``, text arrays): a number column (a
+    ``created`` of ``1796295512.41``) or a vector spells digits by chance, and a canary of digits
+    only would be "found" there once in a few hundred runs."""
     import psycopg
 
     out: dict[str, int] = {}
     with psycopg.connect(url, autocommit=True) as conn:
-        tables = [
-            r[0]
-            for r in conn.execute(
-                "SELECT table_name FROM information_schema.columns"
-                " WHERE table_schema = 'public' AND column_name = 'namespace'"
-            )
-        ]
-        for table in tables:
+        columns: dict[str, list[str]] = {}
+        for table, column, data_type, udt in conn.execute(
+            "SELECT table_name, column_name, data_type, udt_name FROM information_schema.columns"
+            " WHERE table_schema = 'public' ORDER BY table_name, ordinal_position"
+        ):
+            if data_type in _TEXT_TYPES or (data_type == "ARRAY" and udt in ("_text", "_varchar")):
+                columns.setdefault(table, []).append(column)
+        for table, names in columns.items():
+            if "namespace" not in names or len(names) == 1:
+                continue
             quoted = '"' + table.replace('"', '""') + '"'
+            text = "concat_ws(' ', " + ", ".join(f'"{c}"::text' for c in names if c != "namespace") + ")"
             row = conn.execute(
                 f"SELECT count(*) FROM {quoted} AS t WHERE (t.namespace = %s OR t.namespace LIKE %s)"
-                " AND lower(t::text) LIKE lower(%s)",
+                f" AND lower({text}) LIKE lower(%s)",
                 (namespace, namespace + ".%", f"%{word}%"),
             ).fetchone()
             if row and row[0]:
