@@ -13,15 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ovos_memory_plugins.common import (
-    MemoryHit,
-    fuse,
-    fuse_interleave,
-    fuse_merge,
-    fuse_priority,
-    fuse_rrf,
-    fuse_weighted,
-)
+from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.config import MemoryConfig, parse_config, validate_config
 from ovos_memory_plugins.errors import (
     BackendError,
@@ -32,11 +24,21 @@ from ovos_memory_plugins.errors import (
     OvosMemoryPluginError,
     StorageError,
 )
+from ovos_memory_plugins.fusion import (
+    FUSIONS,
+    fuse,
+    fuse_interleave,
+    fuse_merge,
+    fuse_priority,
+    fuse_rrf,
+    fuse_weighted,
+)
 
 if TYPE_CHECKING:
     from ovos_memory_plugins.base import BaseRetrievalMemory
 
 __all__ = [
+    "FUSIONS",
     "BackendError",
     "BaseRetrievalMemory",
     "ConfigError",

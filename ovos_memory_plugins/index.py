@@ -34,10 +34,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from ovos_memory_plugins.base import BaseRetrievalMemory
-from ovos_memory_plugins.common import MemoryHit, fuse_points, fuse_rrf, fuse_weighted
+from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.dates import Clock, Window
 from ovos_memory_plugins.embedders import CachedEmbedder, Embedder, embed_documents, embed_queries
 from ovos_memory_plugins.errors import BackendError, StorageError
+from ovos_memory_plugins.fusion import FUSIONS, fuse, fuse_scores, list_confidence
 from ovos_memory_plugins.storage.records import Document, ForgetReport, StoredDocument
 from ovos_memory_plugins.storage.seam import DocumentStore, Index, Storage, VectorStore
 
@@ -72,50 +73,7 @@ def _tiers(index: Index, removed: int) -> dict[str, int]:
     return {f"{index.name}_rows": int(removed)}
 
 
-# -- fusion --------------------------------------------------------------------------------
-
-
-def fuse_scores(lists: Sequence[Sequence[MemoryHit]], weights: Sequence[float], rrf_k: float = 60) -> list[MemoryHit]:
-    """Score-aware fusion: per list, a hit earns ``weight * (0.5 * rank part + 0.5 * score part)``.
-
-    The rank part is ``(rrf_k + 1) / (rrf_k + rank)`` (1 for the top hit); the score part is the
-    hit's score divided by the list's best score (so a list whose top hit barely matches and
-    whose runners-up are near ties gives them little, while a confident list keeps a clear
-    winner). Documents are keyed by normalised content, as in :func:`fuse_rrf`.
-    """
-
-    def points(hits: Sequence[MemoryHit], weight: float) -> Iterator[tuple[MemoryHit, float]]:
-        best = max(h.score for h in hits)
-        for rank, hit in enumerate(hits, start=1):
-            rank_part = (rrf_k + 1) / (rrf_k + rank)
-            score_part = hit.score / best if best > 0 else 0.0
-            yield hit, weight * (0.5 * rank_part + 0.5 * max(score_part, 0.0))
-
-    return fuse_points(points(hits, weight) for weight, hits in zip(weights, lists, strict=True) if hits and weight > 0)
-
-
-def list_confidence(hits: Sequence[MemoryHit], rank: int = 3, power: float = 0.5, floor: float = 0.25) -> float:
-    """How far a hit list's best hit stands out from the list, in ``[floor, 1]``.
-
-    ``floor + (1 - floor) * ((s1 - s_rank) / (s1 - s_last)) ** power``: the lead of the best
-    score over the ``rank``-th, as a share of the list's whole range. Min-max normalisation maps
-    every list onto ``[0, 1]`` and so throws that away: a list whose top hits are near ties
-    with the rest (an arm that found nothing in particular) would count as much as one with a
-    clear winner. A list of one hit, or of equal scores, is 1 (nothing to tell). Scale-free,
-    so it calibrates keyword scores and the cosine similarities of any embedder alike.
-    """
-    if len(hits) < 2:
-        return 1.0
-    best, last = hits[0].score, min(h.score for h in hits)
-    if not best > last:
-        return 1.0
-    other = hits[min(rank, len(hits)) - 1].score
-    lead = max(0.0, min(1.0, (best - other) / (best - last)))
-    return float(floor + (1.0 - floor) * lead**power)
-
-
-#: Fusion methods a :class:`HybridIndex` accepts.
-FUSIONS = ("calibrated", "weighted", "score", "rrf")
+# -- the hybrid (fusion itself: ovos_memory_plugins.fusion) -------------------------------
 
 
 class HybridIndex(IndexBase):
@@ -125,12 +83,11 @@ class HybridIndex(IndexBase):
         arms: the indexes, each implementing :class:`~ovos_memory_plugins.storage.seam.Index`.
         weights: one per arm (default 1.0 each); an arm's ``weight(query)``, when it has one,
             multiplies its weight per query.
-        fusion: ``"calibrated"`` (the default: ``"weighted"`` with each arm's weight times the
-            :func:`list_confidence` of its hits for this query), ``"weighted"`` (each list's
-            scores min-max normalised, weighted and summed,
-            :func:`~ovos_memory_plugins.common.fuse_weighted`), ``"score"``
-            (:func:`fuse_scores`) or ``"rrf"`` (weighted reciprocal rank fusion).
-        rrf_k: the rank constant of both fusions.
+        fusion: any of :data:`~ovos_memory_plugins.fusion.FUSIONS`: ``"calibrated"`` (the
+            default: ``"weighted"`` with each arm's weight times the
+            :func:`~ovos_memory_plugins.fusion.list_confidence` of its hits for this query),
+            ``"weighted"``, ``"score"``, ``"rrf"``, ``"merge"``, ``"priority"``, ``"interleave"``.
+        rrf_k: the rank constant of ``rrf`` and ``score``.
         depth: how many hits each arm is asked for, at least (``k`` when larger).
     """
 
@@ -249,14 +206,7 @@ class HybridIndex(IndexBase):
             weights.append(weight if math.isfinite(weight) else 0.0)
         if not lists:
             return []
-        if self.fusion == "rrf":
-            fused = fuse_rrf(lists, k=self.rrf_k, weights=weights)
-        elif self.fusion == "calibrated":
-            fused = fuse_weighted(lists, weights=[w * list_confidence(h) for w, h in zip(weights, lists, strict=True)])
-        elif self.fusion == "weighted":
-            fused = fuse_weighted(lists, weights=weights)
-        else:
-            fused = fuse_scores(lists, weights, rrf_k=self.rrf_k)
+        fused = fuse(self.fusion, lists, weights=weights, rrf_k=self.rrf_k)
         return fused[:k]
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ovos_memory_plugins.config import option
+from ovos_memory_plugins.fusion import Fusion
 
 __all__ = [
     "ASSIST_TIMEOUT",
@@ -20,7 +21,6 @@ __all__ = [
     "parse_members",
 ]
 
-Fusion = Literal["rrf", "weighted", "merge", "priority", "interleave"]
 
 #: Seconds an LLM assist may take when the ``llm`` block sets no ``timeout`` (it runs per turn).
 ASSIST_TIMEOUT = 5.0
@@ -49,9 +49,11 @@ class CompositeOptions:
     )
     fusion: Fusion = option(
         "rrf",
-        doc="How retriever hits are fused: `rrf` (Reciprocal Rank Fusion, weighted), `weighted` "
-        "(min-max normalised scores, weighted), `merge` (raw scores; same-scale members only), "
-        "`priority` (earlier members first), `interleave` (round robin).",
+        doc="How retriever hits are fused (one vocabulary with a hybrid's `fusion`): `rrf` (Reciprocal "
+        "Rank Fusion, weighted), `weighted` (min-max normalised scores, weighted), `calibrated` "
+        "(`weighted`, each member's weight times how far its best hit stands out), `score` (half "
+        "rank, half score relative to the member's best), `merge` (raw scores; same-scale members "
+        "only), `priority` (earlier members first), `interleave` (round robin).",
     )
     rrf_k: float = option(60.0, doc="The k of Reciprocal Rank Fusion: score = weight / (k + rank).", minimum=0)
     primary: str | None = option(

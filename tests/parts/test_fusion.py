@@ -1,4 +1,5 @@
-"""Fusion functions against hand-computed values; inputs are never mutated."""
+"""Fusion functions against hand-computed values; inputs are never mutated; one vocabulary of
+fusion names for a composite's members and a hybrid index's arms."""
 
 from __future__ import annotations
 
@@ -6,16 +7,18 @@ import copy
 
 import pytest
 
-from ovos_memory_plugins.common import (
-    MemoryHit,
-    dedup_hits,
+from ovos_memory_plugins.common import MemoryHit, dedup_hits, normalize_content
+from ovos_memory_plugins.fusion import (
+    FUSIONS,
     fuse,
+    fuse_calibrated,
     fuse_interleave,
     fuse_merge,
     fuse_priority,
     fuse_rrf,
+    fuse_scores,
     fuse_weighted,
-    normalize_content,
+    list_confidence,
 )
 
 
@@ -77,3 +80,44 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="weights"):
         fuse_rrf([A, B], weights=[1.0])
     assert fuse_rrf([]) == [] and fuse_interleave([]) == []
+
+
+def test_one_vocabulary_runs_every_fusion_by_name() -> None:
+    weights = [1.0, 0.5]
+    expected = {
+        "rrf": fuse_rrf([A, B], k=60, weights=weights),
+        "weighted": fuse_weighted([A, B], weights=weights),
+        "calibrated": fuse_weighted([A, B], weights=[1.0 * list_confidence(A), 0.5 * list_confidence(B)]),
+        "score": fuse_scores([A, B], weights, rrf_k=60),
+        "merge": fuse_merge([A, B]),
+        "priority": fuse_priority([A, B]),
+        "interleave": fuse_interleave([A, B]),
+    }
+    assert set(FUSIONS) == set(expected)
+    for method, want in expected.items():
+        got = fuse(method, [A, B], weights=weights if method not in ("merge", "priority", "interleave") else None)
+        assert [(h.content, h.score) for h in got] == [(h.content, h.score) for h in want], method
+    assert fuse_calibrated([A, B], weights=weights) == expected["calibrated"]
+    assert fuse("score", [A, B]) == fuse_scores([A, B], [1.0, 1.0])  # weights default to 1.0 each
+
+
+def test_a_composite_accepts_every_name_of_the_vocabulary() -> None:
+    from ovos_memory_plugins.composite import CompositeMemory
+    from ovos_memory_plugins.config import validate_config
+    from ovos_memory_plugins.errors import ConfigError
+
+    for method in FUSIONS:
+        assert validate_config({"fusion": method}, CompositeMemory).options.fusion == method
+    with pytest.raises(ConfigError, match="'best' is not accepted"):
+        validate_config({"fusion": "best"}, CompositeMemory)
+
+
+def test_the_old_names_still_import_from_common() -> None:
+    import ovos_memory_plugins
+    from ovos_memory_plugins import common, fusion
+
+    assert common.FUSION_METHODS == FUSIONS == ovos_memory_plugins.FUSIONS
+    for name in ("fuse", "fuse_rrf", "fuse_weighted", "fuse_merge", "fuse_priority", "fuse_interleave", "fuse_points"):
+        assert getattr(common, name) is getattr(fusion, name)
+    with pytest.raises(AttributeError):
+        _ = common.fuse_nothing
