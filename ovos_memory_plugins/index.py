@@ -10,7 +10,7 @@ finds the documents of the memory's one documents table again::
 
 Indexes shipped here and in :mod:`ovos_memory_plugins.storage`:
 
-* the keyword index (:class:`ovos_memory_plugins.storage.keyword.SqliteKeywordIndex`);
+* the keyword index (:class:`ovos_memory_plugins.storage.sqlite.keyword.SqliteKeywordIndex`);
 * :class:`VectorIndex`: an embedder over the engine's
   :class:`~ovos_memory_plugins.storage.seam.VectorStore`; embedder outages leave vectors
   pending for a background retry (writes) or give no hits (reads);

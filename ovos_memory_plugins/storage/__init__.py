@@ -10,8 +10,8 @@
 * :mod:`~ovos_memory_plugins.storage.sqlite` and :mod:`~ovos_memory_plugins.storage.postgres`:
   the engines, a folder each with one file name per concept (``database``, ``history``,
   ``vector``, ``notes``, ...);
-* :mod:`~ovos_memory_plugins.storage.keyword`: the keyword analysis both engines share (and,
-  still, the SQLite keyword index);
+* :mod:`~ovos_memory_plugins.storage.keyword`: the keyword analysis both engines share (each
+  engine's index is its folder's ``keyword``);
 * ``notes_store``, ``sticky_store``, ``summary_store``, ``embedding_cache``: the engine-neutral
   table stores.
 """

@@ -308,7 +308,7 @@ def test_a_second_process_writing_the_same_file(tmp_path: Path, caplog: pytest.L
 
 def test_no_fts5_fallback_same_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
     monkeypatch.setattr(sqlite_layer, "fts5_available", lambda: False)
-    caplog.set_level(logging.WARNING, logger="ovos_memory_plugins.storage.keyword")
+    caplog.set_level(logging.WARNING, logger="ovos_memory_plugins.storage.sqlite.keyword")
     with LexicalMemory({"root": str(tmp_path / "m")}) as m:
         assert [r for r in caplog.records if "no FTS5" in r.getMessage()]
         assert len([r for r in caplog.records if "no FTS5" in r.getMessage()]) == 1

@@ -4,6 +4,7 @@
 * :mod:`~ovos_memory_plugins.storage.sqlite.engine`: the documents table, ``SqliteStorage``,
   ``open_sqlite`` and the files of earlier releases;
 * :mod:`~ovos_memory_plugins.storage.sqlite.history`: the history store;
+* :mod:`~ovos_memory_plugins.storage.sqlite.keyword`: the keyword index (FTS5);
 * :mod:`~ovos_memory_plugins.storage.sqlite.vector`: the vector store.
 
 ``storage.sqlite`` was one module (now ``database``): its names are re-exported here for one

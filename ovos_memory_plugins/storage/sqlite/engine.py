@@ -386,7 +386,7 @@ class SqliteStorage(Storage):
         self.vector_driver = vector_driver
 
     def _keyword(self, settings: KeywordSettings) -> Any:
-        from ovos_memory_plugins.storage.keyword import SqliteKeywordIndex
+        from ovos_memory_plugins.storage.sqlite.keyword import SqliteKeywordIndex
 
         return SqliteKeywordIndex(self.db, settings)
 

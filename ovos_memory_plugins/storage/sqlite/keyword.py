@@ -1,0 +1,604 @@
+"""The SQLite engine's keyword index (:class:`SqliteKeywordIndex`): our own tokens
+(:mod:`ovos_memory_plugins.storage.keyword`, shared by every engine) in SQLite FTS5, over the
+memory's documents table.
+
+The index keeps the terms in ``keyword_terms`` (one row per
+document, keyed by the document's key, cascading with it) and indexes them with an
+external-content FTS5 table ``keyword_fts`` (three columns: body, head and context terms, the
+``ascii`` tokenizer, ranked by bm25 with per-column weights). Each term is quoted in the MATCH
+expression, so no query text is ever an FTS5 operator.
+
+* **Deferred indexing.** ``add`` writes the terms row in the write transaction (durable at once)
+  and FTS5 catches up in batches: before the next search and every :data:`INDEX_BATCH` adds,
+  so a batch is one FTS5 segment instead of one per document. Invariant: every terms row whose
+  id is at most the index's highest id is indexed; rows above it are pending (rows another
+  process added are picked up the same way).
+* **Pruning.** On a memory of :data:`PRUNE_MIN_DOCUMENTS` or more, query terms found in more than
+  half the documents are left out and the others are searched rarest first until their postings
+  add up to :data:`PRUNE_POSTINGS`, which bounds the time of a query on any size. The kept terms
+  only *find* candidates: the best :data:`RESCORE_CANDIDATES` of them are ranked again by
+  :func:`bm25_scores` on every query term, so a left-out term still orders what the rare terms
+  found. A large memory ranks with bm25's ``k1`` = :data:`RESCORE_K1` (FTS5's is 1.2): among
+  many documents, long texts that repeat one query word (lists, assistant paragraphs) otherwise
+  outrank the one holding more of the query's words. FTS5's k1 is fixed, but its bm25 with every
+  column weight times ``BM25_K1 / RESCORE_K1`` ranks exactly as bm25 with ``RESCORE_K1`` (its
+  score is that bm25 times ``(BM25_K1 + 1) / (RESCORE_K1 + 1)``), so the candidates are found,
+  and a search without pruned terms is ranked, with the same saturation as the second ranking.
+* **Forgetting.** Deleted rows are removed from FTS5 with its ``delete`` command before the terms
+  row goes; on SQLite 3.42+ the index runs with ``secure-delete``, else it is merged
+  (``optimize``) after deletes, so deleted words do not stay in ``keyword_fts_data``.
+* **No FTS5** (some Python builds): the same API ranks the stored terms with
+  :class:`~ovos_memory_plugins.ranking.BM25Ranker` (rank-bm25's formula), cached until the file
+  changes (one log line says so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ovos_memory_plugins.common import MemoryHit
+from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.ranking import BM25Ranker
+from ovos_memory_plugins.storage import keyword as shared
+from ovos_memory_plugins.storage.keyword import MAX_TERM_REPEAT, bm25_scores, document_terms, query_counts
+from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument
+from ovos_memory_plugins.storage.sqlite import database as sqlite_layer
+from ovos_memory_plugins.storage.sqlite.database import Database, chunked, quote_fts_phrase
+
+LOG = logging.getLogger(__name__)
+
+__all__ = [
+    "DF_CACHE_SIZE",
+    "INDEX_BATCH",
+    "TOKENIZER_VERSION",
+    "WAL_CHECKPOINT_PAGES",
+    "SqliteKeywordIndex",
+    "match_expression",
+]
+
+#: Bumped whenever tokenization changes; stored terms are rebuilt on open when it differs.
+TOKENIZER_VERSION = "1"
+#: Stored documents are indexed in batches of at most this many (and before every search).
+INDEX_BATCH = 256
+#: Pages the WAL may grow to before it is checkpointed (SQLite's default is 1,000).
+WAL_CHECKPOINT_PAGES = 4_000
+#: Document frequencies remembered per open index.
+DF_CACHE_SIZE = 50_000
+
+
+def match_expression(counts: Counter[str]) -> str:
+    """An FTS5 query: every term quoted (a literal, whatever it holds), repeated by weight, OR'ed."""
+    phrases = []
+    for term, n in counts.items():
+        phrases.extend([quote_fts_phrase(term)] * min(n, MAX_TERM_REPEAT))
+    return " OR ".join(phrases)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's big-endian varints (as FTS5 stores its records)."""
+    out, i = [], 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+_FTS_SQL = (
+    "CREATE VIRTUAL TABLE keyword_fts USING fts5("
+    "body_terms, head_terms, ctx_terms, content='keyword_terms', content_rowid='id', tokenize='ascii')"
+)
+_COLUMNS = "body_terms, head_terms, ctx_terms"
+
+
+class SqliteKeywordIndex:
+    """The keyword index over a memory's SQLite file (see the module docstring)."""
+
+    #: Its ``search`` takes ``window=``: a ``(since, until)`` range of the documents' ``created``.
+    filters_time: ClassVar[bool] = True
+
+    name = "keyword"
+
+    def __init__(self, db: Database, settings: KeywordSettings | None = None) -> None:
+        self.db = db
+        self.settings = settings or KeywordSettings()
+        self._ranker: tuple[tuple[Any, ...], list[sqlite3.Row], BM25Ranker] | None = None
+        self._writes = 0
+        self._pending = 0
+        self._count: tuple[tuple[int, int], int] | None = None
+        self._averages_cache: tuple[tuple[int, int], tuple[int, float] | None] | None = None
+        self._df: dict[str, tuple[int, int]] = {}
+        #: The stored terms (body and head) of the last search's hits, by document id, and the
+        #: state they were read in: ``own_terms`` of those hits then needs no read.
+        self._hit_terms: tuple[tuple[int, int], dict[str, frozenset[str]]] | None = None
+        self._vocab = False
+        self.fts = bool(self.settings.use_fts5 and sqlite_layer.fts5_available())
+        self.secure_delete = self.fts and sqlite3.sqlite_version_info >= (3, 42, 0)
+        if not db.in_ram:
+            # checkpoint (and fsync) the WAL every ~16 MB instead of every ~4 MB: a third faster stores
+            db.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+        self._prepare()
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        db = self.db
+        with db.atomic() as conn:  # check and create inside one write transaction (many processes)
+            version = conn.execute("SELECT value FROM keyword_meta WHERE key = 'tokenizer'").fetchone()
+            if version is None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO keyword_meta (key, value) VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,)
+                )
+            has_fts = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'keyword_fts'").fetchone())
+            if self.fts and not has_fts:
+                conn.execute(_FTS_SQL)
+                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('rebuild')")
+            if self.fts and self.secure_delete:
+                conn.execute("INSERT INTO keyword_fts (keyword_fts, rank) VALUES ('secure-delete', 1)")
+            if not self.fts and has_fts:
+                # an index this build cannot maintain would keep deleted words: drop it
+                with contextlib.suppress(sqlite3.OperationalError):
+                    conn.execute("DROP TABLE keyword_fts")
+        if version is not None and version[0] != TOKENIZER_VERSION:
+            self._retokenize()
+        self._catch_up()
+        if not self.fts:
+            LOG.warning(
+                "keyword index: this SQLite (%s) has no FTS5; ranking stored terms in Python with rank-bm25 "
+                "(same results, slower on large memories)",
+                sqlite3.sqlite_version,
+            )
+
+    def _catch_up(self) -> None:
+        """Give terms to documents that have none (moved in from a vector memory, hybrid switched
+        on later), in the order of their keys."""
+        missing = self.db.query(
+            "SELECT d.id, d.session_id, d.content FROM documents d"
+            " WHERE NOT EXISTS (SELECT 1 FROM keyword_terms t WHERE t.id = d.id) ORDER BY d.id"
+        )
+        if not missing:
+            return
+        LOG.info("keyword index: indexing %d document(s) that have no keyword terms yet", len(missing))
+        stored = [StoredDocument(int(r[0]), "", r[1], r[2], {}, 0.0, True) for r in missing]
+        with self.db.atomic() as conn:
+            self._insert_terms(conn, stored)
+        self._index_pending()
+
+    def _retokenize(self) -> None:
+        """Recompute every document's stored terms (the tokenizer changed) and rebuild the index."""
+        LOG.info("keyword index: the tokenizer changed; re-indexing %s", self.db.path)
+        rows = self.db.query(
+            "SELECT t.id, d.content, t.ctx_id FROM keyword_terms t JOIN documents d ON d.id = t.id ORDER BY t.id"
+        )
+        body: dict[int, str] = {}
+        updates = []
+        for r in rows:
+            body_terms, head_terms, _ = document_terms(r[1])
+            body[r[0]] = body_terms
+            updates.append((body_terms, head_terms, body.get(r[2], ""), r[0]))
+        with self.db.atomic() as conn:
+            conn.executemany(
+                "UPDATE keyword_terms SET body_terms = ?, head_terms = ?, ctx_terms = ? WHERE id = ?", updates
+            )
+            if self.fts:
+                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('rebuild')")
+            conn.execute(
+                "INSERT OR REPLACE INTO keyword_meta (key, value) VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,)
+            )
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _indexed_upto(self, conn: sqlite3.Connection) -> int:
+        if not self.fts:
+            return 0
+        return int(conn.execute("SELECT coalesce(max(id), 0) FROM keyword_fts_docsize").fetchone()[0])
+
+    def _fts_delete(self, conn: sqlite3.Connection, rows: Sequence[Any], upto: int) -> int:
+        """Take the indexed ones of ``rows`` (id and term columns as stored) out of the index."""
+        done = [r for r in rows if r[0] <= upto]
+        if self.fts and done:
+            conn.executemany(
+                f"INSERT INTO keyword_fts (keyword_fts, rowid, {_COLUMNS}) VALUES ('delete', ?, ?, ?, ?)",
+                [(r[0], r[1], r[2], r[3]) for r in done],
+            )
+        return len(done)
+
+    def _fts_reinsert(self, conn: sqlite3.Connection, ids: Sequence[int], upto: int) -> None:
+        """Index again the indexed ones of ``ids`` after their terms changed."""
+        done = [i for i in ids if i <= upto]
+        if self.fts and done:
+            conn.executemany(
+                f"INSERT INTO keyword_fts (rowid, {_COLUMNS}) SELECT id, {_COLUMNS} FROM keyword_terms WHERE id = ?",
+                [(i,) for i in done],
+            )
+
+    def _index_pending(self) -> None:
+        """Index every terms row not indexed yet, in one transaction."""
+        if not self.fts:
+            self._pending = 0
+            return
+        with self.db.atomic() as conn:
+            conn.execute(
+                f"INSERT INTO keyword_fts (rowid, {_COLUMNS}) SELECT id, {_COLUMNS} FROM keyword_terms"
+                " WHERE id > ? ORDER BY id",
+                (self._indexed_upto(conn),),
+            )
+        self._pending = 0
+
+    def _has_pending(self) -> bool:
+        return bool(
+            self.db.scalar(
+                "SELECT (SELECT coalesce(max(id), 0) FROM keyword_terms)"
+                " > (SELECT coalesce(max(id), 0) FROM keyword_fts_docsize)"
+            )
+        )
+
+    def prepare(self, docs: Sequence[Document]) -> None:
+        """Nothing to do before the transaction (tokenizing is local and fast)."""
+        return None
+
+    def _insert_terms(self, conn: sqlite3.Connection, docs: Sequence[StoredDocument], fresh: bool = False) -> None:
+        """Terms rows for documents that have none; a turn takes the session's previous document
+        as context. Rows below the indexed mark go into FTS5 at once (keeping the invariant);
+        ``fresh`` documents were just inserted, so their keys are above every indexed one."""
+        context_on = self.settings.context_weight > 0
+        upto = 0 if fresh else self._indexed_upto(conn)
+        late: list[int] = []
+        for doc in docs:
+            body_terms, head_terms, turn = document_terms(doc.text)
+            # one statement: the terms, and as context the session's previous document's (turns only)
+            conn.execute(
+                "INSERT INTO keyword_terms (id, body_terms, head_terms, ctx_terms, ctx_id)"
+                " SELECT ?, ?, ?, coalesce(prev.body_terms, ''), prev.id FROM (SELECT 1) LEFT JOIN ("
+                "  SELECT t.id, t.body_terms FROM documents d JOIN keyword_terms t ON t.id = d.id"
+                "  WHERE ? AND d.session_id = ? AND d.id < ? ORDER BY d.id DESC LIMIT 1) AS prev",
+                (doc.key, body_terms, head_terms, turn and context_on, doc.session_id, doc.key),
+            )
+            if doc.key <= upto:
+                late.append(doc.key)
+        self._fts_reinsert(conn, late, upto)
+
+    def add(self, docs: Sequence[StoredDocument], prepared: Any = None) -> None:
+        """Store the terms of new or changed documents (inside the write transaction)."""
+        todo = [d for d in docs if d.changed]
+        if not todo:
+            return
+        with self.db.atomic(savepoint=False) as conn:
+            fresh = [d for d in todo if d.new]
+            if fresh:
+                self._insert_terms(conn, fresh, fresh=True)
+            existing: dict[int, Any] = {}
+            for chunk, marks in chunked([d.key for d in todo if not d.new]):
+                for r in conn.execute(f"SELECT id, {_COLUMNS} FROM keyword_terms WHERE id IN ({marks})", chunk):
+                    existing[int(r[0])] = r
+            missing = [d for d in todo if not d.new and d.key not in existing]
+            if missing:
+                self._insert_terms(conn, missing)
+            replaced = [d for d in todo if d.key in existing]
+            if replaced:  # the id exists: replace its terms, keep its place and context
+                upto = self._indexed_upto(conn)
+                self._fts_delete(conn, [existing[d.key] for d in replaced], upto)
+                for doc in replaced:
+                    body_terms, head_terms, _ = document_terms(doc.text)
+                    conn.execute(
+                        "UPDATE keyword_terms SET body_terms = ?, head_terms = ? WHERE id = ?",
+                        (body_terms, head_terms, doc.key),
+                    )
+                self._fts_reinsert(conn, [d.key for d in replaced], upto)
+        self._writes += 1
+        self._pending += len(fresh) + len(missing)
+        if self._pending >= INDEX_BATCH:
+            self.db.on_commit(self._index_pending)
+
+    def remove(self, docs: Sequence[StoredDocument]) -> int:
+        """Take documents out of the index and out of other turns' context (before their rows go)."""
+        gone = [d.key for d in docs]
+        if not gone:
+            return 0
+        with self.db.atomic(savepoint=False) as conn:
+            rows: list[Any] = []
+            for chunk, marks in chunked(gone):
+                rows.extend(conn.execute(f"SELECT id, {_COLUMNS} FROM keyword_terms WHERE id IN ({marks})", chunk))
+            upto = self._indexed_upto(conn)
+            self._fts_delete(conn, rows, upto)
+            for chunk, marks in chunked(gone):
+                conn.execute(f"DELETE FROM keyword_terms WHERE id IN ({marks})", chunk)
+            heirs: list[Any] = []
+            for chunk, marks in chunked(gone):
+                heirs.extend(conn.execute(f"SELECT id, {_COLUMNS} FROM keyword_terms WHERE ctx_id IN ({marks})", chunk))
+            self._fts_delete(conn, heirs, upto)
+            conn.executemany(
+                "UPDATE keyword_terms SET ctx_terms = '', ctx_id = NULL WHERE id = ?", [(h[0],) for h in heirs]
+            )
+            self._fts_reinsert(conn, [h[0] for h in heirs], upto)
+        self._writes += 1
+        self.db.on_commit(self._merge)
+        return len(rows)
+
+    def remove_all(self) -> int:
+        """Empty the index; return how many terms rows went."""
+        with self.db.atomic(savepoint=False) as conn:
+            n = int(conn.execute("DELETE FROM keyword_terms").rowcount)
+            if self.fts:
+                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('delete-all')")
+        self._writes += 1
+        self._pending = 0
+        self.db.on_commit(self._merge)
+        return n
+
+    def _merge(self) -> None:
+        """Without FTS5 secure-delete, merge the index so deleted words leave its segments."""
+        try:
+            if self.fts and not self.secure_delete:
+                self.db.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
+        except (StorageError, sqlite3.Error) as exc:
+            LOG.warning("keyword index: deleted, but could not merge the index yet (%s)", exc)
+
+    # -- querying ----------------------------------------------------------------------------
+
+    def search(
+        self, query: str, k: int, session_id: str | None = None, *, window: tuple[float, float] | None = None
+    ) -> list[MemoryHit]:
+        """The best ``k`` documents by bm25 over the query's terms, best first; with ``window``
+        (``(since, until)``, seconds since the epoch), only documents made in it (``created``)."""
+        counts = query_counts(query, self.settings)
+        if not counts or k <= 0:
+            return []
+        if not self.fts:
+            return self._search_fallback(counts, k, session_id, window)
+        if self._pending or self._has_pending():
+            self._index_pending()
+        key = self._state()  # one look at the file's version for the whole search
+        kept = self._prune(counts, key)
+        column_weights = self.settings.column_weights
+        # A large memory ranks with k1 = RESCORE_K1. FTS5's k1 is fixed, but its bm25 with every
+        # column weight times c ranks as bm25 with k1 / c (tf (k1 + 1) / (c tf + k1 N) c = tf (k1 + 1)
+        # / (tf + k1 / c N)), and its score times (RESCORE_K1 + 1) / (BM25_K1 + 1) is that bm25.
+        large = self.count(key) >= shared.PRUNE_MIN_DOCUMENTS
+        saturation = shared.BM25_K1 / shared.RESCORE_K1 if large else 1.0
+        weights = ", ".join(repr(w * saturation) for w in column_weights)
+        match = match_expression(kept)
+        if len(kept) < len(counts):  # terms were left out: every term ranks the candidates again
+            return self._rescored(counts, match, weights, column_weights, int(k), session_id, key, window)
+        factor = (shared.RESCORE_K1 + 1) / (shared.BM25_K1 + 1) if large else 1.0
+        # the hits' own terms come along (prompt selection asks for them next: own_terms)
+        columns = "d.doc_id, d.session_id, d.content, d.metadata"
+        where, params = _document_filter(session_id, window)
+        if not where:  # rank in the index, then read the few winning rows
+            rows = self.db.query(
+                f"SELECT {columns}, f.score, t.body_terms, t.head_terms FROM (SELECT rowid,"
+                f" -bm25(keyword_fts, {weights}) AS score FROM keyword_fts WHERE keyword_fts MATCH ?"
+                " ORDER BY score DESC LIMIT ?) AS f JOIN documents AS d ON d.id = f.rowid"
+                " JOIN keyword_terms AS t ON t.id = f.rowid ORDER BY f.score DESC",
+                (match, int(k)),
+            )
+        else:
+            rows = self.db.query(
+                f"SELECT {columns}, -bm25(keyword_fts, {weights}) AS score, t.body_terms, t.head_terms"
+                " FROM keyword_fts JOIN documents AS d ON d.id = keyword_fts.rowid"
+                " JOIN keyword_terms AS t ON t.id = keyword_fts.rowid"
+                f" WHERE keyword_fts MATCH ?{where} ORDER BY score DESC LIMIT ?",
+                (match, *params, int(k)),
+            )
+        self._hit_terms = (key, {r[0]: frozenset(f"{r[5]} {r[6]}".split()) for r in rows})
+        return [self._hit(r, float(r[4]) * factor) for r in rows]
+
+    def _rescored(
+        self,
+        counts: Counter[str],
+        match: str,
+        weights: str,
+        column_weights: Sequence[float],
+        k: int,
+        session_id: str | None,
+        key: tuple[int, int],
+        window: tuple[float, float] | None = None,
+    ) -> list[MemoryHit]:
+        """The best :data:`RESCORE_CANDIDATES` matches of the kept terms (``weights``: FTS5's
+        column weights, scaled to rank as bm25 with ``k1`` = :data:`RESCORE_K1`), ranked on every
+        query term by :func:`bm25_scores` with that ``k1``; only the winners' documents are read."""
+        fetch = max(k, shared.RESCORE_CANDIDATES)
+        where, params = _document_filter(session_id, window)
+        found: Sequence[Sequence[Any]]
+        if not where:
+            # the candidates first, then their stored terms by rowid: cheaper than one joined
+            # statement (which reads the terms through a materialised subquery)
+            ranked = self.db.query(
+                f"SELECT rowid, -bm25(keyword_fts, {weights}) AS score FROM keyword_fts"
+                " WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?",
+                (match, fetch),
+            )
+            ids = [int(r[0]) for r in ranked]
+            marks = ",".join("?" * len(ids))
+            sql = f"SELECT id, body_terms, head_terms, ctx_terms FROM keyword_terms WHERE id IN ({marks})"
+            stored = {int(r[0]): r for r in self.db.query(sql, ids)} if ids else {}
+            found = [(r[0], r[1], *stored[i][1:]) for r, i in zip(ranked, ids, strict=True) if i in stored]
+        else:
+            found = self.db.query(
+                f"SELECT f.rowid, -bm25(keyword_fts, {weights}) AS score, t.body_terms, t.head_terms, t.ctx_terms"
+                " FROM keyword_fts AS f JOIN documents AS d ON d.id = f.rowid JOIN keyword_terms AS t ON t.id = f.rowid"
+                f" WHERE keyword_fts MATCH ?{where} ORDER BY score DESC LIMIT ?",
+                (match, *params, fetch),
+            )
+        scores = [float(r[1]) for r in found]
+        averages = self._averages(key) if found else None
+        if averages is not None:
+            n, avg_length = averages
+            df = self._document_frequencies(list(counts), self.count(key))
+            columns = [(r[2], r[3], r[4]) for r in found]
+            scores = bm25_scores(counts, columns, df, n, avg_length, column_weights, k1=shared.RESCORE_K1)
+        best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][1])))[:k]
+        if not best:
+            return []
+        ids = [int(found[i][0]) for i in best]
+        marks = ",".join("?" * len(ids))
+        rows = {
+            int(r[0]): r
+            for r in self.db.query(
+                f"SELECT id, doc_id, session_id, content, metadata FROM documents WHERE id IN ({marks})", ids
+            )
+        }
+        self._hit_terms = (
+            key,
+            {
+                rows[i][1]: frozenset(f"{found[j][2]} {found[j][3]}".split())
+                for i, j in zip(ids, best, strict=True)
+                if i in rows
+            },
+        )
+        return [self._hit(rows[i][1:], scores[j]) for i, j in zip(ids, best, strict=True) if i in rows]
+
+    def _state(self) -> tuple[int, int]:
+        """What RAM caches of the file are keyed on: its version (other processes' commits) and
+        this index's own writes."""
+        return (self.db.data_version(), self._writes)
+
+    def _averages(self, key: tuple[int, int] | None = None) -> tuple[int, float] | None:
+        """``(documents, average terms per document)`` from FTS5's averages record (None when
+        unreadable: the search then keeps the index's own scores); ``key``: :meth:`_state`,
+        when the caller has it."""
+        key = key or self._state()
+        if self._averages_cache is not None and self._averages_cache[0] == key:
+            return self._averages_cache[1]
+        try:
+            blob = self.db.scalar("SELECT block FROM keyword_fts_data WHERE id = 1")
+            values = _varints(bytes(blob or b""))
+        except (StorageError, sqlite3.Error, TypeError, IndexError) as exc:
+            LOG.debug("keyword index: no averages record (%s)", exc)
+            values = []
+        found = (values[0], sum(values[1:]) / values[0]) if len(values) >= 2 and values[0] > 0 else None
+        self._averages_cache = (key, found)
+        return found
+
+    def count(self, key: tuple[int, int] | None = None) -> int:
+        """How many documents the index holds (cached until this or another process writes;
+        ``key``: :meth:`_state`, when the caller has it)."""
+        key = key or self._state()
+        if self._count is None or self._count[0] != key:
+            table = "keyword_fts_docsize" if self.fts else "keyword_terms"
+            self._count = (key, int(self.db.scalar(f"SELECT count(*) FROM {table}") or 0))
+        return self._count[1]
+
+    def _prune(self, counts: Counter[str], key: tuple[int, int] | None = None) -> Counter[str]:
+        """On a large memory, leave out terms that cost much and tell little (module docstring)."""
+        n = self.count(key)
+        if n < shared.PRUNE_MIN_DOCUMENTS or not counts:
+            return counts
+        df = self._document_frequencies(list(counts), n)
+        ranked = sorted(counts, key=lambda t: df.get(t, 0))
+        kept: Counter[str] = Counter()
+        postings = 0
+        for term in ranked:
+            freq = df.get(term, 0)
+            if kept and (freq > n // 2 or postings + freq > shared.PRUNE_POSTINGS):
+                break
+            kept[term] = counts[term]
+            postings += freq
+        return kept
+
+    def _document_frequencies(self, terms: list[str], n: int) -> dict[str, int]:
+        """How many documents hold each term (fts5vocab; cached while the memory grows < 10%)."""
+        if not self._vocab:
+            self.db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_vocab USING fts5vocab(main, keyword_fts, 'row')"
+            )
+            self._vocab = True
+        out: dict[str, int] = {}
+        for term in terms:
+            cached = self._df.get(term)
+            if cached is not None and n <= cached[1] * 1.1:
+                out[term] = cached[0]
+                continue
+            freq = int(self.db.scalar("SELECT doc FROM temp.keyword_vocab WHERE term = ?", (term,)) or 0)
+            if len(self._df) >= DF_CACHE_SIZE:
+                self._df.clear()
+            self._df[term] = (freq, n)
+            out[term] = freq
+        return out
+
+    def own_terms(self, doc_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """Each document's own stored terms (its text and head, not the turn before it), by id;
+        documents without terms are left out. The last search's hits are answered from what it
+        read (while nothing was written since); other ids, one read per 500."""
+        ids = list(dict.fromkeys(doc_ids))
+        out: dict[str, frozenset[str]] = {}
+        memo = self._hit_terms
+        if memo is not None and ids:
+            known = memo[1]
+            if all(i in known for i in ids) and memo[0] == self._state():
+                return {i: known[i] for i in ids}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self.db.query(
+                "SELECT d.doc_id, t.body_terms, t.head_terms FROM keyword_terms t JOIN documents d ON d.id = t.id"
+                f" WHERE d.doc_id IN ({marks})",
+                chunk,
+            ):
+                out[r[0]] = frozenset(f"{r[1]} {r[2]}".split())
+        return out
+
+    @staticmethod
+    def _hit(row: Any, score: float) -> MemoryHit:
+        metadata = json.loads(row[3])
+        metadata.setdefault("session_id", row[1])
+        return MemoryHit(content=row[2], source=row[0], score=score, metadata=metadata)
+
+    def _search_fallback(
+        self, counts: Counter[str], k: int, session_id: str | None, window: tuple[float, float] | None = None
+    ) -> list[MemoryHit]:
+        """No FTS5: rank-bm25 over the stored terms (cached until the file changes)."""
+        key = (self.db.data_version(), self._writes, session_id, window)
+        if self._ranker is None or self._ranker[0] != key:
+            sql = (
+                f"SELECT d.doc_id, d.session_id, d.content, d.metadata, {_COLUMNS} FROM keyword_terms t"
+                " JOIN documents d ON d.id = t.id"
+            )
+            where, params = _document_filter(session_id, window)
+            rows = self.db.query(sql + (" WHERE true" + where if where else "") + " ORDER BY t.id", params)
+            tokenized = [f"{r[4]} {r[5]} {r[6]}".split() for r in rows]
+            self._ranker = (key, rows, BM25Ranker([""] * len(rows), tokenized=tokenized))
+        _, rows, ranker = self._ranker
+        return [self._hit(rows[i], score) for i, score in ranker.rank_terms(list(counts.elements()), k)]
+
+    # -- figures and life cycle --------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """``fts5`` (whether FTS5 ranks) and ``keyword_rows``."""
+        return {"fts5": self.fts, "keyword_rows": int(self.db.scalar("SELECT count(*) FROM keyword_terms") or 0)}
+
+    def close(self) -> None:
+        """Index what is pending, so the next process does not have to."""
+        self._ranker = None
+        if self._pending:
+            try:
+                self._index_pending()
+            except (StorageError, sqlite3.Error) as exc:  # indexed by the next process that searches
+                LOG.warning("keyword index: could not index the last documents before closing (%s)", exc)
+
+
+def _document_filter(session_id: str | None, window: tuple[float, float] | None) -> tuple[str, tuple[Any, ...]]:
+    """`` AND ...`` conditions on the documents table (alias ``d``) for a session and a
+    ``(since, until)`` window of ``created``, and their parameters ("" when neither is given)."""
+    where = ""
+    params: tuple[Any, ...] = ()
+    if session_id is not None:
+        where, params = " AND d.session_id = ?", (session_id,)
+    if window is not None:
+        where += " AND d.created >= ? AND d.created < ?"
+        params = (*params, float(window[0]), float(window[1]))
+    return where, params
