@@ -87,12 +87,13 @@ class PgKeywordIndex:
     ``memory_documents`` alone would leave the counts behind.
 
     Postings (``memory_keyword_postings``) are kept by every write while the settings'
-    ``keyword_postings`` is on (the default). Off, no write touches them, the namespace's are
-    deleted at open, with its row of ``memory_keyword_postings_built``, and searches take the GIN
-    path. On, a namespace without that row (turned off before) has its postings rebuilt from its
-    keyword rows at open (:meth:`_sync_postings`), and a search reads the postings only while the
-    row is there (read in the statement of its frequencies), so a process that finds them taken
-    away by another ranks on the GIN path, with the same results.
+    ``keyword_postings`` is on (the default). Off, no write touches them (each deletes the
+    namespace's row of ``memory_keyword_postings_built``, if another process wrote it since),
+    the namespace's are deleted at open, with that row, and searches take the GIN path. On, a
+    namespace without that row (turned off before) has its postings rebuilt from its keyword
+    rows at open (:meth:`_sync_postings`), and a search reads the postings only while the row is
+    there (read in the statement of its frequencies), so a process that finds them taken away by
+    another ranks on the GIN path, with the same results.
     """
 
     #: Its ``search`` takes ``window=``: a ``(since, until)`` range of the documents' ``created``.
@@ -235,6 +236,8 @@ class PgKeywordIndex:
                     # (a rebuild at open holds SHARE on memory_keywords, then deletes postings)
                     cur.execute("LOCK TABLE memory_keywords IN ROW EXCLUSIVE MODE")
                     cur.execute(_POSTINGS_DELETE, {"ns": self.namespace, "keys": keys})
+                else:
+                    cur.execute("DELETE FROM memory_keyword_postings_built WHERE namespace = %s", (self.namespace,))
                 cur.executemany(_KEYWORD_ADD, rows)
                 if self.maintain:
                     cur.execute(_POSTINGS_INSERT, {"ns": self.namespace, "keys": keys})
@@ -276,6 +279,8 @@ class PgKeywordIndex:
             n = conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,)).rowcount
             if self.maintain:
                 conn.execute("DELETE FROM memory_keyword_postings WHERE namespace = %s", (self.namespace,))
+            else:
+                conn.execute("DELETE FROM memory_keyword_postings_built WHERE namespace = %s", (self.namespace,))
             conn.execute(DF_DELETE_NAMESPACE, (self.namespace, self.namespace))
         self._stats = None
         return int(n)
@@ -591,6 +596,9 @@ _POSTINGS_WRITE = (
     "  WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.tf ? e.key))"
 )
 
+#: A write that leaves the postings alone takes its namespace's mark of complete postings away.
+_UNBUILT = " unbuilt AS (DELETE FROM memory_keyword_postings_built WHERE namespace = %(ns)s)"
+
 #: The row, its change to the frequencies and its postings.
 _KEYWORD_WRITE = _KEYWORD_WRITE_ROW + "," + _POSTINGS_WRITE
 
@@ -607,8 +615,10 @@ _DF_UPSERT = (
 #: One document: its row, its postings and its terms' frequencies in one statement.
 _KEYWORD_ADD_ONE = _KEYWORD_WRITE + "," + _DF_UPSERT.format(changes="delta")
 
-#: The same without the postings (``keyword_postings`` off).
-_KEYWORD_ADD_ONE_BARE = _KEYWORD_WRITE_ROW + "," + _DF_UPSERT.format(changes="delta")
+#: The same without the postings (``keyword_postings`` off): the namespace's postings are no
+#: longer complete, so its row of ``memory_keyword_postings_built`` goes (one probe of its key;
+#: a process with the key on then ranks on the GIN path and rebuilds them at its next open).
+_KEYWORD_ADD_ONE_BARE = _KEYWORD_WRITE_ROW + "," + _UNBUILT + "," + _DF_UPSERT.format(changes="delta")
 
 #: How many of the given keyword rows hold each term (a batch's rows before it replaces them).
 _KEYWORD_TERMS = (
@@ -660,7 +670,7 @@ _KEYWORD_DELETE = _DELETE_TEMPLATE.format(
     " CROSS JOIN LATERAL jsonb_object_keys(gone.tf) AS o(t)"
     "  WHERE p.namespace = %(ns)s AND p.term = o.t AND p.id = gone.id)"
 )
-_KEYWORD_DELETE_BARE = _DELETE_TEMPLATE.format(postings="")
+_KEYWORD_DELETE_BARE = _DELETE_TEMPLATE.format(postings="," + _UNBUILT)
 
 #: Turns whose context document went: their context counts go, and terms only it held (and, with
 #: ``{postings}``, their postings: the terms they lost go, the others take the new counts and

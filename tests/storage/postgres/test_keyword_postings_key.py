@@ -183,3 +183,31 @@ def test_the_key_reaches_the_index_from_the_persona_config(engine: Engine) -> No
     assert validate_config(archive, plugin="ovos-memory-plugin-notes").options.archive == archive["archive"]
     with pytest.raises(ConfigError, match="keyword_postings"):
         validate_config({"keyword_postings": "no"}, plugin="ovos-memory-plugin-lexical")
+
+
+def test_a_process_writing_with_the_key_off_takes_the_mark_away(
+    db: pg.PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other order: a process opened with the key off, then one with it on (which rebuilds);
+    every later write of the first (one document, a batch, a forget, remove_all) takes the mark
+    away again, so the second ranks on the GIN path, and its next open rebuilds."""
+    monkeypatch.setattr(pg_keyword, "STATS_TTL", 0.0)
+    texts = sentences(160)
+    ns = namespace()
+    off = pg.PgKeywordIndex(db, ns, OFF)
+    write(db, off, turns(texts[:60]))
+    for change in (
+        lambda: write(db, off, turns(texts[60:61], prefix="one")),
+        lambda: write(db, off, turns(texts[61:90], prefix="batch")),
+        lambda: forget(db, off, ["d3", "batch4"]),
+    ):
+        on = pg.PgKeywordIndex(db, ns)
+        assert on.postings and built(db, ns) and postings(db, ns) == expected(db, ns)
+        change()
+        assert not built(db, ns)
+        asked = queries(texts[:90], 15, seed=11)
+        assert {q: ranked(on, q) for q in asked} == {q: ranked(off, q) for q in asked}
+    on = pg.PgKeywordIndex(db, ns)
+    assert built(db, ns) and postings(db, ns) == expected(db, ns)
+    off.remove_all()
+    assert not built(db, ns)
