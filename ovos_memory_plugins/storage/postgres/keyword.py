@@ -277,9 +277,9 @@ class PgKeywordIndex:
         """Empty the namespace's index and its document frequencies; return how many rows went."""
         with self.db.transaction() as conn:
             n = conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,)).rowcount
-            if self.maintain:
-                conn.execute("DELETE FROM memory_keyword_postings WHERE namespace = %s", (self.namespace,))
-            else:
+            # with the key off too: nothing to delete, unless a process with it on wrote some
+            conn.execute("DELETE FROM memory_keyword_postings WHERE namespace = %s", (self.namespace,))
+            if not self.maintain:
                 conn.execute("DELETE FROM memory_keyword_postings_built WHERE namespace = %s", (self.namespace,))
             conn.execute(DF_DELETE_NAMESPACE, (self.namespace, self.namespace))
         self._stats = None
@@ -665,12 +665,15 @@ _DELETE_TEMPLATE = (
     " UNION ALL SELECT t.term, count(*) FROM gone CROSS JOIN LATERAL jsonb_object_keys(gone.tf) AS t(term)"
     " GROUP BY t.term"
 )
-_KEYWORD_DELETE = _DELETE_TEMPLATE.format(
-    postings=", pgone AS (DELETE FROM memory_keyword_postings p USING gone"
-    " CROSS JOIN LATERAL jsonb_object_keys(gone.tf) AS o(t)"
+_POSTINGS_GONE = (
+    " pgone AS (DELETE FROM memory_keyword_postings p USING gone CROSS JOIN LATERAL jsonb_object_keys(gone.tf) AS o(t)"
     "  WHERE p.namespace = %(ns)s AND p.term = o.t AND p.id = gone.id)"
 )
-_KEYWORD_DELETE_BARE = _DELETE_TEMPLATE.format(postings="," + _UNBUILT)
+_KEYWORD_DELETE = _DELETE_TEMPLATE.format(postings="," + _POSTINGS_GONE)
+#: With ``keyword_postings`` off a forget still deletes the documents' postings (probes of the
+#: key that find nothing, unless a process with the key on wrote some: no word of a forgotten
+#: document stays behind) and takes the namespace's mark of complete postings away.
+_KEYWORD_DELETE_BARE = _DELETE_TEMPLATE.format(postings="," + _POSTINGS_GONE + "," + _UNBUILT)
 
 #: Turns whose context document went: their context counts go, and terms only it held (and, with
 #: ``{postings}``, their postings: the terms they lost go, the others take the new counts and
@@ -691,15 +694,19 @@ _DROP_CONTEXT_TEMPLATE = (
     "  SELECT jsonb_object_keys(up.new) AS t, 1 AS d FROM up"
     "  UNION ALL SELECT jsonb_object_keys(up.old), -1 FROM up) AS x GROUP BY x.t HAVING sum(x.d) <> 0"
 )
+_POSTINGS_LOST = (
+    " plost AS (DELETE FROM memory_keyword_postings p USING up CROSS JOIN LATERAL jsonb_object_keys(up.old) AS o(t)"
+    "  WHERE NOT up.new ? o.t AND p.namespace = %(ns)s AND p.term = o.t AND p.id = up.id)"
+)
 _KEYWORD_DROP_CONTEXT = _DROP_CONTEXT_TEMPLATE.format(
-    postings=", plost AS (DELETE FROM memory_keyword_postings p USING up"
-    " CROSS JOIN LATERAL jsonb_object_keys(up.old) AS o(t)"
-    "  WHERE NOT up.new ? o.t AND p.namespace = %(ns)s AND p.term = o.t AND p.id = up.id),"
+    postings="," + _POSTINGS_LOST + ","
     " pnew AS (INSERT INTO memory_keyword_postings AS p (id, tf, length, namespace, term)"
     "  SELECT up.id, e.value::int, up.length, %(ns)s, e.key FROM up CROSS JOIN LATERAL jsonb_each(up.new) AS e"
     "  ON CONFLICT (namespace, term, id) DO UPDATE SET tf = excluded.tf, length = excluded.length)"
 )
-_KEYWORD_DROP_CONTEXT_BARE = _DROP_CONTEXT_TEMPLATE.format(postings="")
+#: With ``keyword_postings`` off: the forgotten context's words leave the turns' postings too
+#: (probes that find nothing, as in :data:`_KEYWORD_DELETE_BARE`); nothing is written.
+_KEYWORD_DROP_CONTEXT_BARE = _DROP_CONTEXT_TEMPLATE.format(postings="," + _POSTINGS_LOST)
 
 
 #: Delete a namespace's frequencies, locking the rows in term order first, as every writer does

@@ -211,3 +211,20 @@ def test_a_process_writing_with_the_key_off_takes_the_mark_away(
     assert built(db, ns) and postings(db, ns) == expected(db, ns)
     off.remove_all()
     assert not built(db, ns)
+
+
+def test_a_forget_with_the_key_off_leaves_no_posting_behind(db: pg.PgDatabase) -> None:
+    """Postings a process with the key on wrote go with the documents an off process forgets,
+    and the words of a forgotten context leave the next turn's postings (nothing else is written)."""
+    texts = sentences(40)
+    ns = namespace()
+    off = pg.PgKeywordIndex(db, ns, OFF)
+    on = pg.PgKeywordIndex(db, ns)
+    stored = write(db, on, turns(texts[:20], sessions=1))
+    gone = {d.key for d in stored if d.doc_id in {"d3", "d9"}}
+    forget(db, off, ["d3", "d9"])
+    assert not {i for _, i, _, _ in postings(db, ns)} & gone
+    left = {(t, i) for t, i, _, _ in postings(db, ns)}
+    assert left <= {(t, i) for t, i, _, _ in expected(db, ns)}  # no word a keyword row lost
+    off.remove_all()
+    assert postings(db, ns) == set()
