@@ -232,7 +232,7 @@ class NotesOptions(NotebookOptions):
         doc=f'The archive of exchanges and episode summaries: `{{"module": "{ARCHIVE_MODULE}", "config": '
         "{...}}`, a keyword index over this memory's own database (`config` takes the keyword "
         "backend's `lang`, `extra_stopwords`, `head_weight`, `context_weight`, `last_line_weight`, "
-        "`max_query_terms`); null keeps nothing of the conversation on disk.",
+        "`max_query_terms`, `keyword_postings`); null keeps nothing of the conversation on disk.",
         check=_check_archive,
     )
     recall_retired: bool = option(

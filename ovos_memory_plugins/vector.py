@@ -111,7 +111,8 @@ class VectorOptions:
     keyword: dict[str, Any] = option(
         default_factory=dict,
         doc="Keys for the hybrid's keyword index (the keyword backend's own keys: `lang`, "
-        "`extra_stopwords`, `head_weight`, `context_weight`, `last_line_weight`, `max_query_terms`).",
+        "`extra_stopwords`, `head_weight`, `context_weight`, `last_line_weight`, `max_query_terms`, "
+        "`keyword_postings`).",
     )
     batch_size: int = option(64, doc="Texts per embedding call when (re-)embedding.", minimum=1)
     background_reembed: bool = option(
@@ -328,4 +329,12 @@ def _keyword_problems(raw: Any) -> list[str]:
     return [f"keyword: {p}" for p in _keyword_options(raw)[1]]
 
 
-_KEYWORD_KEYS = {"lang", "extra_stopwords", "head_weight", "context_weight", "last_line_weight", "max_query_terms"}
+_KEYWORD_KEYS = {
+    "lang",
+    "extra_stopwords",
+    "head_weight",
+    "context_weight",
+    "last_line_weight",
+    "max_query_terms",
+    "keyword_postings",
+}

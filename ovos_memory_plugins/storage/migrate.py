@@ -283,7 +283,8 @@ def discard_storage(source: Storage) -> None:
                 os.remove(path + suffix)
         return
     try:
-        keyword = source.keyword_index(KeywordSettings())
+        # postings off: opening it never rebuilds the postings it is about to delete
+        keyword = source.keyword_index(KeywordSettings(keyword_postings=False))
         try:
             with source.atomic():
                 keyword.remove_all()

@@ -140,6 +140,10 @@ class KeywordSettings:
     last_line_weight: int = 2
     max_query_terms: int = 256
     use_fts5: bool = True
+    #: PostgreSQL: keep the namespace's keyword postings (``memory_keyword_postings``) that a
+    #: search scores from; False: writes leave them alone and searches take the GIN path (the
+    #: ``keyword_postings`` key; the SQLite index has none and ignores it).
+    keyword_postings: bool = True
 
     @property
     def column_weights(self) -> tuple[float, float, float]:

@@ -12,6 +12,7 @@ does (:meth:`PgKeywordIndex.search_terms`).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections import Counter
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from ovos_memory_plugins.storage.postgres.database import PgDatabase
 
 __all__ = ["PgKeywordIndex"]
+
+LOG = logging.getLogger(__name__)
 
 # The BM25 constants, the cap on a repeated query term, the size from which terms are pruned,
 # the posting budget and the number of candidates ranked again are the SQLite keyword index's
@@ -82,6 +85,15 @@ class PgKeywordIndex:
     deletes rows that reach 0; a search reads its terms' rows with one indexed lookup
     (:meth:`frequencies`). Keyword rows must be deleted through this class: a cascade from
     ``memory_documents`` alone would leave the counts behind.
+
+    Postings (``memory_keyword_postings``) are kept by every write while the settings'
+    ``keyword_postings`` is on (the default). Off, no write touches them (each deletes the
+    namespace's row of ``memory_keyword_postings_built``, if another process wrote it since),
+    the namespace's are deleted at open, with that row, and searches take the GIN path. On, a
+    namespace without that row (turned off before) has its postings rebuilt from its keyword
+    rows at open (:meth:`_sync_postings`), and a search reads the postings only while the row is
+    there (read in the statement of its frequencies), so a process that finds them taken away by
+    another ranks on the GIN path, with the same results.
     """
 
     #: Its ``search`` takes ``window=``: a ``(since, until)`` range of the documents' ``created``.
@@ -93,13 +105,69 @@ class PgKeywordIndex:
         self.db = db
         self.namespace = namespace
         self.settings = settings or KeywordSettings()
-        #: Score from ``memory_keyword_postings`` (an index-only scan of the query terms' ranges);
-        #: False: from the candidates' keyword rows found through the GIN index, the path before
-        #: migration 0006, which ranks alike (kept as the reference the tests hold it to).
-        self.postings = postings
+        #: Writes keep the namespace's postings (the settings' ``keyword_postings``).
+        self.maintain = bool(self.settings.keyword_postings)
         self._lexeme = namespace_lexeme(namespace)
         #: (refreshed at, document count, total tokens) of the namespace
         self._stats: tuple[float, int, int] | None = None
+        #: Score from ``memory_keyword_postings`` (an index-only scan of the query terms' ranges)
+        #: while they are complete; False: from the candidates' keyword rows found through the GIN
+        #: index, the path before migration 0006, which ranks alike (kept as the reference the
+        #: tests hold it to, and the path with ``keyword_postings`` off).
+        self.postings = self._sync_postings() and postings
+
+    def _sync_postings(self) -> bool:
+        """Bring the namespace's postings in line with ``keyword_postings`` at open; whether a
+        search may read them.
+
+        Off: delete the namespace's postings and its row of ``memory_keyword_postings_built``
+        (nothing when there are none). On, with that row: nothing (one indexed read). On,
+        without it: rebuild the postings from the keyword rows in one transaction, under a
+        ``SHARE`` lock on ``memory_keywords`` (writers of every namespace wait, as for migration
+        0006: about 0.3 s per 1,000 documents), then write the row. Openers of one namespace take
+        turns on an advisory lock, and one that waited finds the row and builds nothing. A
+        rebuild that fails (a lock not granted within ``lock_timeout``) is logged; searches then
+        take the GIN path and the next open tries again."""
+        key = ("ovos_memory_postings", self.namespace)
+        if not self.maintain:
+            with self.db.transaction() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", key)
+                if conn.execute(
+                    "DELETE FROM memory_keyword_postings_built WHERE namespace = %s", (self.namespace,)
+                ).rowcount:
+                    conn.execute("DELETE FROM memory_keyword_postings WHERE namespace = %s", (self.namespace,))
+            return False
+        if self._postings_built():
+            return True
+        try:
+            with self.db.atomic() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", key)
+                if self._postings_built():  # another opener built them while this one waited
+                    return True
+                conn.execute("SET LOCAL statement_timeout = 0")  # one pass over the namespace's rows
+                conn.execute("LOCK TABLE memory_keywords IN SHARE MODE")
+                conn.execute("DELETE FROM memory_keyword_postings WHERE namespace = %s", (self.namespace,))
+                conn.execute(_POSTINGS_REBUILD, {"ns": self.namespace})
+                conn.execute(
+                    "INSERT INTO memory_keyword_postings_built (namespace, built) VALUES (%s, %s)"
+                    " ON CONFLICT (namespace) DO UPDATE SET built = excluded.built",
+                    (self.namespace, time.time()),
+                )
+        except Exception as exc:
+            LOG.warning(
+                "PostgreSQL: could not build the keyword postings of namespace %r (%s); searches rank"
+                " without them until the next open",
+                self.namespace,
+                exc,
+            )
+            return False
+        return True
+
+    def _postings_built(self) -> bool:
+        """Whether the namespace's postings are complete (its row of ``memory_keyword_postings_built``)."""
+        return bool(
+            self.db.scalar("SELECT 1 FROM memory_keyword_postings_built WHERE namespace = %s", (self.namespace,))
+        )
 
     @property
     def name(self) -> str:
@@ -153,8 +221,9 @@ class PgKeywordIndex:
                 }
             )
         with self.db.transaction() as conn, conn.cursor() as cur:
-            if len(rows) == 1:  # one statement writes the row and its terms' frequencies
-                emptied = [r[0] for r in cur.execute(_KEYWORD_ADD_ONE, rows[0]).fetchall()]
+            if len(rows) == 1:  # one statement writes the row, its postings and its terms' frequencies
+                one = _KEYWORD_ADD_ONE if self.maintain else _KEYWORD_ADD_ONE_BARE
+                emptied = [r[0] for r in cur.execute(one, rows[0]).fetchall()]
                 if emptied:
                     _drop_emptied(conn, self.namespace, emptied)
             else:  # the rows' terms as they were, the rows, then one sorted update for them all
@@ -162,9 +231,16 @@ class PgKeywordIndex:
                 delta: Counter[str] = Counter()
                 for term, count in cur.execute(_KEYWORD_TERMS, (keys,)).fetchall():
                     delta[term] -= int(count)
-                cur.execute(_POSTINGS_DELETE, {"ns": self.namespace, "keys": keys})
+                if self.maintain:
+                    # the keyword rows' lock before the postings', as every other write takes them
+                    # (a rebuild at open holds SHARE on memory_keywords, then deletes postings)
+                    cur.execute("LOCK TABLE memory_keywords IN ROW EXCLUSIVE MODE")
+                    cur.execute(_POSTINGS_DELETE, {"ns": self.namespace, "keys": keys})
+                else:
+                    cur.execute("DELETE FROM memory_keyword_postings_built WHERE namespace = %s", (self.namespace,))
                 cur.executemany(_KEYWORD_ADD, rows)
-                cur.execute(_POSTINGS_INSERT, {"ns": self.namespace, "keys": keys})
+                if self.maintain:
+                    cur.execute(_POSTINGS_INSERT, {"ns": self.namespace, "keys": keys})
                 _apply_frequencies(conn, self.namespace, delta, added=keys)
         if self._stats is not None:  # keep the figures current without a count
             at, n, total = self._stats
@@ -178,14 +254,19 @@ class PgKeywordIndex:
             return 0
         delta: Counter[str] = Counter()
         n = 0
+        delete, drop_context = (
+            (_KEYWORD_DELETE, _KEYWORD_DROP_CONTEXT)
+            if self.maintain
+            else (_KEYWORD_DELETE_BARE, _KEYWORD_DROP_CONTEXT_BARE)
+        )
         with self.db.transaction() as conn:
-            for term, change in conn.execute(_KEYWORD_DELETE, {"ns": self.namespace, "keys": keys}).fetchall():
+            for term, change in conn.execute(delete, {"ns": self.namespace, "keys": keys}).fetchall():
                 if term is None:  # the row count
                     n = int(change)
                 else:
                     delta[term] -= int(change)
             for term, change in conn.execute(
-                _KEYWORD_DROP_CONTEXT, {"ns": self.namespace, "keys": keys, "nslex": self._lexeme}
+                drop_context, {"ns": self.namespace, "keys": keys, "nslex": self._lexeme}
             ).fetchall():
                 delta[term] += int(change)
             _apply_frequencies(conn, self.namespace, delta)
@@ -196,7 +277,10 @@ class PgKeywordIndex:
         """Empty the namespace's index and its document frequencies; return how many rows went."""
         with self.db.transaction() as conn:
             n = conn.execute("DELETE FROM memory_keywords WHERE namespace = %s", (self.namespace,)).rowcount
+            # with the key off too: nothing to delete, unless a process with it on wrote some
             conn.execute("DELETE FROM memory_keyword_postings WHERE namespace = %s", (self.namespace,))
+            if not self.maintain:
+                conn.execute("DELETE FROM memory_keyword_postings_built WHERE namespace = %s", (self.namespace,))
             conn.execute(DF_DELETE_NAMESPACE, (self.namespace, self.namespace))
         self._stats = None
         return int(n)
@@ -204,15 +288,27 @@ class PgKeywordIndex:
     def frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many of the namespace's indexed documents hold each term (0: none), read from
         ``memory_keyword_df``, which every write keeps exact in its own transaction."""
+        return self._frequencies(terms)[0]
+
+    def _frequencies(self, terms: Iterable[str], built: bool = False) -> tuple[dict[str, int], bool]:
+        """:meth:`frequencies`, and, with ``built``, whether the namespace's postings are complete
+        (its row of ``memory_keyword_postings_built``, a NULL term in the same statement)."""
         wanted = list(dict.fromkeys(terms))
         if not wanted:
-            return {}
-        rows = self.db.query(
-            "SELECT term, df FROM memory_keyword_df WHERE namespace = %s AND term = ANY(%s)",
-            (self.namespace, wanted),
-        )
-        found = {str(r[0]): max(int(r[1]), 0) for r in rows}
-        return {t: found.get(t, 0) for t in wanted}
+            return {}, False
+        sql = "SELECT term, df FROM memory_keyword_df WHERE namespace = %s AND term = ANY(%s)"
+        params: tuple[Any, ...] = (self.namespace, wanted)
+        if built:
+            sql += " UNION ALL SELECT NULL, 1 FROM memory_keyword_postings_built WHERE namespace = %s"
+            params = (*params, self.namespace)
+        found: dict[str, int] = {}
+        complete = False
+        for term, df in self.db.query(sql, params):
+            if term is None:
+                complete = True
+            else:
+                found[str(term)] = max(int(df), 0)
+        return {t: found.get(t, 0) for t in wanted}, complete
 
     # -- searching ---------------------------------------------------------------------------
 
@@ -255,7 +351,8 @@ class PgKeywordIndex:
             n, avgdl = self._namespace_stats(refresh=True)
             if n == 0:
                 return []
-        df = self.frequencies(counts)
+        df, complete = self._frequencies(counts, built=self.postings)
+        postings = self.postings and complete  # not when another process took them away since
         if any(f > n for f in df.values()):  # the namespace grew by other processes' writes since
             n, avgdl = self._namespace_stats(refresh=True)
             df = {t: min(f, n) for t, f in df.items()}
@@ -263,11 +360,13 @@ class PgKeywordIndex:
         if not terms:
             return []
         if n < PRUNE_MIN_DOCUMENTS:
-            return self._ranked(self._rank(counts, terms, df, n, avgdl, k, session_id, window=window))
+            return self._ranked(
+                self._rank(counts, terms, df, n, avgdl, k, session_id, window=window, postings=postings)
+            )
         kept = _prune(terms, df, n)
         if len(kept) < len(terms):  # terms were left out: every term ranks again
-            return self._rescored(counts, kept, terms, df, n, avgdl, k, session_id, window)
-        return self._ranked(self._rank(counts, kept, df, n, avgdl, k, session_id, window=window))
+            return self._rescored(counts, kept, terms, df, n, avgdl, k, session_id, window, postings=postings)
+        return self._ranked(self._rank(counts, kept, df, n, avgdl, k, session_id, window=window, postings=postings))
 
     def _rank(
         self,
@@ -280,11 +379,13 @@ class PgKeywordIndex:
         session_id: str | None,
         read_counts: Sequence[str] = (),
         window: tuple[float, float] | None = None,
+        postings: bool = False,
     ) -> list[tuple[Any, ...]]:
         """The best ``k`` documents by BM25 over ``terms``, best first, as rows ``(doc_id,
         session_id, content, metadata, score)``; with ``read_counts``, each row goes on with the
         document's token count and the packed counts (``tf``) of those terms, read in the same
-        statement (what :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` needs)."""
+        statement (what :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` needs); with
+        ``postings``, scored from ``memory_keyword_postings`` (:meth:`_rank_postings`)."""
         weights = []
         for t in terms:
             idf = math.log((n - df[t] + 0.5) / (df[t] + 0.5))
@@ -311,7 +412,7 @@ class PgKeywordIndex:
             for i, term in enumerate(read_counts):
                 params[f"r{i}"] = term
             read = ", s.length, " + ", ".join(f"(s.tf -> %(r{i})s)::int" for i in range(len(read_counts)))
-        if self.postings:
+        if postings:
             return self._rank_postings(terms, params, counts_of, freqs, parts, read_counts, session_id, window)
         session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
         if window is not None:  # the candidate's document (its primary key) made in the window
@@ -403,13 +504,16 @@ class PgKeywordIndex:
         k: int,
         session_id: str | None,
         window: tuple[float, float] | None = None,
+        postings: bool = False,
     ) -> list[MemoryHit]:
         """The best :data:`~ovos_memory_plugins.storage.keyword.RESCORE_CANDIDATES` matches of
         the kept terms, ranked again on every query term (``terms``) by
         :func:`~ovos_memory_plugins.storage.keyword.bm25_scores`, as the SQLite index ranks
         them; found, with their counts and documents, in one statement."""
         fetch = max(k, RESCORE_CANDIDATES)
-        found = self._rank(counts, kept, df, n, avgdl, fetch, session_id, read_counts=terms, window=window)
+        found = self._rank(
+            counts, kept, df, n, avgdl, fetch, session_id, read_counts=terms, window=window, postings=postings
+        )
         if not found:
             return []
         every = Counter({t: counts[t] for t in terms})
@@ -470,15 +574,18 @@ _KEYWORD_ADD = (
 #: each term its row gained, -1 for each it lost), the row as it was read in the same snapshot (the
 #: document's own row in ``memory_documents``, locked by the put before it, keeps other writers
 #: of that document out until the commit).
-_KEYWORD_WRITE = (
+_KEYWORD_WRITE_ROW = (
     "WITH old AS (SELECT tf FROM memory_keywords WHERE id = %(id)s),"
     " ins AS (" + _KEYWORD_ADD + " RETURNING tf, length),"
     " delta AS (SELECT x.t, sum(x.d)::int AS d FROM ("
     "  SELECT jsonb_object_keys(ins.tf) AS t, 1 AS d FROM ins"
-    "  UNION ALL SELECT jsonb_object_keys(old.tf), -1 FROM old) AS x GROUP BY x.t HAVING sum(x.d) <> 0),"
-    # its postings, three disjoint sets (no row is touched twice by the statement): the terms it
-    # lost go, those it kept take the new counts and length, the new ones are inserted (a plain
-    # insert: a new document, the usual write, has only these)
+    "  UNION ALL SELECT jsonb_object_keys(old.tf), -1 FROM old) AS x GROUP BY x.t HAVING sum(x.d) <> 0)"
+)
+
+#: The postings of :data:`_KEYWORD_WRITE_ROW`'s document, three disjoint sets (no row is touched
+#: twice by the statement): the terms it lost go, those it kept take the new counts and length,
+#: the new ones are inserted (a plain insert: a new document, the usual write, has only these).
+_POSTINGS_WRITE = (
     " plost AS (DELETE FROM memory_keyword_postings p USING delta"
     "  WHERE delta.d < 0 AND p.namespace = %(ns)s AND p.term = delta.t AND p.id = %(id)s),"
     " pkept AS (UPDATE memory_keyword_postings p SET tf = e.value::int, length = ins.length"
@@ -488,6 +595,12 @@ _KEYWORD_WRITE = (
     "  SELECT %(id)s, e.value::int, ins.length, %(ns)s, e.key FROM ins CROSS JOIN LATERAL jsonb_each(ins.tf) AS e"
     "  WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.tf ? e.key))"
 )
+
+#: A write that leaves the postings alone takes its namespace's mark of complete postings away.
+_UNBUILT = " unbuilt AS (DELETE FROM memory_keyword_postings_built WHERE namespace = %(ns)s)"
+
+#: The row, its change to the frequencies and its postings.
+_KEYWORD_WRITE = _KEYWORD_WRITE_ROW + "," + _POSTINGS_WRITE
 
 #: Add to the namespace's document frequencies, in term order (every writer locks the rows it
 #: changes in the same order: concurrent writers wait for each other, never deadlock); returns
@@ -499,8 +612,13 @@ _DF_UPSERT = (
     " SELECT term FROM up WHERE df <= 0"
 )
 
-#: One document: its row and its terms' frequencies in one statement.
+#: One document: its row, its postings and its terms' frequencies in one statement.
 _KEYWORD_ADD_ONE = _KEYWORD_WRITE + "," + _DF_UPSERT.format(changes="delta")
+
+#: The same without the postings (``keyword_postings`` off): the namespace's postings are no
+#: longer complete, so its row of ``memory_keyword_postings_built`` goes (one probe of its key;
+#: a process with the key on then ranks on the GIN path and rebuilds them at its next open).
+_KEYWORD_ADD_ONE_BARE = _KEYWORD_WRITE_ROW + "," + _UNBUILT + "," + _DF_UPSERT.format(changes="delta")
 
 #: How many of the given keyword rows hold each term (a batch's rows before it replaces them).
 _KEYWORD_TERMS = (
@@ -531,40 +649,64 @@ _POSTINGS_INSERT = (
     " FROM memory_keywords k CROSS JOIN LATERAL jsonb_each(k.tf) AS e WHERE k.id = ANY(%(keys)s) ORDER BY e.key, k.id"
 )
 
-#: Delete documents' keyword rows and their postings; returns ``(NULL, rows deleted)`` and, per
-#: term, how many of the deleted rows held it.
-_KEYWORD_DELETE = (
-    "WITH gone AS (DELETE FROM memory_keywords WHERE namespace = %(ns)s AND id = ANY(%(keys)s) RETURNING id, tf),"
-    " pgone AS (DELETE FROM memory_keyword_postings p USING gone CROSS JOIN LATERAL jsonb_object_keys(gone.tf) AS o(t)"
-    "  WHERE p.namespace = %(ns)s AND p.term = o.t AND p.id = gone.id)"
+#: A namespace's postings from its keyword rows (a rebuild at open), in key order (a compact key).
+_POSTINGS_REBUILD = (
+    "INSERT INTO memory_keyword_postings (id, tf, length, namespace, term)"
+    " SELECT k.id, e.value::int, k.length, k.namespace, e.key FROM memory_keywords k"
+    " CROSS JOIN LATERAL jsonb_each(k.tf) AS e WHERE k.namespace = %(ns)s ORDER BY e.key, k.id"
+)
+
+#: Delete documents' keyword rows (and, with ``{postings}``, their postings); returns ``(NULL,
+#: rows deleted)`` and, per term, how many of the deleted rows held it.
+_DELETE_TEMPLATE = (
+    "WITH gone AS (DELETE FROM memory_keywords WHERE namespace = %(ns)s AND id = ANY(%(keys)s) RETURNING id, tf)"
+    "{postings}"
     " SELECT NULL::text, count(*) FROM gone"
     " UNION ALL SELECT t.term, count(*) FROM gone CROSS JOIN LATERAL jsonb_object_keys(gone.tf) AS t(term)"
     " GROUP BY t.term"
 )
+_POSTINGS_GONE = (
+    " pgone AS (DELETE FROM memory_keyword_postings p USING gone CROSS JOIN LATERAL jsonb_object_keys(gone.tf) AS o(t)"
+    "  WHERE p.namespace = %(ns)s AND p.term = o.t AND p.id = gone.id)"
+)
+_KEYWORD_DELETE = _DELETE_TEMPLATE.format(postings="," + _POSTINGS_GONE)
+#: With ``keyword_postings`` off a forget still deletes the documents' postings (probes of the
+#: key that find nothing, unless a process with the key on wrote some: no word of a forgotten
+#: document stays behind) and takes the namespace's mark of complete postings away.
+_KEYWORD_DELETE_BARE = _DELETE_TEMPLATE.format(postings="," + _POSTINGS_GONE + "," + _UNBUILT)
 
-#: Turns whose context document went: their context counts go, and terms only it held; returns
-#: ``(term, change)`` for the frequencies, as :data:`_KEYWORD_WRITE` does.
-_KEYWORD_DROP_CONTEXT = (
+#: Turns whose context document went: their context counts go, and terms only it held (and, with
+#: ``{postings}``, their postings: the terms they lost go, the others take the new counts and
+#: length); returns ``(term, change)`` for the frequencies, as :data:`_KEYWORD_WRITE` does.
+_DROP_CONTEXT_TEMPLATE = (
     "WITH up AS (UPDATE memory_keywords k SET tf = m.tf,"
     " terms = array_to_tsvector(ARRAY(SELECT jsonb_object_keys(m.tf)) || %(nslex)s::text),"
     " length = m.length, ctx_id = NULL"
     " FROM (SELECT h.id, h.tf AS old,"
     "  coalesce(jsonb_object_agg(e.key, e.value::int & 65535) FILTER (WHERE e.value::int & 65535 > 0),"
-    "   '{}'::jsonb) AS tf,"
+    "   '{{}}'::jsonb) AS tf,"
     "  coalesce(sum((e.value::int & 255) + ((e.value::int >> 8) & 255)), 0) AS length"
     "  FROM memory_keywords h LEFT JOIN LATERAL jsonb_each(h.tf) AS e ON true"
     "  WHERE h.namespace = %(ns)s AND h.ctx_id = ANY(%(keys)s) GROUP BY h.id) AS m"
-    " WHERE k.id = m.id RETURNING k.id, k.length, m.old, k.tf AS new),"
-    # their postings: the terms they lost go, the others take the new counts and length
-    " plost AS (DELETE FROM memory_keyword_postings p USING up CROSS JOIN LATERAL jsonb_object_keys(up.old) AS o(t)"
-    "  WHERE NOT up.new ? o.t AND p.namespace = %(ns)s AND p.term = o.t AND p.id = up.id),"
-    " pnew AS (INSERT INTO memory_keyword_postings AS p (id, tf, length, namespace, term)"
-    "  SELECT up.id, e.value::int, up.length, %(ns)s, e.key FROM up CROSS JOIN LATERAL jsonb_each(up.new) AS e"
-    "  ON CONFLICT (namespace, term, id) DO UPDATE SET tf = excluded.tf, length = excluded.length)"
+    " WHERE k.id = m.id RETURNING k.id, k.length, m.old, k.tf AS new)"
+    "{postings}"
     " SELECT x.t, sum(x.d)::int FROM ("
     "  SELECT jsonb_object_keys(up.new) AS t, 1 AS d FROM up"
     "  UNION ALL SELECT jsonb_object_keys(up.old), -1 FROM up) AS x GROUP BY x.t HAVING sum(x.d) <> 0"
 )
+_POSTINGS_LOST = (
+    " plost AS (DELETE FROM memory_keyword_postings p USING up CROSS JOIN LATERAL jsonb_object_keys(up.old) AS o(t)"
+    "  WHERE NOT up.new ? o.t AND p.namespace = %(ns)s AND p.term = o.t AND p.id = up.id)"
+)
+_KEYWORD_DROP_CONTEXT = _DROP_CONTEXT_TEMPLATE.format(
+    postings="," + _POSTINGS_LOST + ","
+    " pnew AS (INSERT INTO memory_keyword_postings AS p (id, tf, length, namespace, term)"
+    "  SELECT up.id, e.value::int, up.length, %(ns)s, e.key FROM up CROSS JOIN LATERAL jsonb_each(up.new) AS e"
+    "  ON CONFLICT (namespace, term, id) DO UPDATE SET tf = excluded.tf, length = excluded.length)"
+)
+#: With ``keyword_postings`` off: the forgotten context's words leave the turns' postings too
+#: (probes that find nothing, as in :data:`_KEYWORD_DELETE_BARE`); nothing is written.
+_KEYWORD_DROP_CONTEXT_BARE = _DROP_CONTEXT_TEMPLATE.format(postings="," + _POSTINGS_LOST)
 
 
 #: Delete a namespace's frequencies, locking the rows in term order first, as every writer does

@@ -165,6 +165,24 @@ def _v6(conn: psycopg.Connection[Any]) -> None:
     conn.execute("ANALYZE memory_keyword_postings")
 
 
+def _v7(conn: psycopg.Connection[Any]) -> None:
+    """Which namespaces' keyword postings are complete: ``memory_keyword_postings_built`` holds a
+    row per namespace whose postings every write has kept since they were built. A namespace
+    whose memory turns ``keyword_postings`` off loses its row and its postings; one that turns it
+    on again and finds no row rebuilds its postings from its keyword rows at open, then writes
+    the row (:class:`~ovos_memory_plugins.storage.postgres.keyword.PgKeywordIndex`); a search
+    reads the postings only while the row is there. Every namespace with keyword rows now is
+    complete (0006 built them, and every write has kept them)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_keyword_postings_built ("
+        " namespace text PRIMARY KEY, built double precision NOT NULL)"
+    )
+    conn.execute(
+        "INSERT INTO memory_keyword_postings_built (namespace, built)"
+        " SELECT DISTINCT namespace, extract(epoch FROM now()) FROM memory_keywords ON CONFLICT DO NOTHING"
+    )
+
+
 #: The schema. Append only; never rename or reorder an applied step.
 MIGRATIONS = [
     PgMigration("0001_documents_keywords_vectors_history", _v1),
@@ -173,4 +191,5 @@ MIGRATIONS = [
     PgMigration("0004_keyword_document_frequencies", _v4),
     PgMigration("0005_documents_created", _v5),
     PgMigration("0006_keyword_postings", _v6),
+    PgMigration("0007_keyword_postings_built", _v7),
 ]
