@@ -27,8 +27,8 @@ class Rule:
 
 #: Private names the review found read from outside, with their owners and the public way.
 FORBIDDEN: dict[str, Rule] = {
-    "_notes_store": Rule("notes.py", "the notes memory's store: use the NotesKeeper protocol / notes_body()"),
-    "_mutex": Rule("notes.py", "the notes memory's lock: its public methods take it themselves"),
+    "_notes_store": Rule("notes/memory.py", "the notes memory's store: use the NotesKeeper protocol / notes_body()"),
+    "_mutex": Rule("notes/memory.py", "the notes memory's lock: its public methods take it themselves"),
     "_update_history": Rule("memory/conversation.py", "the recorder without the never-raise guard: update_history()"),
     "_history": Rule("base.py", "the base's history store: use sessions(), messages(), get_history()"),
     "_can": Rule("base.py", "sniffing a class's hooks: capabilities are declared (protocols.py, class attributes)"),

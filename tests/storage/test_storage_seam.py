@@ -34,8 +34,10 @@ OLD_ENGINE_PATHS = {
 }
 #: The plugins and the core they build on.
 PLUGINS = [
-    *["base.py", "index.py", "lexical.py", "vector.py", "notes.py", "sticky.py", "notebook.py", "summary.py"],
+    *["base.py", "index.py", "lexical.py", "vector.py", "sticky.py", "notebook.py", "summary.py"],
     *["composite/__init__.py", "composite/memory.py", "composite/options.py"],
+    *["notes/__init__.py", "notes/body.py", "notes/digest.py", "notes/dreaming.py", "notes/memory.py"],
+    *["notes/options.py", "notes/results.py", "notes/state.py"],
 ]
 #: The front-ends: the command, the editor and the tool box (a folder each).
 FRONT_ENDS = sorted(
