@@ -75,15 +75,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage
 
 from ovos_memory_plugins.base import BaseRetrievalMemory, search_request
 from ovos_memory_plugins.common import Closing, MemoryHit, dedup_hits, fuse, normalize_content
+from ovos_memory_plugins.composite.calls import FORGET_TIMEOUT_S, MAX_PENDING_WRITES, CallsMixin
 from ovos_memory_plugins.composite.members import Member, MembersMixin, is_part, member_namespace
 from ovos_memory_plugins.composite.members import load_member_class as _load_member_class
 from ovos_memory_plugins.composite.options import (
@@ -137,16 +137,8 @@ __all__ = [
     "member_namespace",
 ]
 
-T = TypeVar("T")
-
-
-#: Writes queued for one member beyond which new ones are dropped (a member that hangs on writes).
-MAX_PENDING_WRITES = 256
 #: Seconds ``close()`` waits in all for the members' queued writes before closing them.
 CLOSE_WAIT_S = 0.9
-#: Seconds a delete or forget waits for one member (behind its queued writes) before it reports
-#: that member as not done.
-FORGET_TIMEOUT_S = 30.0
 #: The NotesKeeper verbs and the notes extras a composite takes from its first member having them.
 NOTES_VERBS = ("list_notes", "remember", "forget", "update", "retire", "restore")
 NOTES_EXTRAS = (
@@ -179,7 +171,7 @@ SUMMARY_PROMPT = (
 )
 
 
-class CompositeMemory(MembersMixin, AgentContextManager, Closing):  # type: ignore[misc]  # OPM ships no type information
+class CompositeMemory(MembersMixin, CallsMixin, AgentContextManager, Closing):  # type: ignore[misc]  # OPM ships no type information
     """Several OPM memory plugins as one memory (see the module docstring).
 
     Args:
@@ -446,50 +438,6 @@ class CompositeMemory(MembersMixin, AgentContextManager, Closing):  # type: igno
                     LOG.error("CompositeMemory: member %r could not forget its copy of a note: %s", m.name, exc)
         finally:
             _PROPAGATING.on = False
-
-    # -- calling members ---------------------------------------------------------------------
-
-    def _start(self, members: Iterable[Member], call: Callable[[Any], T], what: str) -> list[tuple[Member, Future[T]]]:
-        """Submit ``call(instance)`` for each member not still busy with a late call."""
-        started: list[tuple[Member, Future[T]]] = []
-        for m in members:
-            with m.lock:
-                busy = m.late > 0
-            if busy:
-                LOG.debug("CompositeMemory: member %r still busy with a late call; skipped for %s", m.name, what)
-                continue
-            try:
-                started.append((m, self._pool.submit(functools.partial(call, m.instance))))
-            except RuntimeError:  # the pool is shut down (closed memory)
-                break
-        return started
-
-    def _collect(
-        self, started: Sequence[tuple[Member, Future[T]]], deadline: float, what: str
-    ) -> list[tuple[Member, T]]:
-        """The results that arrived by ``deadline``; failures and late members are logged and left out."""
-        wait_until((f for _, f in started), deadline)
-        out: list[tuple[Member, T]] = []
-        for m, future in started:
-            if not future.done():
-                with m.lock:
-                    m.late += 1
-                future.add_done_callback(functools.partial(_settle_late, m))
-                limit = self.options.member_timeout_ms
-                _report(m, f"took longer than {limit} ms for {what}; skipped for this turn")
-                continue
-            exc = future.exception()
-            if exc is not None:
-                _report(m, f"raised {type(exc).__name__} for {what}: {exc}; skipped for this turn")
-                continue
-            if m.failing:
-                m.failing = False
-                LOG.info("CompositeMemory: member %r answers again", m.name)
-            out.append((m, future.result()))
-        return out
-
-    def _deadline(self) -> float:
-        return time.monotonic() + float(self.options.member_timeout_ms) / 1000.0
 
     # -- recall --------------------------------------------------------------------------------
 
@@ -855,31 +803,6 @@ class CompositeMemory(MembersMixin, AgentContextManager, Closing):  # type: igno
         except Exception:
             LOG.exception("CompositeMemory: could not record messages for session %r", session_id)
 
-    def _write(self, m: Member, call: Callable[[Any], Any]) -> Future[Any] | None:
-        with m.lock:
-            if m.pending_writes >= MAX_PENDING_WRITES:
-                LOG.error(
-                    "CompositeMemory: member %r has %d writes pending; this one is dropped", m.name, m.pending_writes
-                )
-                return None
-            m.pending_writes += 1
-
-        def run() -> Any:
-            try:
-                return call(m.instance)
-            finally:
-                with m.lock:
-                    m.pending_writes -= 1
-                    if m.pending_writes == 0:
-                        m.write_late = False
-
-        try:
-            return m.writer.submit(run)
-        except RuntimeError:
-            with m.lock:
-                m.pending_writes -= 1
-            return None
-
     # -- documents -----------------------------------------------------------------------------
 
     @staticmethod
@@ -950,21 +873,6 @@ class CompositeMemory(MembersMixin, AgentContextManager, Closing):  # type: igno
                     continue
                 seen.add(doc_id)
                 yield dict(doc)
-
-    def _in_order(self, m: Member, call: Callable[[Any], T]) -> T:
-        """``call(member)`` after the member's queued writes (on its ordered writer, so a turn
-        recorded just before is forgotten too), waited for up to :data:`FORGET_TIMEOUT_S`;
-        raises what the call raised, or TimeoutError when the member is still busy."""
-        future = self._write(m, call)
-        if future is None:  # closed, or too many writes pending: call it here, now
-            return call(m.instance)
-        try:
-            result: T = future.result(timeout=FORGET_TIMEOUT_S)
-        except FutureTimeout:
-            raise TimeoutError(
-                f"still busy after {FORGET_TIMEOUT_S:g} s (the forget runs when its queued writes are done)"
-            ) from None
-        return result
 
     def _fan_out(
         self, method: str, *args: Any, args_for: Callable[[Member], tuple[Any, ...]] | None = None
@@ -1239,13 +1147,6 @@ class CompositeMemory(MembersMixin, AgentContextManager, Closing):  # type: igno
 Member = Member
 
 
-def _report(m: Member, problem: str) -> None:
-    """A WARNING when a member starts failing, DEBUG while it keeps failing (no log flood)."""
-    level = logging.DEBUG if m.failing else logging.WARNING
-    m.failing = True
-    LOG.log(level, "CompositeMemory: member %r %s", m.name, problem)
-
-
 def _with_copies(doc_id: str, copies: dict[str, list[str]], m: Member) -> tuple[Any, ...]:
     """The arguments of member ``m``'s ``delete``: the id and ``m``'s copies of that document."""
     return ([doc_id, *copies.get(m.name, [])],)
@@ -1268,11 +1169,6 @@ def _forget_copy(note_id: str, scoped: dict[str, Any], member: Any) -> Any:
 def _note_verb(verb: str, description: str, extra: tuple[Any, ...], scoped: dict[str, Any], member: Any) -> Any:
     """``member.verb(description, *extra)`` (``update``, ``retire``, ``restore``), scoped as asked."""
     return getattr(member, verb)(description, *extra, **scoped)
-
-
-def _settle_late(m: Member, _future: Future[Any]) -> None:
-    with m.lock:
-        m.late -= 1
 
 
 def _compaction_locations(member: Any) -> frozenset[str] | None:
