@@ -36,8 +36,6 @@ FORGET_TIMEOUT_S = 30.0
 class CallsMixin(CompositeState):
     """Calling the members on the pool and on their ordered writers."""
 
-    # -- calling members ---------------------------------------------------------------------
-
     def _start(self, members: Iterable[Member], call: Callable[[Any], T], what: str) -> list[tuple[Member, Future[T]]]:
         """Submit ``call(instance)`` for each member not still busy with a late call."""
         started: list[tuple[Member, Future[T]]] = []

@@ -29,11 +29,7 @@ from ovos_memory_plugins.concurrency import DaemonPool
 from ovos_memory_plugins.config import MemoryConfig, ParsedConfig, parse_config, resolve_root, validate_config
 from ovos_memory_plugins.errors import BackendError, ConfigError
 from ovos_memory_plugins.llm import check_llm_config, close_quietly
-from ovos_memory_plugins.protocols import (
-    Capabilities,
-    ForgetNotifier,
-    capabilities,
-)
+from ovos_memory_plugins.protocols import Capabilities, ForgetNotifier, capabilities
 from ovos_memory_plugins.storage.migrate import discard_storage, merge_storage
 from ovos_memory_plugins.storage.registry import open_storage, redact_url
 from ovos_memory_plugins.storage.seam import Storage

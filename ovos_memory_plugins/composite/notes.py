@@ -17,12 +17,7 @@ from typing import Any
 from ovos_memory_plugins.composite.members import Member
 from ovos_memory_plugins.composite.state import CompositeState
 from ovos_memory_plugins.errors import IncompleteForgetError
-from ovos_memory_plugins.protocols import (
-    Note,
-    NoteChange,
-    NotesKeeper,
-    words_key,
-)
+from ovos_memory_plugins.protocols import Note, NoteChange, NotesKeeper, words_key
 
 LOG = logging.getLogger("ovos_memory_plugins.composite")  # the name it had before the split
 
@@ -49,8 +44,6 @@ NOTES_EXTRAS = (
 
 class NotesMixin(CompositeState):
     """The notes verbs and extras, from the members that keep notes."""
-
-    # -- capabilities the members declare -----------------------------------------------------
 
     def _provider(self, name: str) -> Any | None:
         """The first member (config order) offering ``name`` (a notes verb or extra)."""

@@ -50,8 +50,6 @@ SUMMARY_PROMPT = (
 class RecallMixin(CompositeState):
     """Search and recall over every recalling member, fused."""
 
-    # -- recall --------------------------------------------------------------------------------
-
     def _start_search(
         self, query: str, session_for: Callable[[Member], str | None], depth: int
     ) -> list[tuple[Member, Future[list[MemoryHit]]]]:
