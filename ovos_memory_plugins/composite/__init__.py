@@ -1,8 +1,9 @@
 """``ovos-memory-plugin-composite``: several memories as one (see :mod:`.memory`).
 
 The package re-exports the names ``ovos_memory_plugins.composite`` held as one module: the
-config side lives in :mod:`.options`, the memory in :mod:`.memory` (patch names there, where
-the code reads them, e.g. ``memory._load_member_class``).
+config side lives in :mod:`.options`, the memory in :mod:`.memory`, composed of its parts
+(:mod:`.members`, :mod:`.calls`, :mod:`.notes`, :mod:`.recall`, :mod:`.documents`, over
+:mod:`.state`). Patch names where the code reads them, e.g. ``memory._load_member_class``.
 """
 
 from __future__ import annotations
