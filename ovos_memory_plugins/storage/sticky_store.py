@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.notes_store import move_aside, pg_notes_schema, read_old_file
+from ovos_memory_plugins.storage.notes_adopt import move_aside, read_old_file
+from ovos_memory_plugins.storage.notes_table import pg_notes_schema
 from ovos_memory_plugins.storage.records import NewNote, Note, words_key
 from ovos_memory_plugins.storage.sqlite.database import Migration
 from ovos_memory_plugins.storage.tables import TableAccess, marks

@@ -25,7 +25,13 @@ def _loaded_after(code: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "module",
-    ["ovos_memory_plugins", "ovos_memory_plugins.common", "ovos_memory_plugins.config", "ovos_memory_plugins.errors"],
+    [
+        "ovos_memory_plugins",
+        "ovos_memory_plugins.common",
+        "ovos_memory_plugins.config",
+        "ovos_memory_plugins.errors",
+        "ovos_memory_plugins.sticky_asks",
+    ],
 )
 def test_pure_modules_import_without_the_plugin_manager(module: str) -> None:
     assert _loaded_after(f"import {module}") == set()
