@@ -128,15 +128,17 @@ def test_a_hung_member_costs_one_deadline_once_and_close_returns_within_a_second
         start = time.monotonic()
         mem.update_history(exchange(f"question {i} about the platypus", f"answer {i}"), "s")
         costs.append(time.monotonic() - start)
-    assert costs[0] < 0.3 + 0.25  # one write deadline
-    assert max(costs[1:]) < 0.1  # then the hung member is not waited for again
+    # one write deadline (0.3 s), with room for a loaded machine's first write; then the hung
+    # member is not waited for again: each later write costs less than one deadline
+    assert costs[0] < 0.3 + 0.7
+    assert max(costs[1:]) < 0.2
     start = time.monotonic()
     messages = mem.build_conversation_context("platypus", "s")
     first_turn = time.monotonic() - start
     start = time.monotonic()
     mem.build_conversation_context("platypus again", "s")
     second_turn = time.monotonic() - start
-    assert first_turn < 0.3 + 0.3 and second_turn < 0.15
+    assert first_turn < 0.3 + 0.7 and second_turn < 0.25  # one search deadline, then none
     assert messages[-1].content == "platypus"
     assert len(mem.members["lexical"].search("platypus")) >= 1  # the healthy member recorded every turn
     start = time.monotonic()
