@@ -50,19 +50,36 @@ def open_memory(kind: str, root: Path, url: str | None) -> Any:
     return CompositeMemory({**block, "members": COMPOSITE_MEMBERS})
 
 
+def rows_holding(url: str, word: str) -> dict[str, int]:
+    """Every table of the database with rows holding ``word`` anywhere (the whole row as text)."""
+    import psycopg
+
+    out: dict[str, int] = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+        for table in tables:
+            quoted = '"' + table.replace('"', '""') + '"'
+            row = conn.execute(f"SELECT count(*) FROM {quoted} AS t WHERE t::text LIKE %s", (f"%{word}%",)).fetchone()
+            if row and row[0]:
+                out[table] = int(row[0])
+    return out
+
+
 def call(box: MemoryToolBox, session: str, name: str, **kwargs: Any) -> dict[str, Any]:
     with box.for_session(session):
         return dict(box.call_tool(name, kwargs).model_dump(mode="json"))
 
 
-def kept_anywhere(root: Path, url: str | None, word: str, namespace: str) -> list[str]:
-    """Where ``word`` is still stored: files under ``root`` and, on PostgreSQL, rows of
-    ``namespace`` and its members' (text columns only: a number column may spell the digits)."""
+def kept_anywhere(root: Path, url: str | None, word: str, namespace: str | None = None) -> list[str]:
+    """Where ``word`` is still stored: files under ``root`` and, on PostgreSQL, tables with rows
+    (of ``namespace`` and its members' when given: a vector's digits may spell a number)."""
     found = files_holding(root, word)
-    if url is not None:
+    if url is not None and namespace is not None:
         from trust_helpers import rows_of
 
         found += [f"table {t}" for t in rows_of(url, namespace, word)]
+    elif url is not None:
+        found += [f"table {t}" for t in rows_holding(url, word)]
     return found
 
 
