@@ -1,7 +1,7 @@
 """How often the time-word parser names the right window: ``tests/data/time_words.json`` (8
 languages, several phrasings each, windows relative to a fixed now).
 
-    python benchmarks/time_words.py            # the shipped parser (dateparser, dates.time_window)
+    python benchmarks/time_words.py            # the shipped parser (dateparser, time_words.time_window)
     python benchmarks/time_words.py --compare  # and ovos-date-parser, for the choice (docs/recall.md)
     python benchmarks/time_words.py --cost     # CPU per utterance: this set and LoCoMo's questions
 
@@ -45,7 +45,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ovos_memory_plugins.dates import time_window
+from ovos_memory_plugins.time_words import time_window
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "time_words.json"
 
@@ -205,7 +205,7 @@ def host_cost(exchanges: int, questions: int) -> None:
     import host_path
     from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
-    from ovos_memory_plugins import dates
+    from ovos_memory_plugins import time_words as dates
     from ovos_memory_plugins.lexical import LexicalMemory
 
     base, asks = host_path.base_exchanges(), host_path.questions()
@@ -278,7 +278,7 @@ def main() -> None:
     if args.host_cost:
         host_cost(args.host_cost, args.questions)
         return
-    run("dateparser (dates.time_window)", time_window, cases, now, args.show)
+    run("dateparser (time_words.time_window)", time_window, cases, now, args.show)
     if args.compare:
         run("ovos-date-parser (day of extract_datetime)", ovos_window, cases, now, args.show)
 

@@ -56,7 +56,7 @@ from ovos_plugin_manager.templates.agents import AgentContextManager
 
 from ovos_memory_plugins.common import Closing, MemoryHit, exchange_text
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_root
-from ovos_memory_plugins.dates import Clock, clock_of, warm_parser
+from ovos_memory_plugins.dates import Clock, clock_of
 from ovos_memory_plugins.memory.conversation import ASSISTANT, TRIM_BATCH, USER, ConversationMixin
 from ovos_memory_plugins.memory.documents import PREVIOUS_EXCHANGE, DocumentsMixin, search_request
 from ovos_memory_plugins.memory.opening import OpeningMixin
@@ -64,6 +64,7 @@ from ovos_memory_plugins.memory.recall import RecallMixin
 from ovos_memory_plugins.select import excerpt_terms
 from ovos_memory_plugins.storage.records import KeywordSettings, StoredDocument
 from ovos_memory_plugins.storage.seam import Index, Storage
+from ovos_memory_plugins.time_words import warm_parser
 
 LOG = logging.getLogger(__name__)
 

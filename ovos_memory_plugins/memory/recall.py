@@ -12,7 +12,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage
 
 from ovos_memory_plugins import prompt
 from ovos_memory_plugins.common import MemoryHit, exchange_parts
-from ovos_memory_plugins.dates import CONVERSATION_GAP_S, Window, memory_time, parser_available, time_window
+from ovos_memory_plugins.dates import CONVERSATION_GAP_S, Window, memory_time
 from ovos_memory_plugins.memory.conversation import ConversationMixin
 from ovos_memory_plugins.memory.documents import PREVIOUS_EXCHANGE, DocumentsMixin
 from ovos_memory_plugins.memory.state import MemoryState
@@ -27,6 +27,7 @@ from ovos_memory_plugins.select import (
     window_places,
     without_order_words,
 )
+from ovos_memory_plugins.time_words import parser_available, time_window
 
 LOG = logging.getLogger("ovos_memory_plugins.base")  # the name its records always had
 
@@ -128,7 +129,7 @@ class RecallMixin(MemoryState):
         return picks
 
     def recall_window(self, utterance: str) -> Window | None:
-        """The window of time the utterance's time words name (``dates.time_window``, in the
+        """The window of time the utterance's time words name (``time_words.time_window``, in the
         memory's language, relative to its clock), or None: no time words, ``retrieval.time_words``
         off, the parser (the ``dates`` extra) missing, or a memory that cannot filter by time."""
         if not (self.settings.retrieval.time_words and self.filters_time and parser_available()):

@@ -238,7 +238,7 @@ def _expected(case: dict[str, object], now: datetime) -> tuple[float, float] | N
 
 @pytest.mark.parametrize("lang", sorted({c["lang"] for c in TIME_WORDS["cases"]}))
 def test_the_time_words_of_each_language_name_their_window(lang: str) -> None:
-    from ovos_memory_plugins.dates import time_window
+    from ovos_memory_plugins.time_words import time_window
 
     now = datetime.fromisoformat(TIME_WORDS["now"])
     cases = [c for c in TIME_WORDS["cases"] if c["lang"] == lang]
@@ -247,7 +247,7 @@ def test_the_time_words_of_each_language_name_their_window(lang: str) -> None:
 
 
 def test_the_whole_set_is_at_least_95_percent_right() -> None:
-    from ovos_memory_plugins.dates import time_window
+    from ovos_memory_plugins.time_words import time_window
 
     now = datetime.fromisoformat(TIME_WORDS["now"])
     cases = TIME_WORDS["cases"]
@@ -350,7 +350,7 @@ def test_newer_first_leaves_unrelated_memories_in_their_ranked_places() -> None:
 
 
 def test_the_window_follows_the_clock_and_spans_several_time_words() -> None:
-    from ovos_memory_plugins.dates import time_window
+    from ovos_memory_plugins.time_words import time_window
 
     first = time_window("what did I do in December?", datetime(2024, 1, 10, 12, 0, tzinfo=UTC))
     assert first == (at(2023, 12, 1), at(2024, 1, 1))
@@ -361,7 +361,7 @@ def test_the_window_follows_the_clock_and_spans_several_time_words() -> None:
 
 
 def test_a_duration_is_a_span_up_to_today_and_ago_is_a_day() -> None:
-    from ovos_memory_plugins.dates import time_window
+    from ovos_memory_plugins.time_words import time_window
 
     assert time_window("what did I do in the past 3 days?", NOW) == (at(2026, 11, 29), at(2026, 12, 3))
     assert time_window("what did I say 3 days ago?", NOW) == (at(2026, 11, 29), at(2026, 11, 30))
@@ -378,7 +378,7 @@ def test_a_duration_is_a_span_up_to_today_and_ago_is_a_day() -> None:
 
 
 def test_a_parser_without_periods_in_its_search_is_read_again() -> None:
-    from ovos_memory_plugins.dates import _search
+    from ovos_memory_plugins.time_words import _search
 
     def old_search_dates(text: str, languages: list[str], settings: dict[str, object]) -> list[tuple[str, datetime]]:
         return [("yesterday", datetime(2026, 12, 1, 9))]  # dateparser before 1.5: no add_period
@@ -387,7 +387,7 @@ def test_a_parser_without_periods_in_its_search_is_read_again() -> None:
 
 
 def test_the_parser_searches_only_the_words_around_time_words() -> None:
-    from ovos_memory_plugins.dates import _time_spans, time_window
+    from ovos_memory_plugins.time_words import _time_spans, time_window
 
     question = "What kind of professional experience did Gina get accepted for on May 23, 2023?"
     assert _time_spans(question, "en") == "accepted for on May 23, 2023?"
@@ -398,7 +398,7 @@ def test_the_parser_searches_only_the_words_around_time_words() -> None:
 
 
 def test_the_parser_warms_up_once_beside_the_caller() -> None:
-    from ovos_memory_plugins.dates import time_window, warm_parser
+    from ovos_memory_plugins.time_words import time_window, warm_parser
 
     first = warm_parser("nl")
     if first is not None:  # another test may have warmed Dutch already
