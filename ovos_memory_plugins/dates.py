@@ -11,7 +11,8 @@ bracketed label the prompt puts before each recalled memory, relative to ``now``
 
 (``context.dates``; ``off``: no label). The date is always ``YYYY-MM-DD`` (read alike in every
 language); today and yesterday add the time of day, ``HH:MM``. :func:`today_line` is the one
-sentence that states today's date in the prompt. The phrases are small tables per language
+sentence that states today's date in the prompt. The phrases are small tables per language,
+``ovos_memory_plugins/data/dates/<code>.json``
 (:data:`LANGUAGES`: the stop-word languages and Chinese); any other language gets English.
 
 A :data:`Clock` is the memories' ``clock=`` seam: a callable returning an aware ``datetime``
@@ -20,11 +21,13 @@ A :data:`Clock` is the memories' ``clock=`` seam: a callable returning an aware 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
+from importlib import resources
 from typing import Any, Literal
 
 LOG = logging.getLogger(__name__)
@@ -67,133 +70,21 @@ def clock_of(clock: Clock | None) -> Clock:
     return system_clock if clock is None else clock
 
 
-# Per language: today, yesterday, "<n> <unit> ago" for one and for several of each unit (day,
-# week, month, year), "Today is {weekday}, {date}." and the weekday names (Monday first).
-_EN = {
-    "today": "today",
-    "newer": "newer",
-    "this_month": "this month",
-    "last_month": "last month",
-    "yesterday": "yesterday",
-    "day": ("{n} day ago", "{n} days ago"),
-    "week": ("{n} week ago", "{n} weeks ago"),
-    "month": ("{n} month ago", "{n} months ago"),
-    "year": ("{n} year ago", "{n} years ago"),
-    "later": "later",
-    "now": "Today is {weekday}, {date}.",
-    "weekdays": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
-}
-_PHRASES: dict[str, dict[str, Any]] = {
-    "en": _EN,
-    "de": {
-        "today": "heute",
-        "newer": "neuer",
-        "this_month": "diesen Monat",
-        "last_month": "letzten Monat",
-        "yesterday": "gestern",
-        "day": ("vor {n} Tag", "vor {n} Tagen"),
-        "week": ("vor {n} Woche", "vor {n} Wochen"),
-        "month": ("vor {n} Monat", "vor {n} Monaten"),
-        "year": ("vor {n} Jahr", "vor {n} Jahren"),
-        "later": "später",
-        "now": "Heute ist {weekday}, der {date}.",
-        "weekdays": ("Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"),
-    },
-    "es": {
-        "today": "hoy",
-        "newer": "más reciente",
-        "this_month": "este mes",
-        "last_month": "el mes pasado",
-        "yesterday": "ayer",
-        "day": ("hace {n} día", "hace {n} días"),
-        "week": ("hace {n} semana", "hace {n} semanas"),
-        "month": ("hace {n} mes", "hace {n} meses"),
-        "year": ("hace {n} año", "hace {n} años"),
-        "later": "después",
-        "now": "Hoy es {weekday}, {date}.",
-        "weekdays": ("lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"),
-    },
-    "fr": {
-        "today": "aujourd'hui",
-        "newer": "plus récent",
-        "this_month": "ce mois-ci",
-        "last_month": "le mois dernier",
-        "yesterday": "hier",
-        "day": ("il y a {n} jour", "il y a {n} jours"),
-        "week": ("il y a {n} semaine", "il y a {n} semaines"),
-        "month": ("il y a {n} mois", "il y a {n} mois"),
-        "year": ("il y a {n} an", "il y a {n} ans"),
-        "later": "plus tard",
-        "now": "Nous sommes le {weekday} {date}.",
-        "weekdays": ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche"),
-    },
-    "pt": {
-        "today": "hoje",
-        "newer": "mais recente",
-        "this_month": "este mês",
-        "last_month": "o mês passado",
-        "yesterday": "ontem",
-        "day": ("há {n} dia", "há {n} dias"),
-        "week": ("há {n} semana", "há {n} semanas"),
-        "month": ("há {n} mês", "há {n} meses"),
-        "year": ("há {n} ano", "há {n} anos"),
-        "later": "depois",
-        "now": "Hoje é {weekday}, {date}.",
-        "weekdays": (
-            "segunda-feira",
-            "terça-feira",
-            "quarta-feira",
-            "quinta-feira",
-            "sexta-feira",
-            "sábado",
-            "domingo",
-        ),
-    },
-    "it": {
-        "today": "oggi",
-        "newer": "più recente",
-        "this_month": "questo mese",
-        "last_month": "il mese scorso",
-        "yesterday": "ieri",
-        "day": ("{n} giorno fa", "{n} giorni fa"),
-        "week": ("{n} settimana fa", "{n} settimane fa"),
-        "month": ("{n} mese fa", "{n} mesi fa"),
-        "year": ("{n} anno fa", "{n} anni fa"),
-        "later": "dopo",
-        "now": "Oggi è {weekday}, {date}.",
-        "weekdays": ("lunedì", "martedì", "mercoledì", "giovedì", "venerdì", "sabato", "domenica"),
-    },
-    "nl": {
-        "today": "vandaag",
-        "newer": "nieuwer",
-        "this_month": "deze maand",
-        "last_month": "vorige maand",
-        "yesterday": "gisteren",
-        "day": ("{n} dag geleden", "{n} dagen geleden"),
-        "week": ("{n} week geleden", "{n} weken geleden"),
-        "month": ("{n} maand geleden", "{n} maanden geleden"),
-        "year": ("{n} jaar geleden", "{n} jaar geleden"),
-        "later": "later",
-        "now": "Vandaag is het {weekday} {date}.",
-        "weekdays": ("maandag", "dinsdag", "woensdag", "donderdag", "vrijdag", "zaterdag", "zondag"),
-    },
-    "zh": {
-        "today": "今天",
-        "newer": "较新",
-        "this_month": "本月",
-        "last_month": "上个月",
-        "yesterday": "昨天",
-        "day": ("{n}天前", "{n}天前"),
-        "week": ("{n}周前", "{n}周前"),
-        "month": ("{n}个月前", "{n}个月前"),
-        "year": ("{n}年前", "{n}年前"),
-        "later": "之后",
-        "now": "今天是{date}，{weekday}。",
-        "weekdays": ("星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日"),
-    },
-}
-#: The languages with their own phrases; any other gets English.
-LANGUAGES: tuple[str, ...] = tuple(_PHRASES)
+#: The languages with their own phrases (``ovos_memory_plugins/data/dates/<code>.json``); any
+#: other gets English. Each file holds today, yesterday, "this month", "last month", the word
+#: for the newer of two memories, "<n> <unit> ago" for one and for several of each unit (day,
+#: week, month, year), "later", "Today is {weekday}, {date}." and the weekday names (Monday
+#: first).
+LANGUAGES: tuple[str, ...] = ("en", "de", "es", "fr", "pt", "it", "nl", "zh")
+
+
+def _load_phrases(code: str) -> dict[str, Any]:
+    raw = resources.files("ovos_memory_plugins").joinpath("data", "dates", f"{code}.json").read_text("utf-8")
+    table: dict[str, Any] = json.loads(raw)
+    return {key: tuple(value) if isinstance(value, list) else value for key, value in table.items()}
+
+
+_PHRASES: dict[str, dict[str, Any]] = {code: _load_phrases(code) for code in LANGUAGES}
 
 
 def language(lang: str | None) -> str:

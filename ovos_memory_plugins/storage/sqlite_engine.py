@@ -1,29 +1,8 @@
 """Kept for one release: the old path of :mod:`ovos_memory_plugins.storage.sqlite.engine`.
 
 The engines moved into folders (storage/sqlite/, storage/postgres/); import from the new
-module, this one only re-exports its names.
+module, this one only re-exports its names (its ``__all__``).
 """
 
-from ovos_memory_plugins.storage.sqlite.engine import (
-    MIGRATIONS,
-    SqliteDocuments,
-    SqliteStorage,
-    adopt_shared_file,
-    folder_problem,
-    import_legacy_file,
-    open_database,
-    open_sqlite,
-    storage_for,
-)
-
-__all__ = [
-    "MIGRATIONS",
-    "SqliteDocuments",
-    "SqliteStorage",
-    "adopt_shared_file",
-    "folder_problem",
-    "import_legacy_file",
-    "open_database",
-    "open_sqlite",
-    "storage_for",
-]
+from ovos_memory_plugins.storage.sqlite.engine import *  # noqa: F403
+from ovos_memory_plugins.storage.sqlite.engine import __all__ as __all__

@@ -1,15 +1,8 @@
 """Kept for one release: the old path of :mod:`ovos_memory_plugins.storage.sqlite.vector`.
 
 The engines moved into folders (storage/sqlite/, storage/postgres/); import from the new
-module, this one only re-exports its names.
+module, this one only re-exports its names (its ``__all__``).
 """
 
-from ovos_memory_plugins.storage.sqlite.vector import (
-    SEARCH_PATHS,
-    SqliteVectorStore,
-)
-
-__all__ = [
-    "SEARCH_PATHS",
-    "SqliteVectorStore",
-]
+from ovos_memory_plugins.storage.sqlite.vector import *  # noqa: F403
+from ovos_memory_plugins.storage.sqlite.vector import __all__ as __all__
