@@ -138,12 +138,15 @@ class RetrievalConfig:
         doc='Time words in the utterance ("yesterday", "last week", "in May", "letzte Woche", "上周") '
         "bring what was made in that window of time first (up to half of the places: the matching memories "
         "made then, else that window's newest memories); an empty window leaves recall as it is. Needs the "
-        "`dates` extra (`pip install ovos-memory-plugins[dates]`) and a keyword index on SQLite; off without them.",
+        "`dates` extra (`pip install ovos-memory-plugins[dates]`) (every shipped index filters by time, on both "
+        "engines); off without it.",
     )
     alternatives: bool = option(
         True,
-        doc='An utterance weighing two alternatives ("which did I set up first, the thermostat or the mesh '
-        'network?", "oder", "还是") gives each one\'s best match a place first, then the ordinary hits.',
+        doc='An utterance weighing two alternatives after its question ("which did I set up first, the smart '
+        'thermostat or the mesh network system?"; "oder", "o", "ou", "of", "还是" in the other supported '
+        "languages) gives each alternative's best match a place first, searched on its own words, then the "
+        "ordinary hits ([recall.md](recall.md)).",
     )
 
 
@@ -188,8 +191,9 @@ class SummaryConfig:
     enabled: bool = option(
         True,
         doc="Fold the turns that leave the `max_history` window into a short running summary, sent "
-        "after the system prompt. Costs about a quarter of a recorded exchange's CPU time on the "
-        "keyword backend (docs/benchmarks.md, the host's path).",
+        "after the system prompt. The extractive summary is folded lazily (a few exchanges at a time "
+        "when the history trims, the rest when a turn reads the history); its cost on the keyword "
+        "backend is in docs/benchmarks.md (the host's path).",
     )
     max_chars: int = option(600, doc="The summary's length at most, in characters.", minimum=80)
     llm: dict[str, Any] | None = option(

@@ -104,7 +104,8 @@ class VectorOptions:
         None,
         doc="How the hybrid fuses: `calibrated` (as `weighted`, each arm's weight times how far its best "
         "hit stands out from its list for this query), `weighted` (min-max normalised scores, weighted, summed), "
-        "`score` (half rank, half score relative to the list's best) or `rrf` (reciprocal rank fusion). "
+        "`score` (half rank, half score relative to the list's best), `rrf` (reciprocal rank fusion), or "
+        "`merge`, `priority`, `interleave` (as a composite's: one vocabulary, `ovos_memory_plugins.fusion`). "
         "Default: `calibrated`, `weighted` with `local-e5` (measured best for each).",
         check=_check_fusion,
     )

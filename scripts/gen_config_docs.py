@@ -6,6 +6,7 @@ Run: ``python scripts/gen_config_docs.py`` (``--check`` exits 1 when the file is
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from importlib.metadata import entry_points
@@ -50,6 +51,17 @@ def _default(value: Any) -> str:
     return "`" + text.replace("|", "\\|") + "`" if len(text) <= 60 else "see below"
 
 
+def public_path(cls: type[Any]) -> str:
+    """The shortest dotted path the class imports from: its package's when the package
+    re-exports it (``ovos_memory_plugins.notes.NotesMemory``), else its module's."""
+    parts = cls.__module__.split(".")
+    for end in range(2, len(parts) + 1):
+        path = ".".join(parts[:end])
+        if getattr(importlib.import_module(path), cls.__name__, None) is cls:
+            return f"{path}.{cls.__name__}"
+    return f"{cls.__module__}.{cls.__name__}"
+
+
 def _table(cls: type[Any]) -> list[str]:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     long_defaults = []
@@ -72,7 +84,7 @@ def render() -> str:
             lines += [f"## `{ep.name}`", "", f"(could not be loaded: {exc})", ""]
             continue
         options = getattr(cls, "options_class", None)
-        lines += [f"## `{ep.name}`", "", f"Class `{cls.__module__}.{cls.__name__}`.", ""]
+        lines += [f"## `{ep.name}`", "", f"Class `{public_path(cls)}`.", ""]
         if options is None:
             lines += ["No keys of its own.", ""]
         else:

@@ -49,7 +49,8 @@ class CompositeOptions:
     )
     fusion: Fusion = option(
         "rrf",
-        doc="How retriever hits are fused (one vocabulary with a hybrid's `fusion`): `rrf` (Reciprocal "
+        doc="How retriever hits are fused (one vocabulary with a hybrid's `fusion`, "
+        "`ovos_memory_plugins.fusion`): `rrf` (Reciprocal "
         "Rank Fusion, weighted), `weighted` (min-max normalised scores, weighted), `calibrated` "
         "(`weighted`, each member's weight times how far its best hit stands out), `score` (half "
         "rank, half score relative to the member's best), `merge` (raw scores; same-scale members "

@@ -129,3 +129,19 @@ def test_relative_links_resolve() -> None:
             if not (path.parent / target.split("#", 1)[0]).exists():
                 dead.append(f"{path.name}: {target}")
     assert not dead, f"dead links: {dead}"
+
+
+def test_the_configuration_reference_is_what_the_code_generates() -> None:
+    """docs/configuration.md is written by scripts/gen_config_docs.py from the option docs in the
+    code: an edit by hand (or a changed option) that the other side lacks fails here."""
+    import importlib.util
+
+    script = DOCS.parent / "scripts" / "gen_config_docs.py"
+    spec = importlib.util.spec_from_file_location("gen_config_docs", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.render() == _read("configuration.md"), (
+        "docs/configuration.md differs from the option docs in the code: change the option's doc= and run "
+        "python scripts/gen_config_docs.py"
+    )
