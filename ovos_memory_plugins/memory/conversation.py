@@ -143,11 +143,16 @@ class ConversationMixin(MemoryState):
         # incoming ones), and, with an eager summary, for what leaves the window
         need = 2 * (window + len(incoming)) + 4 if self._summary is not None and window > 0 and not lazy else 4
         with self._lock:
-            recent = history.recent(session_id, need)
+            both = getattr(history, "tail", None)  # the newest messages and the last id, one look
+            if both is not None:
+                recent, previous_id = both(session_id, need)
+            else:
+                recent, previous_id = history.recent(session_id, need), None
             tail = recent[-2:]
             if len(incoming) == 2 and [(m.role, m.content) for m in tail] == incoming:
                 return  # the same exchange again: a replay
-            previous_id = history.last_exchange_id(session_id)
+            if previous_id is None:
+                previous_id = history.last_exchange_id(session_id)
             last_role, last_content = (tail[-1].role, tail[-1].content) if tail else ("", "")
             tags: list[str | None] = [None] * len(incoming)
             tag_tail: str | None = None

@@ -156,6 +156,7 @@ class _Atomic:
                 self.kind = 0
             elif db._depth == 0:
                 db._retry(db._begin)
+                db._txn_version = None
                 self.kind = 1
                 db._depth += 1
             else:
@@ -174,6 +175,7 @@ class _Atomic:
         try:
             if self.kind == 1:
                 db._depth -= 1
+                db._txn_version = None
                 if exc_type is not None:
                     db._after_commit.clear()
                     db.conn.execute("ROLLBACK")
@@ -237,6 +239,10 @@ class Database:
         self.fallback_reason: str | None = None
         self.lock = threading.RLock()
         self._depth = 0
+        #: ``PRAGMA data_version`` as read inside the open transaction (None: not read yet): it
+        #: cannot change before the commit (BEGIN IMMEDIATE holds the write lock, and the
+        #: connection's own commits leave it as it is), so a transaction reads it once.
+        self._txn_version: int | None = None
         self._after_commit: list[Callable[[], None]] = []
         self._closed = False
         self.busy_timeout_ms = busy_timeout_ms
@@ -403,8 +409,17 @@ class Database:
 
     def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version``: changes when another connection commits (a cache
-        keyed on it notices other processes' writes)."""
-        return int(self.scalar("PRAGMA data_version") or 0)
+        keyed on it notices other processes' writes). Read once per transaction (it cannot change
+        inside one: see ``_txn_version``)."""
+        with self.lock:
+            if self._depth > 0:
+                if self._txn_version is None:
+                    self._txn_version = self._read_version()
+                return self._txn_version
+            return int(self._retry(self._read_version) or 0)
+
+    def _read_version(self) -> int:
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0] or 0)
 
     def purge(self) -> None:
         """After deleting: checkpoint and truncate the WAL, so no copy of a deleted page stays
