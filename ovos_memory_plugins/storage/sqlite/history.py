@@ -35,6 +35,9 @@ __all__ = ["SqliteHistory", "StoredMessage"]
 CACHED_MESSAGES = 64
 #: The sessions it keeps them for (all are dropped when one more would not fit).
 CACHED_SESSIONS = 1024
+#: Looks in a row that found no other connection's commit before a recorded exchange reads RAM
+#: unchecked (:meth:`SqliteHistory.tail`); while other processes write, every read looks first.
+CALM_LOOKS = 4
 
 
 @dataclass
@@ -89,6 +92,7 @@ class SqliteHistory:
         db.migrate("history", MIGRATIONS)
         self._cache: dict[str, _Cached] = {}
         self._seen_version: int | None = None
+        self._calm = 0  # looks in a row that found no other connection's commit
 
     def _cached(self, session_id: str) -> _Cached:
         """The session's RAM entry (call with the database lock held), after dropping every
@@ -103,6 +107,9 @@ class SqliteHistory:
         if version != self._seen_version:
             self._cache.clear()
             self._seen_version = version
+            self._calm = 0
+        elif self._calm < CALM_LOOKS:
+            self._calm += 1
         return version
 
     def _entry(self, session_id: str) -> _Cached:
@@ -223,29 +230,48 @@ class SqliteHistory:
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
         """The newest ``limit`` messages of a session, oldest first, each with its ``created``."""
-        limit = max(limit, 0)
         with self.db.lock:
-            entry = self._cached(session_id)
-            held = entry.messages
-            if held is not None and (entry.complete or len(held) >= limit):
-                return held[-limit:] if limit else []
-            rows = self.db.query(
-                "SELECT role, content, created FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
-                (session_id, limit),
-            )
-            found = [StoredMessage(*r) for r in reversed(rows)]
-            if limit <= CACHED_MESSAGES and not self.db.in_transaction:
-                entry.messages, entry.complete = found, len(found) < limit
-                if entry.complete:
-                    entry.count = len(found)
-            return found
+            return self._recent(session_id, limit, self._cached(session_id))
 
-    def tail(self, session_id: str, limit: int) -> tuple[list[StoredMessage], str]:
+    def _recent(self, session_id: str, limit: int, entry: _Cached) -> list[StoredMessage]:
+        """:meth:`recent` with the session's entry as looked at (the lock held)."""
+        limit = max(limit, 0)
+        held = entry.messages
+        if held is not None and (entry.complete or len(held) >= limit):
+            return held[-limit:] if limit else []
+        rows = self.db.query(
+            "SELECT role, content, created FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+            (session_id, limit),
+        )
+        found = [StoredMessage(*r) for r in reversed(rows)]
+        if limit <= CACHED_MESSAGES and not self.db.in_transaction:
+            entry.messages, entry.complete = found, len(found) < limit
+            if entry.complete:
+                entry.count = len(found)
+        return found
+
+    def tail(
+        self, session_id: str, limit: int, *, trusted: bool = False
+    ) -> tuple[list[StoredMessage], str, int | None]:
         """:meth:`recent` and :meth:`last_exchange_id` of a session from one look at the file's
-        version (what a recorded exchange reads first; the seam's optional ``tail``)."""
+        version, and None (what a recorded exchange reads first; the seam's optional ``tail``).
+
+        ``trusted``: when no other connection has committed at the last :data:`CALM_LOOKS` looks,
+        answer from RAM without a look, and return the version RAM assumes instead of None: the
+        caller's write transaction confirms it (:meth:`confirm`) before writing anything."""
         with self.db.lock:
-            messages = self.recent(session_id, limit)
-            return messages, self._last_exchange_id(session_id, self._entry(session_id))
+            if trusted and self._calm >= CALM_LOOKS and self._seen_version is not None and not self.db.in_transaction:
+                token = self._seen_version
+                entry = self._entry(session_id)
+                return self._recent(session_id, limit, entry), self._last_exchange_id(session_id, entry), token
+            entry = self._cached(session_id)
+            return self._recent(session_id, limit, entry), self._last_exchange_id(session_id, entry), None
+
+    def confirm(self, token: int) -> bool:
+        """Whether no other connection committed since the version ``token`` that :meth:`tail`
+        answered from (one look; inside the write transaction, it holds until the commit)."""
+        with self.db.lock:
+            return self._look() == token
 
     def last_exchange_id(self, session_id: str) -> str:
         """The id of the session's newest exchange document, ``""`` when it has none."""
