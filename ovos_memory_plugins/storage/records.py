@@ -79,9 +79,13 @@ def document_time(metadata: dict[str, Any], now: float) -> float:
     return now if made is None else made
 
 
+#: :func:`dump_metadata`'s encoder, made once (``json.dumps`` with options makes one per call).
+_METADATA_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def dump_metadata(metadata: dict[str, Any]) -> str:
     """Metadata as stored: JSON, non-ASCII kept, anything else as its ``str``."""
-    return json.dumps(metadata, ensure_ascii=False, default=str)
+    return _METADATA_JSON.encode(metadata)
 
 
 @dataclass(frozen=True)
