@@ -7,7 +7,7 @@ summary of what left the window (folded lazily where it can be). Part of
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -28,6 +28,15 @@ ASSISTANT = MessageRole.ASSISTANT.value
 #: With the lazy summary, the history is trimmed once a session holds this many messages more
 #: than it keeps (a trim and a fold every few exchanges, not every one).
 TRIM_BATCH = 8
+
+
+class _StaleRead(Exception):
+    """The history a recorded exchange read from RAM was behind the file (another connection
+    committed since): nothing is written, and the exchange is planned again."""
+
+
+def _nothing() -> None:
+    return None
 
 
 def _role_of(message: Any) -> str:
@@ -135,6 +144,33 @@ class ConversationMixin(MemoryState):
                     )
         if not incoming:
             return
+        with self._lock:
+            now = self.now()
+            # With a history store that has ``tail`` (SQLite's), the reads may come from RAM
+            # unchecked and be confirmed by the write transaction's one look at the file; should
+            # another connection have committed since, nothing is written and the exchange is
+            # planned again from a checked read (the same documents keep their prepared work).
+            memo: list[Any] = []
+            after = self._record_exchanges(session_id, incoming, cut, now, memo, trusted=True)
+            if after is None:
+                after = self._record_exchanges(session_id, incoming, cut, now, memo, trusted=False)
+        if after is not None:
+            after()
+
+    def _record_exchanges(
+        self,
+        session_id: str,
+        incoming: list[tuple[str, str]],
+        cut: dict[str, int],
+        now: float,
+        memo: list[Any],
+        *,
+        trusted: bool,
+    ) -> Callable[[], None] | None:
+        """Record ``incoming`` (the memory's lock held): the history, the exchange documents and
+        the summary, in one transaction. Returns what to run once the lock is released (a model's
+        fold), or None when the history read from RAM (``trusted``) proved behind the file and
+        nothing was written."""
         history = self.storage.history
         exchanges: list[tuple[str, str, str, str]] = []
         window = self.settings.max_history // 2
@@ -142,112 +178,124 @@ class ConversationMixin(MemoryState):
         # enough history for the replay check and the turns around an exchange (4 before the
         # incoming ones), and, with an eager summary, for what leaves the window
         need = 2 * (window + len(incoming)) + 4 if self._summary is not None and window > 0 and not lazy else 4
-        with self._lock:
-            recent = history.recent(session_id, need)
-            tail = recent[-2:]
-            if len(incoming) == 2 and [(m.role, m.content) for m in tail] == incoming:
-                return  # the same exchange again: a replay
+        token: Any = None  # the file's version the reads from RAM assume (None: they looked)
+        both = getattr(history, "tail", None)  # the newest messages and the last id, one look
+        confirm = getattr(history, "confirm", None)  # whether RAM was as the file (with a token)
+        if both is not None:
+            recent, previous_id, token = both(session_id, need, trusted=trusted)
+        else:
+            recent, previous_id = history.recent(session_id, need), None
+        tail = recent[-2:]
+        if len(incoming) == 2 and [(m.role, m.content) for m in tail] == incoming:
+            if token is not None and confirm is not None and not confirm(token):
+                return None  # RAM was behind the file: read it again
+            return _nothing  # the same exchange again: a replay
+        if previous_id is None:
             previous_id = history.last_exchange_id(session_id)
-            last_role, last_content = (tail[-1].role, tail[-1].content) if tail else ("", "")
-            tags: list[str | None] = [None] * len(incoming)
-            tag_tail: str | None = None
-            for i, (role, content) in enumerate(incoming):
-                if role == ASSISTANT and last_role == USER:
-                    before_id = previous_id
-                    previous_id = self.exchange_id(session_id, last_content, content)
-                    exchanges.append((previous_id, before_id, last_content, content))
-                    tags[i] = previous_id
-                    if i > 0:
-                        tags[i - 1] = previous_id
-                    else:
-                        tag_tail = previous_id  # its question was recorded by an earlier call
-                last_role, last_content = role, content
-            before = [(m.role, m.content) for m in recent]
-            now = self.now()
-            keep = max(self.settings.max_history * 2 + 4, 24)
-            read = keep + TRIM_BATCH  # all a session's history holds between two trims
-            turns = [*before, *incoming]
-            docs: list[Document] = []
-            for doc_id, before_id, user, assistant in exchanges if self.archives_exchanges else []:
-                if not (user.strip() or assistant.strip()):
-                    continue
-                if self.settings.admission and is_low_signal(user, assistant):
-                    continue  # low-signal: in the history window, not archived (admission.py)
-                metadata: dict[str, Any] = {"kind": "exchange", "time": now}
-                if before_id and before_id != doc_id:
-                    metadata[PREVIOUS_EXCHANGE] = before_id
-                if user in cut or assistant in cut:  # what was not stored, said where it shows
-                    metadata["cut"] = {k: cut[v] for k, v in (("user", user), ("assistant", assistant)) if v in cut}
-                context = self._context_before(turns, user, assistant)
-                if context:
-                    metadata["context_before"] = context
-                    # the exchange this reply answers gets the reply as its turn after
-                    docs.extend(self._with_turn_after(session_id, turns, user, assistant))
-                docs.append(Document(doc_id, exchange_text(user, assistant), session_id, metadata))
-            try:
+        last_role, last_content = (tail[-1].role, tail[-1].content) if tail else ("", "")
+        tags: list[str | None] = [None] * len(incoming)
+        tag_tail: str | None = None
+        for i, (role, content) in enumerate(incoming):
+            if role == ASSISTANT and last_role == USER:
+                before_id = previous_id
+                previous_id = self.exchange_id(session_id, last_content, content)
+                exchanges.append((previous_id, before_id, last_content, content))
+                tags[i] = previous_id
+                if i > 0:
+                    tags[i - 1] = previous_id
+                else:
+                    tag_tail = previous_id  # its question was recorded by an earlier call
+            last_role, last_content = role, content
+        before = [(m.role, m.content) for m in recent]
+        keep = max(self.settings.max_history * 2 + 4, 24)
+        read = keep + TRIM_BATCH  # all a session's history holds between two trims
+        turns = [*before, *incoming]
+        docs: list[Document] = []
+        for doc_id, before_id, user, assistant in exchanges if self.archives_exchanges else []:
+            if not (user.strip() or assistant.strip()):
+                continue
+            if self.settings.admission and is_low_signal(user, assistant):
+                continue  # low-signal: in the history window, not archived (admission.py)
+            metadata: dict[str, Any] = {"kind": "exchange", "time": now}
+            if before_id and before_id != doc_id:
+                metadata[PREVIOUS_EXCHANGE] = before_id
+            if user in cut or assistant in cut:  # what was not stored, said where it shows
+                metadata["cut"] = {k: cut[v] for k, v in (("user", user), ("assistant", assistant)) if v in cut}
+            context = self._context_before(turns, user, assistant)
+            if context:
+                metadata["context_before"] = context
+                # the exchange this reply answers gets the reply as its turn after
+                docs.extend(self._with_turn_after(session_id, turns, user, assistant))
+            docs.append(Document(doc_id, exchange_text(user, assistant), session_id, metadata))
+        try:
+            if memo and memo[0] == docs:  # planned again: the same documents, their work done
+                prepared = memo[1]
+            else:
                 prepared = self._prepare_documents(docs)
-            except Exception:
-                LOG.exception("%s: could not prepare exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
-                docs, prepared = [], []
+                memo[:] = [docs, prepared]
+        except Exception:
+            LOG.exception("%s: could not prepare exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
+            docs, prepared = [], []
 
-            summary = self._summary
+        summary = self._summary
 
-            def record_history() -> None:
-                if tag_tail is not None:
-                    history.tag_exchange(session_id, tag_tail)
-                last = previous_id if exchanges else None
-                if not lazy or summary is None:
-                    history.append(session_id, incoming, keep, last, tags, created=now)
-                    return
-                # the lazy fold: what the history trims (a batch at a time) goes into the summary
-                # in this transaction; the rest is folded by the turns that read the history
-                try:
-                    summary.adopt(session_id, lambda: len(self._outside_window(history.recent(session_id, read))))
-                except Exception:
-                    LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
-                trimmed = list(
-                    history.append(session_id, incoming, keep, last, tags, created=now, batch=TRIM_BATCH) or []
-                )
-                if trimmed and trimmed[-1].role == USER:  # its answer was kept: the pair left whole
-                    trimmed.extend(history.recent(session_id, keep)[:1])
-                try:
-                    summary.fold_trimmed(session_id, _pairs(trimmed))
-                except Exception:
-                    LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
-
-            leaving = self._leaving_window(turns, len(exchanges)) if exchanges and not lazy else []
-            # an extractive fold is a read and a write: it joins the turn's transaction (no second
-            # commit); a model's fold runs after it, outside the lock (a call may take seconds)
-            fold_now = bool(leaving) and summary is not None and not summary.calls_model
-
-            def fold() -> None:
-                if summary is not None:
-                    try:
-                        summary.fold(session_id, leaving)
-                    except Exception:
-                        LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
-
-            # One transaction (one durable commit) for the messages, the exchange documents and an
-            # extractive fold; should the documents fail, the messages are recorded alone.
-            written: list[StoredDocument] = []
+        def record_history() -> None:
+            if tag_tail is not None:
+                history.tag_exchange(session_id, tag_tail)
+            last = previous_id if exchanges else None
+            if not lazy or summary is None:
+                history.append(session_id, incoming, keep, last, tags, created=now)
+                return
+            # the lazy fold: what the history trims (a batch at a time) goes into the summary
+            # in this transaction; the rest is folded by the turns that read the history
             try:
-                with self.storage.atomic():
-                    record_history()
-                    stored = self._put_prepared(docs, prepared)
-                    if fold_now:
-                        fold()
-                written = stored
+                summary.adopt(session_id, lambda: len(self._outside_window(history.recent(session_id, read))))
             except Exception:
-                if not docs:
-                    raise
-                LOG.exception("%s: could not store exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
-                with self.storage.atomic():
-                    record_history()
-                    if fold_now:
-                        fold()
-            self._tell_exchanges(written)  # the exchange listeners, once the turn is committed
-        if leaving and not fold_now:
-            fold()
+                LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+            trimmed = list(history.append(session_id, incoming, keep, last, tags, created=now, batch=TRIM_BATCH) or [])
+            if trimmed and trimmed[-1].role == USER:  # its answer was kept: the pair left whole
+                trimmed.extend(history.recent(session_id, keep)[:1])
+            try:
+                summary.fold_trimmed(session_id, _pairs(trimmed))
+            except Exception:
+                LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+
+        leaving = self._leaving_window(turns, len(exchanges)) if exchanges and not lazy else []
+        # an extractive fold is a read and a write: it joins the turn's transaction (no second
+        # commit); a model's fold runs after it, outside the lock (a call may take seconds)
+        fold_now = bool(leaving) and summary is not None and not summary.calls_model
+
+        def fold() -> None:
+            if summary is not None:
+                try:
+                    summary.fold(session_id, leaving)
+                except Exception:
+                    LOG.exception("%s: could not update the summary of session %r", type(self).__name__, session_id)
+
+        # One transaction (one durable commit) for the messages, the exchange documents and an
+        # extractive fold; should the documents fail, the messages are recorded alone.
+        written: list[StoredDocument] = []
+        try:
+            with self.storage.atomic():
+                if token is not None and confirm is not None and not confirm(token):
+                    raise _StaleRead  # the transaction's first statement: nothing to undo
+                record_history()
+                stored = self._put_prepared(docs, prepared)
+                if fold_now:
+                    fold()
+            written = stored
+        except _StaleRead:
+            return None
+        except Exception:
+            if not docs:
+                raise
+            LOG.exception("%s: could not store exchange(s) %s", type(self).__name__, [d.doc_id for d in docs])
+            with self.storage.atomic():
+                record_history()
+                if fold_now:
+                    fold()
+        self._tell_exchanges(written)  # the exchange listeners, once the turn is committed
+        return fold if leaving and not fold_now else _nothing
 
     @staticmethod
     def _context_before(turns: Sequence[tuple[str, str]], user: str, assistant: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -16,7 +17,7 @@ from typing import Any
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_memory_plugins.common import MemoryHit, dedup_hits, exchange_parts
-from ovos_memory_plugins.dates import Window
+from ovos_memory_plugins.dates import Window, system_clock
 from ovos_memory_plugins.errors import BackendError
 from ovos_memory_plugins.memory.state import MemoryState
 from ovos_memory_plugins.storage.records import Compacted, Document, ForgetReport, StoredDocument, check_id
@@ -138,6 +139,8 @@ class DocumentsMixin(MemoryState):
 
     def now(self) -> float:
         """The memory's time now (:attr:`clock`), in seconds since the epoch."""
+        if self.clock is system_clock:  # its timestamp, whole microseconds, without the time zone look-up
+            return round(time.time() * 1_000_000) / 1_000_000
         return self.clock().timestamp()
 
     @property

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -64,18 +64,28 @@ def check_id(value: Any, what: str) -> str:
     return text
 
 
+_memory_time: Callable[[Mapping[str, Any]], float | None] | None = None
+
+
 def document_time(metadata: dict[str, Any], now: float) -> float:
     """The ``created`` a new document is stored with: when it was made (its ``metadata["time"]``,
     set by the memory's clock, a transcript or an export), else ``now``."""
-    from ovos_memory_plugins.dates import memory_time  # pure; no import cycle at module load
+    global _memory_time
+    if _memory_time is None:
+        from ovos_memory_plugins.dates import memory_time  # pure; no import cycle at module load
 
-    made = memory_time(metadata)
+        _memory_time = memory_time
+    made = _memory_time(metadata)
     return now if made is None else made
+
+
+#: :func:`dump_metadata`'s encoder, made once (``json.dumps`` with options makes one per call).
+_METADATA_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 def dump_metadata(metadata: dict[str, Any]) -> str:
     """Metadata as stored: JSON, non-ASCII kept, anything else as its ``str``."""
-    return json.dumps(metadata, ensure_ascii=False, default=str)
+    return _METADATA_JSON.encode(metadata)
 
 
 @dataclass(frozen=True)

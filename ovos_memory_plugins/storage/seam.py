@@ -281,6 +281,12 @@ class HistoryStore(Protocol):
     rolling summary in the same transaction, and the rest from the history a turn reads (the lazy fold,
     :mod:`ovos_memory_plugins.summary`); with a store that does not, it folds each exchange as
     it leaves the window.
+
+    Optional (SQLite's): ``tail(session_id, limit, trusted=False) -> (messages, last exchange
+    id, token)``, what a recorded exchange reads first, in one look; with ``trusted`` it may
+    answer from RAM unchecked and return a non-None ``token``, which ``confirm(token) -> bool``
+    checks as the first statement of the write's transaction (False: another connection
+    committed since, and the base plans the exchange again without writing).
     """
 
     def append(

@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
+from ovos_memory_plugins.lexical import LexicalMemory
 from ovos_memory_plugins.storage.sqlite.database import Database
 from ovos_memory_plugins.storage.sqlite.history import CACHED_MESSAGES, SqliteHistory
 
@@ -78,3 +80,48 @@ def test_ram_holds_a_bounded_tail(tmp_path: Path) -> None:
     history.append("s", [("user", "last"), ("assistant", "one")], keep=10_000)
     assert _said(history, "s", 10_000) == _file(history, "s")  # beyond the tail: read from the file
     assert len(_file(history, "s")) == 2 * CACHED_MESSAGES + 2
+
+
+def _pair(user: str, assistant: str) -> list[AgentMessage]:
+    return [
+        AgentMessage(role=MessageRole.USER, content=user),
+        AgentMessage(role=MessageRole.ASSISTANT, content=assistant),
+    ]
+
+
+def test_a_recorded_exchange_reads_ram_unchecked_only_while_no_one_else_writes(tmp_path: Path) -> None:
+    """A recorded exchange may read the history from RAM without a look at the file's version
+    (its transaction looks once, then confirms): while another memory on the same folder writes
+    the same session, every exchange is still planned from what the file holds (the replay
+    check, the previous exchange, the history), and one exchange reads the version once."""
+    with LexicalMemory({"root": str(tmp_path)}) as mine, LexicalMemory({"root": str(tmp_path)}) as theirs:
+        for i in range(12):  # calm: RAM is trusted from here on
+            mine.update_history(_pair(f"warm {i}?", f"up {i}."), "s")
+        looks: list[str] = []
+        mine.storage.db.conn.set_trace_callback(lambda s: looks.append(s) if "data_version" in s else None)
+        mine.update_history(_pair("what grows in my garden?", "tulips and roses."), "s")
+        assert len(looks) == 1  # the transaction's one look
+        theirs.update_history(_pair("and in mine?", "only weeds."), "s")
+        # the same exchange again, but another memory wrote after it: not a replay, recorded
+        mine.update_history(_pair("what grows in my garden?", "tulips and roses."), "s")
+        mine.storage.db.conn.set_trace_callback(None)
+        said = [(m.role, m.content) for m in mine.storage.history.recent("s", 6)]
+        assert said[-6:] == [
+            ("user", "what grows in my garden?"),
+            ("assistant", "tulips and roses."),
+            ("user", "and in mine?"),
+            ("assistant", "only weeds."),
+            ("user", "what grows in my garden?"),
+            ("assistant", "tulips and roses."),
+        ]
+        assert said == _file(mine.storage.history, "s")[-6:]
+        # the exchange names the one the other memory recorded as the one before it
+        weeds = mine.exchange_id("s", "and in mine?", "only weeds.")
+        garden = mine.exchange_id("s", "what grows in my garden?", "tulips and roses.")
+        assert mine.storage.history.last_exchange_id("s") == garden
+        stored = mine.storage.documents.get([garden])[garden]
+        assert stored.metadata.get("previous_exchange") == weeds
+        # and a replay right after its own write is still a replay
+        before = len(_file(mine.storage.history, "s"))
+        mine.update_history(_pair("what grows in my garden?", "tulips and roses."), "s")
+        assert len(_file(mine.storage.history, "s")) == before

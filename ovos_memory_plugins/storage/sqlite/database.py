@@ -136,6 +136,73 @@ def foreign_reason(conn: Any, path: str) -> str | None:
     )
 
 
+class _Atomic:
+    """The context manager of :meth:`Database.atomic` (see there): joins, begins or saves."""
+
+    __slots__ = ("db", "kind", "name", "registered", "savepoint")
+
+    def __init__(self, db: Database, savepoint: bool) -> None:
+        self.db = db
+        self.savepoint = savepoint
+        self.kind = 0  # 0: joined the enclosing transaction, 1: began one, 2: a savepoint
+        self.name = ""
+        self.registered = 0
+
+    def __enter__(self) -> sqlite3.Connection:
+        db = self.db
+        db.lock.acquire()
+        try:
+            if db._depth > 0 and not self.savepoint:  # the lock is held: the enclosing block is this thread's
+                self.kind = 0
+            elif db._depth == 0:
+                db._retry(db._begin)
+                db._txn_version = None
+                self.kind = 1
+                db._depth += 1
+            else:
+                self.kind = 2
+                self.name = f"sp{db._depth}"
+                db.conn.execute(f"SAVEPOINT {self.name}")
+                db._depth += 1
+                self.registered = len(db._after_commit)
+        except BaseException:
+            db.lock.release()
+            raise
+        return db.conn
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        db = self.db
+        try:
+            if self.kind == 1:
+                db._depth -= 1
+                db._txn_version = None
+                if exc_type is not None:
+                    db._after_commit.clear()
+                    db.conn.execute("ROLLBACK")
+                    return
+                try:
+                    db._retry(db._commit)
+                except BaseException:
+                    db._after_commit.clear()
+                    if db.conn.in_transaction:
+                        db.conn.execute("ROLLBACK")
+                    raise
+                callbacks, db._after_commit = db._after_commit, []
+                for callback in callbacks:
+                    try:
+                        callback()
+                    except Exception:  # the transaction is committed: a cache or index catches up later
+                        LOG.exception("database %s: a step after the commit failed", db.path)
+            elif self.kind == 2:
+                db._depth -= 1
+                if exc_type is not None:
+                    del db._after_commit[self.registered :]  # what the rolled-back steps asked for
+                    db.conn.execute(f"ROLLBACK TO {self.name}")
+                db.conn.execute(f"RELEASE {self.name}")
+        finally:
+            db.lock.release()
+
+
 class Database:
     """A SQLite database shared by the threads of one process.
 
@@ -172,6 +239,10 @@ class Database:
         self.fallback_reason: str | None = None
         self.lock = threading.RLock()
         self._depth = 0
+        #: ``PRAGMA data_version`` as read inside the open transaction (None: not read yet): it
+        #: cannot change before the commit (BEGIN IMMEDIATE holds the write lock, and the
+        #: connection's own commits leave it as it is), so a transaction reads it once.
+        self._txn_version: int | None = None
         self._after_commit: list[Callable[[], None]] = []
         self._closed = False
         self.busy_timeout_ms = busy_timeout_ms
@@ -231,6 +302,12 @@ class Database:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.2)
 
+    def _begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def _commit(self) -> None:
+        self.conn.execute("COMMIT")
+
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
         """Run one statement (inside the current transaction, if any)."""
         with self.lock:
@@ -251,57 +328,16 @@ class Database:
         rows = self.query(sql, params)
         return rows[0][0] if rows else None
 
-    @contextlib.contextmanager
-    def atomic(self, savepoint: bool = True) -> Iterator[sqlite3.Connection]:
+    def atomic(self, savepoint: bool = True) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """One transaction (``BEGIN IMMEDIATE``), or a SAVEPOINT when already inside one.
 
         Holds the database lock for the whole block, so a block is atomic for the threads of
         this process too. Commits on success, rolls back on any exception and re-raises it.
         ``savepoint=False`` joins an enclosing transaction as it is (cheaper; for steps whose
         failure fails the whole transaction anyway): the store's own writes use it.
+        (A small class rather than a generator: a turn's write enters it several times.)
         """
-        with self.lock:
-            if self._depth > 0 and not savepoint:  # the lock is held: the enclosing block is this thread's
-                yield self.conn
-            elif self._depth == 0:
-                self._retry(lambda: self.conn.execute("BEGIN IMMEDIATE"))
-                self._depth += 1
-                try:
-                    yield self.conn
-                except BaseException:
-                    self._depth -= 1
-                    self._after_commit.clear()
-                    self.conn.execute("ROLLBACK")
-                    raise
-                self._depth -= 1
-                try:
-                    self._retry(lambda: self.conn.execute("COMMIT"))
-                except BaseException:
-                    self._after_commit.clear()
-                    if self.conn.in_transaction:
-                        self.conn.execute("ROLLBACK")
-                    raise
-                callbacks, self._after_commit = self._after_commit, []
-                for callback in callbacks:
-                    try:
-                        callback()
-                    except Exception:  # the transaction is committed: a cache or index catches up later
-                        LOG.exception("database %s: a step after the commit failed", self.path)
-            else:
-                name = f"sp{self._depth}"
-                self.conn.execute(f"SAVEPOINT {name}")
-                self._depth += 1
-                registered = len(self._after_commit)
-                try:
-                    yield self.conn
-                except BaseException:
-                    self._depth -= 1
-                    del self._after_commit[registered:]  # what the rolled-back steps asked for
-                    self.conn.execute(f"ROLLBACK TO {name}")
-                    self.conn.execute(f"RELEASE {name}")
-                    raise
-                self._depth -= 1
-                self.conn.execute(f"RELEASE {name}")
+        return _Atomic(self, savepoint)
 
     @property
     def in_transaction(self) -> bool:
@@ -373,8 +409,17 @@ class Database:
 
     def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version``: changes when another connection commits (a cache
-        keyed on it notices other processes' writes)."""
-        return int(self.scalar("PRAGMA data_version") or 0)
+        keyed on it notices other processes' writes). Read once per transaction (it cannot change
+        inside one: see ``_txn_version``)."""
+        with self.lock:
+            if self._depth > 0:
+                if self._txn_version is None:
+                    self._txn_version = self._read_version()
+                return self._txn_version
+            return int(self._retry(self._read_version) or 0)
+
+    def _read_version(self) -> int:
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0] or 0)
 
     def purge(self) -> None:
         """After deleting: checkpoint and truncate the WAL, so no copy of a deleted page stays

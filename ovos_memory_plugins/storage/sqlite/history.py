@@ -35,16 +35,22 @@ __all__ = ["SqliteHistory", "StoredMessage"]
 CACHED_MESSAGES = 64
 #: The sessions it keeps them for (all are dropped when one more would not fit).
 CACHED_SESSIONS = 1024
+#: Looks in a row that found no other connection's commit before a recorded exchange reads RAM
+#: unchecked (:meth:`SqliteHistory.tail`); while other processes write, every read looks first.
+CALM_LOOKS = 4
 
 
 @dataclass
 class _Cached:
     """What RAM holds of one session: its newest messages, oldest first (``complete``: every
-    message the session has), and its last exchange id once read or written (None: not known)."""
+    message the session has), its last exchange id once read or written (None: not known), and
+    how many messages the file holds for it (None: not known; an append that cannot trim then
+    skips the trim's statement)."""
 
     messages: list[StoredMessage] | None = None
     complete: bool = False
     last_exchange_id: str | None = None
+    count: int | None = None
 
 
 def _v1(conn: sqlite3.Connection) -> None:
@@ -86,15 +92,25 @@ class SqliteHistory:
         db.migrate("history", MIGRATIONS)
         self._cache: dict[str, _Cached] = {}
         self._seen_version: int | None = None
+        self._calm = 0  # looks in a row that found no other connection's commit
 
     def _cached(self, session_id: str) -> _Cached:
         """The session's RAM entry (call with the database lock held), after dropping every
         entry when another connection committed since the last look."""
+        self._look()
+        return self._entry(session_id)
+
+    def _look(self) -> int:
+        """Read the file's data version (once per transaction: see ``Database.data_version``);
+        drop every entry when another connection committed since the last look."""
         version = self.db.data_version()
         if version != self._seen_version:
             self._cache.clear()
             self._seen_version = version
-        return self._entry(session_id)
+            self._calm = 0
+        elif self._calm < CALM_LOOKS:
+            self._calm += 1
+        return version
 
     def _entry(self, session_id: str) -> _Cached:
         """The session's RAM entry as held, made empty when there is none (the lock held, the
@@ -141,8 +157,12 @@ class SqliteHistory:
         now = time.time() if created is None else created
         ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
         keep = max(keep, 0)
+        full = keep + max(batch, 1) - 1  # the most messages a session holds untrimmed
         with self.db.atomic(savepoint=False) as conn:
-            seen = (self._seen_version, self._cache.pop(session_id, None))  # the file until this commits
+            # inside the transaction: no other connection can commit before this one does, so
+            # the entry (the file until this commits) stays true through the commit
+            version = self._look()
+            before = self._cache.pop(session_id, None)
             conn.executemany(
                 "INSERT INTO history (session_id, role, content, created, exchange_id) VALUES (?, ?, ?, ?, ?)",
                 [(session_id, role, content, now, ids[i]) for i, (role, content) in enumerate(messages)],
@@ -153,32 +173,36 @@ class SqliteHistory:
                     " ON CONFLICT (session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id",
                     (session_id, last_exchange_id),
                 )
-            rows = conn.execute(_TRIM, {"s": session_id, "keep": keep, "full": keep + max(batch, 1) - 1}).fetchall()
+            held = before.count if before is not None else None
+            if held is not None and held + len(messages) <= full:
+                rows = []  # RAM knows the session holds too few messages to trim
+            else:
+                rows = conn.execute(_TRIM, {"s": session_id, "keep": keep, "full": full}).fetchall()
             added = [StoredMessage(role, content, now) for role, content in messages]
-            self.db.on_commit(lambda: self._after_append(session_id, seen, added, bool(rows), keep, last_exchange_id))
+            self.db.on_commit(
+                lambda: self._after_append(session_id, version, before, added, bool(rows), keep, last_exchange_id)
+            )
         return [StoredMessage(r[1], r[2], r[3]) for r in sorted(rows, key=lambda r: int(r[0]))]
 
     def _after_append(
         self,
         session_id: str,
-        seen: tuple[int | None, _Cached | None],
+        version: int,
+        before: _Cached | None,
         added: list[StoredMessage],
         trimmed: bool,
         keep: int,
         last_exchange_id: str | None,
     ) -> None:
         """Once an append committed: the session's RAM entry as the file now holds it (a trim
-        leaves exactly the newest ``keep`` messages). ``seen``: the data version the entry was
-        last checked at, and the entry then; when another connection committed since, every
-        entry is dropped instead (the file is read again)."""
-        version, before = seen
+        leaves exactly the newest ``keep`` messages). ``version``: the data version looked at
+        inside the append's transaction (no other connection committed between that look and
+        the commit); ``before``: the entry then."""
         with self.db.lock:
-            current = self.db.data_version()
-            if version is None or current != version:
+            if version != self._seen_version:  # a look since found another connection's commit
                 self._cache.clear()
-                self._seen_version = current
                 return
-            entry = self._entry(session_id)  # the version was just read: no second look
+            entry = self._entry(session_id)
             if before is not None and before.messages is not None:
                 messages, complete = [*before.messages, *added], before.complete
                 if trimmed:
@@ -187,6 +211,10 @@ class SqliteHistory:
                 if len(messages) > CACHED_MESSAGES:
                     messages, complete = messages[-CACHED_MESSAGES:], False
                 entry.messages, entry.complete = messages, complete
+            if trimmed:
+                entry.count = keep
+            elif before is not None and before.count is not None:
+                entry.count = before.count + len(added)
             if last_exchange_id is not None:
                 entry.last_exchange_id = last_exchange_id
             elif before is not None:
@@ -202,32 +230,63 @@ class SqliteHistory:
 
     def recent(self, session_id: str, limit: int) -> list[StoredMessage]:
         """The newest ``limit`` messages of a session, oldest first, each with its ``created``."""
-        limit = max(limit, 0)
         with self.db.lock:
+            return self._recent(session_id, limit, self._cached(session_id))
+
+    def _recent(self, session_id: str, limit: int, entry: _Cached) -> list[StoredMessage]:
+        """:meth:`recent` with the session's entry as looked at (the lock held)."""
+        limit = max(limit, 0)
+        held = entry.messages
+        if held is not None and (entry.complete or len(held) >= limit):
+            return held[-limit:] if limit else []
+        rows = self.db.query(
+            "SELECT role, content, created FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+            (session_id, limit),
+        )
+        found = [StoredMessage(*r) for r in reversed(rows)]
+        if limit <= CACHED_MESSAGES and not self.db.in_transaction:
+            entry.messages, entry.complete = found, len(found) < limit
+            if entry.complete:
+                entry.count = len(found)
+        return found
+
+    def tail(
+        self, session_id: str, limit: int, *, trusted: bool = False
+    ) -> tuple[list[StoredMessage], str, int | None]:
+        """:meth:`recent` and :meth:`last_exchange_id` of a session from one look at the file's
+        version, and None (what a recorded exchange reads first; the seam's optional ``tail``).
+
+        ``trusted``: when no other connection has committed at the last :data:`CALM_LOOKS` looks,
+        answer from RAM without a look, and return the version RAM assumes instead of None: the
+        caller's write transaction confirms it (:meth:`confirm`) before writing anything."""
+        with self.db.lock:
+            if trusted and self._calm >= CALM_LOOKS and self._seen_version is not None and not self.db.in_transaction:
+                token = self._seen_version
+                entry = self._entry(session_id)
+                return self._recent(session_id, limit, entry), self._last_exchange_id(session_id, entry), token
             entry = self._cached(session_id)
-            held = entry.messages
-            if held is not None and (entry.complete or len(held) >= limit):
-                return held[-limit:] if limit else []
-            rows = self.db.query(
-                "SELECT role, content, created FROM history WHERE session_id = ? ORDER BY id DESC LIMIT ?",
-                (session_id, limit),
-            )
-            found = [StoredMessage(*r) for r in reversed(rows)]
-            if limit <= CACHED_MESSAGES and not self.db.in_transaction:
-                entry.messages, entry.complete = found, len(found) < limit
-            return found
+            return self._recent(session_id, limit, entry), self._last_exchange_id(session_id, entry), None
+
+    def confirm(self, token: int) -> bool:
+        """Whether no other connection committed since the version ``token`` that :meth:`tail`
+        answered from (one look; inside the write transaction, it holds until the commit)."""
+        with self.db.lock:
+            return self._look() == token
 
     def last_exchange_id(self, session_id: str) -> str:
         """The id of the session's newest exchange document, ``""`` when it has none."""
         with self.db.lock:
-            entry = self._cached(session_id)
-            if entry.last_exchange_id is not None:
-                return entry.last_exchange_id
-            value = self.db.scalar("SELECT last_exchange_id FROM sessions WHERE session_id = ?", (session_id,))
-            found = str(value) if value is not None else ""
-            if not self.db.in_transaction:
-                entry.last_exchange_id = found
-            return found
+            return self._last_exchange_id(session_id, self._cached(session_id))
+
+    def _last_exchange_id(self, session_id: str, entry: _Cached) -> str:
+        """:meth:`last_exchange_id` with the session's entry as looked at (the lock held)."""
+        if entry.last_exchange_id is not None:
+            return entry.last_exchange_id
+        value = self.db.scalar("SELECT last_exchange_id FROM sessions WHERE session_id = ?", (session_id,))
+        found = str(value) if value is not None else ""
+        if not self.db.in_transaction:
+            entry.last_exchange_id = found
+        return found
 
     def sessions(self) -> list[str]:
         """Every session that has history."""
