@@ -7,6 +7,7 @@ The rank-fusion functions live in :mod:`ovos_memory_plugins.fusion`; their old n
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -95,8 +96,11 @@ def exchange_parts(text: str) -> tuple[str, str] | None:
     return (user, assistant) if sep else None
 
 
+@functools.lru_cache(maxsize=256)
 def normalize_content(text: str) -> str:
-    """The key two hits are considered the same by: NFKC, case-folded, whitespace collapsed."""
+    """The key two hits are considered the same by: NFKC, case-folded, whitespace collapsed.
+    A turn asks it for the same texts again (the search's dedup, then the prompt's selection):
+    the last 256 are remembered."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 

@@ -407,6 +407,14 @@ class Database:
         with self.lock:
             return self._applied(store)
 
+    def changes(self) -> int | None:
+        """How many rows this connection has inserted, updated or deleted since it opened
+        (``total_changes``; read in RAM, no statement), None when the driver does not say. With
+        :meth:`data_version` (other connections' commits) it tells whether anything was written
+        since a look."""
+        total = getattr(self.conn, "total_changes", None)
+        return int(total) if isinstance(total, int) else None
+
     def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version``: changes when another connection commits (a cache
         keyed on it notices other processes' writes). Read once per transaction (it cannot change

@@ -124,7 +124,11 @@ class SqliteKeywordIndex:
         self._df: dict[str, tuple[int, int]] = {}
         #: The stored terms (body and head) of the last search's hits, by document id, and the
         #: state they were read in: ``own_terms`` of those hits then needs no read.
-        self._hit_terms: tuple[tuple[int, int], dict[str, frozenset[str]]] | None = None
+        self._hit_terms: tuple[tuple[int, int], dict[str, str]] | None = None
+        #: ``(data version, the connection's changes)`` when no terms row was left to index: a
+        #: search while both are the same needs no look for pending rows (rows appear only by a
+        #: write, this connection's, whichever index made it, or another connection's commit).
+        self._indexed_at: tuple[int, int] | None = None
         self._vocab = False
         self.fts = bool(self.settings.use_fts5 and sqlite_layer.fts5_available())
         self.secure_delete = self.fts and sqlite3.sqlite_version_info >= (3, 42, 0)
@@ -360,9 +364,13 @@ class SqliteKeywordIndex:
             return []
         if not self.fts:
             return self._search_fallback(counts, k, session_id, window)
-        if self._pending or self._has_pending():
-            self._index_pending()
         key = self._state()  # one look at the file's version for the whole search
+        changes = self.db.changes()
+        if self._pending or changes is None or (key[0], changes) != self._indexed_at:
+            if self._pending or self._has_pending():
+                self._index_pending()  # this connection's own write: the file's version stays
+            changes = self.db.changes()
+            self._indexed_at = (key[0], changes) if changes is not None else None
         kept = self._prune(counts, key)
         column_weights = self.settings.column_weights
         # A large memory ranks with k1 = RESCORE_K1. FTS5's k1 is fixed, but its bm25 with every
@@ -394,7 +402,7 @@ class SqliteKeywordIndex:
                 f" WHERE keyword_fts MATCH ?{where} ORDER BY score DESC LIMIT ?",
                 (match, *params, int(k)),
             )
-        self._hit_terms = (key, {r[0]: frozenset(f"{r[5]} {r[6]}".split()) for r in rows})
+        self._hit_terms = (key, {r[0]: f"{r[5]} {r[6]}" for r in rows})
         return [self._hit(r, float(r[4]) * factor) for r in rows]
 
     def _rescored(
@@ -454,11 +462,7 @@ class SqliteKeywordIndex:
         }
         self._hit_terms = (
             key,
-            {
-                rows[i][1]: frozenset(f"{found[j][2]} {found[j][3]}".split())
-                for i, j in zip(ids, best, strict=True)
-                if i in rows
-            },
+            {rows[i][1]: f"{found[j][2]} {found[j][3]}" for i, j in zip(ids, best, strict=True) if i in rows},
         )
         return [self._hit(rows[i][1:], scores[j]) for i, j in zip(ids, best, strict=True) if i in rows]
 
@@ -540,7 +544,7 @@ class SqliteKeywordIndex:
         if memo is not None and ids:
             known = memo[1]
             if all(i in known for i in ids) and memo[0] == self._state():
-                return {i: known[i] for i in ids}
+                return {i: frozenset(known[i].split()) for i in ids}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
