@@ -130,6 +130,16 @@ def test_the_digest_of_a_notes_part_hears_the_exchanges_and_archives_its_episode
             assert mem.members["lexical"].search("locker code episode 5512"), "the keyword part indexes the episode"
 
 
+def test_an_exchange_imported_into_the_composite_waits_for_the_notes_digest(tmp_path: Path) -> None:
+    with ScriptedOpenAIServer(default_chat_reply=digest_reply()) as server:
+        llm = {"base_url": server.base_url, "api_key": "k", "model": "m", "timeout": 5}
+        notes = {"module": "ovos-memory-plugin-notes", "config": {"llm": llm, "curate_every_turns": 100}}
+        with CompositeMemory({"root": str(tmp_path / "ada"), "members": [KEYWORD, notes]}) as mem:
+            mem.put_document("x-imported", "Q: my locker code is 5512\nA: noted", SESSION, {"kind": "exchange"})
+            assert mem.members["notes"].pending_exchanges(SESSION) == 1, "put_document goes through the recorder"
+            assert len(list(mem.iter_documents())) == 1
+
+
 # -- forgetting: one transaction, failures reach the caller -----------------------------------------
 
 
