@@ -241,20 +241,21 @@ def adopt_notes_folder(storage: Any, store: NotesStore, rewrites: Rewrites, fold
         return moved
     copied = import_notes_file(store, folder / "notes.db")
     moved += copied or 0
-    if (folder / "MEMORY.md").exists() or (folder / "RETIRED.md").exists():
-        old = FileNotesStore(folder)
-        try:
-            count = len(old.load()) + len(old.retired())
-        except CorruptFileError as exc:
-            LOG.error("notes: cannot move the notes of %s (%s); they are left untouched", folder, exc)
-            count = 0
-        else:
-            if move_in_notes(old, store, [folder / "MEMORY.md", folder / "RETIRED.md"]):
-                moved += count
     from ovos_memory_plugins.storage.notes_rewrites import FileRewrites, copy_rewrites
 
-    old_rewrites = FileRewrites(folder)
-    if old_rewrites.bodies() or old_rewrites.dreamed() is not None or old_rewrites.backup.exists():
-        copy_rewrites(old_rewrites, rewrites)
-        old_rewrites.move_aside()
+    with store.transaction():  # processes opening the composite at once: one moves, the others find it done
+        if (folder / "MEMORY.md").exists() or (folder / "RETIRED.md").exists():
+            old = FileNotesStore(folder)
+            try:
+                count = len(old.load()) + len(old.retired())
+            except CorruptFileError as exc:
+                LOG.error("notes: cannot move the notes of %s (%s); they are left untouched", folder, exc)
+                count = 0
+            else:
+                if move_in_notes(old, store, [folder / "MEMORY.md", folder / "RETIRED.md"]):
+                    moved += count
+        old_rewrites = FileRewrites(folder)
+        if old_rewrites.bodies() or old_rewrites.dreamed() is not None or old_rewrites.backup.exists():
+            copy_rewrites(old_rewrites, rewrites)
+            old_rewrites.move_aside()
     return moved

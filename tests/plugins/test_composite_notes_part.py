@@ -248,3 +248,33 @@ def test_notes_without_an_archive_and_two_notes_members_keep_whole_members(tmp_p
     with CompositeMemory({"root": str(tmp_path / "b"), "members": two}) as mem:
         assert mem.storage is None, "two notes members would share one MEMORY.md"
         assert list(mem.members) == ["notes", "more"]
+
+
+def _open_composite(args: tuple[dict[str, Any], Any]) -> str:
+    config, barrier = args
+    try:
+        barrier.wait(timeout=60)
+        with CompositeMemory(config) as mem:
+            return str(len(mem.members["notes"].list_notes(include_retired=True)))
+    except Exception as exc:  # the parent reports it
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_processes_opening_the_composite_at_once_adopt_the_old_notes_folder_once(tmp_path: Path) -> None:
+    import multiprocessing
+
+    root = tmp_path / "mem"
+    notes = NotesMemory({"namespace": "ada", "auto_curate": False, "root": str(root / "notes")})
+    notes.remember("my bike is red")
+    notes.replace_notes("- [2026-11] my bike is red\n- [2026-11] my kayak is yellow\n")
+    notes.close()
+    config = {"root": str(root), "namespace": "ada", "members": [KEYWORD, notes_member()]}
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(3)
+        with ctx.Pool(3) as pool:
+            answers = pool.map(_open_composite, [(config, barrier)] * 3, chunksize=1)
+    assert answers == ["2"] * 3, answers
+    with CompositeMemory(config) as mem:
+        assert sorted(n.text for n in mem.list_notes()) == ["my bike is red", "my kayak is yellow"]
+        assert len(mem.members["notes"].history()) == 1, "the undo history copied once"
