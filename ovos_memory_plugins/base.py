@@ -149,6 +149,29 @@ class BaseRetrievalMemory(
     #: the classes of this package that keep everything in their storage (keyword, vector,
     #: sticky notes); a third-party backend stays an opaque member unless it declares it.
     shares_storage: ClassVar[bool] = False
+    #: Whether the memory reacts to the exchanges it records (the curated notes' digest marks
+    #: each one pending and hears it): over a composite's one storage, such a part is the one
+    #: that records every exchange, so its digest sees the whole conversation.
+    hears_exchanges: ClassVar[bool] = False
+    #: Whether a composite's one storage takes at most one part of this class (the curated
+    #: notes keep ``MEMORY.md`` and their undo history in the composite's folder): with two
+    #: members of it, a composite keeps whole members.
+    single_part: ClassVar[bool] = False
+
+    @classmethod
+    def can_be_part(cls, config: dict[str, Any]) -> bool:
+        """Whether a memory of this class built with the block ``config`` can be a part of a
+        composite's one storage: it declares :attr:`shares_storage` (a subclass may also refuse
+        a config: curated notes with ``"archive": null`` keep their conversation in RAM)."""
+        return cls.shares_storage
+
+    def adopt_folder(self, folder: Path) -> int:
+        """Take in what an earlier release of this memory kept in files under ``folder``
+        besides its database (a composite's part adopting its per-member folder, once: the
+        files taken in are renamed ``*.moved``); return how many items came. None here (the
+        database's rows are merged by the composite); curated notes move their ``MEMORY.md``,
+        ``RETIRED.md``, ``notes.db``, undo history and old archive."""
+        return 0
 
     def __init__(
         self, config: dict[str, Any] | None = None, *, clock: Clock | None = None, storage: Storage | None = None

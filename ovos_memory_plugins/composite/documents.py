@@ -54,7 +54,8 @@ class DocumentsMixin(CompositeState):
     ) -> None:
         """Store a document under a given id in every recalling member (``put_document`` where
         the member has it, so export/import keeps ids; else ``store``); over one storage, once
-        (every part's index gets it)."""
+        (every part's index gets it), by the recorder when it recalls (the notes part, whose
+        digest hears an imported exchange as it does alone)."""
         if not isinstance(doc_id, str) or not doc_id:
             raise ValueError("doc_id must be a non-empty string")
         if not isinstance(text, str) or not clean_text(text).strip():
@@ -62,8 +63,9 @@ class DocumentsMixin(CompositeState):
         targets = [m for m in self._members if m.recalls and callable(getattr(m.instance, "store", None))]
         if not targets:
             raise BackendError("CompositeMemory: no member can store documents")
-        if self.storage is not None:
-            targets = targets[:1]  # one storage: one write reaches every part's index
+        if self.storage is not None:  # one storage: one write reaches every part's index
+            recorder = self._recorder
+            targets = [recorder] if recorder in targets else targets[:1]  # the notes' digest hears it
         errors = []
         for m in targets:
             try:

@@ -51,12 +51,14 @@ def load_member_class(module: str) -> type[Any] | None:
 
 def is_part(cls: type[Any] | None, spec: MemberSpec) -> bool:
     """Whether the member ``spec`` of class ``cls`` can be a part of a composite's one storage: a
-    memory of this package that declares ``shares_storage`` (keyword, vector, sticky notes) and
-    whose config places its data nowhere of its own (``root``, ``db_path``, ``database``)."""
+    memory of this package that declares ``shares_storage`` (keyword, vector, sticky notes,
+    curated notes), accepts its block as a part (:meth:`~ovos_memory_plugins.base.BaseRetrievalMemory.can_be_part`:
+    not notes with ``"archive": null``) and whose config places its data nowhere of its own
+    (``root``, ``db_path``, ``database``)."""
     return (
         isinstance(cls, type)
         and issubclass(cls, BaseRetrievalMemory)
-        and cls.shares_storage
+        and cls.can_be_part(dict(spec.config))
         and not (PLACEMENT_KEYS & set(spec.config))
     )
 
@@ -218,6 +220,7 @@ class MembersMixin(CompositeState):
         if not specs:
             return None
         options: dict[str, Any] = {}
+        single: set[type[Any]] = set()
         for spec in specs:
             try:
                 cls = self._member_class(spec.module)
@@ -225,6 +228,10 @@ class MembersMixin(CompositeState):
                 return None  # _load names it
             if cls is None or not is_part(cls, spec):
                 return None
+            if cls.single_part:  # two notes members would share one MEMORY.md: whole members
+                if cls in single:
+                    return None
+                single.add(cls)
             parsed = parse_config(self.member_config(spec, cls), cls.options_class)
             for key, value in cls.storage_options(parsed.options).items():
                 options[key] = options.get(key) or value
@@ -232,23 +239,47 @@ class MembersMixin(CompositeState):
         where = redact_url(s.database) if s.database else str(self.root / PARTS_FILE)
         try:
             if s.database:
-                return open_storage(s.database, namespace=s.namespace, **options)
-            return open_storage(self.root / PARTS_FILE, **options)
+                storage = open_storage(s.database, namespace=s.namespace, **options)
+            else:
+                storage = open_storage(self.root / PARTS_FILE, **options)
         except Exception as exc:  # a constructor must not raise: any driver error is reported
             reason = f"cannot use {where} ({exc})"
             LOG.error("CompositeMemory: %s; memories are kept in RAM only and lost when the process ends", reason)
             storage = open_storage(":memory:", **options)
             storage.db.fallback_reason = reason
-            return storage
+        storage.folder = self.root  # the parts' files beside it (the curated notes' MEMORY.md)
+        return storage
+
+    def _adopt_files(self, m: Member, old: ParsedConfig) -> None:
+        """A part's files of earlier releases in its member folder besides the database (the
+        curated notes' ``MEMORY.md``, ``RETIRED.md``, undo history: ``adopt_folder``), after
+        the database was merged. Never raises (logged)."""
+        folder = resolve_root(old.memory)
+        try:
+            moved = m.instance.adopt_folder(folder)
+        except Exception as exc:
+            LOG.error("CompositeMemory: cannot adopt member %r's files in %s (%s); left in place", m.name, folder, exc)
+            return
+        if moved:
+            LOG.warning(
+                "CompositeMemory: member %r's earlier notes in %s are now part of %s (%d item(s); the old files "
+                "are renamed *.moved)",
+                m.name,
+                folder,
+                self.root,
+                moved,
+            )
 
     def _adopt_members(self) -> None:
         """Move the memories the members kept on their own in earlier releases (each member's
         folder, ``<root>/<name>/...``, or its namespace ``<namespace>.<name>`` of the database)
         into the one storage, once and losslessly
         (:func:`~ovos_memory_plugins.storage.migrate.merge_storage`: documents merged by id,
-        vectors copied, one copy of the history, sticky notes, summaries), then delete them
-        (:func:`~ovos_memory_plugins.storage.migrate.discard_storage`), so no copy stays where
-        no forget reaches. One that cannot be read or merged is left in place, with an ERROR."""
+        vectors copied, one copy of the history, sticky notes, curated notes, summaries), then
+        delete them (:func:`~ovos_memory_plugins.storage.migrate.discard_storage`), so no copy
+        stays where no forget reaches; then each part takes in what it kept in files beside its
+        database (``adopt_folder``: the curated notes' ``MEMORY.md``, renamed ``*.moved``). One
+        that cannot be read or merged is left in place, with an ERROR."""
         shared = self.storage
         if shared is None or shared.db.in_ram or shared.db.fallback_reason:
             return
@@ -256,51 +287,56 @@ class MembersMixin(CompositeState):
         for m in order:
             cls = type(m.instance)
             old = parse_config(self.member_config(m.spec, cls), cls.options_class)
+            self._adopt_database(shared, m, old)
             if shared.local:
-                where = cls.database_path(old.memory, old.options)
-                if where is None or not where[0].is_file():
-                    continue
-                if where[0].resolve() == Path(shared.db.location).resolve():
-                    continue
-                location: Any = where[0]
-                options: dict[str, Any] = {}
-            else:
-                if not self.settings.database or old.memory.namespace == shared.namespace:
-                    continue
-                location, options = self.settings.database, {"namespace": old.memory.namespace}
-            label = redact_url(str(location)) if not shared.local else str(location)
-            try:
-                source = open_storage(location, **options)
-            except Exception as exc:
-                LOG.error(
-                    "CompositeMemory: cannot read member %r's earlier memory %s (%s); left in place", m.name, label, exc
-                )
-                continue
-            try:
-                if not shared.local and not _holds_anything(source):
-                    source.close()
-                    continue
-                report = merge_storage(source, shared)
-            except Exception as exc:
-                LOG.error(
-                    "CompositeMemory: cannot adopt member %r's earlier memory %s (%s); left in place",
-                    m.name,
-                    label,
-                    exc,
-                )
-                source.close()
-                continue
-            LOG.warning(
-                "CompositeMemory: member %r's earlier memory %s is now part of %s (%s); the old copy is deleted",
-                m.name,
-                label,
-                shared.db.location,
-                report.describe(),
+                self._adopt_files(m, old)
+
+    def _adopt_database(self, shared: Storage, m: Member, old: ParsedConfig) -> None:
+        """Merge member ``m``'s database of an earlier release (its file, or its namespace of
+        the database) into ``shared``, then delete it (see :meth:`_adopt_members`)."""
+        cls = type(m.instance)
+        if shared.local:
+            where = cls.database_path(old.memory, old.options)
+            if where is None or not where[0].is_file():
+                return
+            if where[0].resolve() == Path(shared.db.location).resolve():
+                return
+            location: Any = where[0]
+            options: dict[str, Any] = {}
+        else:
+            if not self.settings.database or old.memory.namespace == shared.namespace:
+                return
+            location, options = self.settings.database, {"namespace": old.memory.namespace}
+        label = redact_url(str(location)) if not shared.local else str(location)
+        try:
+            source = open_storage(location, **options)
+        except Exception as exc:
+            LOG.error(
+                "CompositeMemory: cannot read member %r's earlier memory %s (%s); left in place", m.name, label, exc
             )
-            try:
-                discard_storage(source)
-            except Exception as exc:
-                LOG.error("CompositeMemory: could not delete member %r's earlier memory %s: %s", m.name, label, exc)
+            return
+        try:
+            if not shared.local and not _holds_anything(source):
+                source.close()
+                return
+            report = merge_storage(source, shared)
+        except Exception as exc:
+            LOG.error(
+                "CompositeMemory: cannot adopt member %r's earlier memory %s (%s); left in place", m.name, label, exc
+            )
+            source.close()
+            return
+        LOG.warning(
+            "CompositeMemory: member %r's earlier memory %s is now part of %s (%s); the old copy is deleted",
+            m.name,
+            label,
+            shared.db.location,
+            report.describe(),
+        )
+        try:
+            discard_storage(source)
+        except Exception as exc:
+            LOG.error("CompositeMemory: could not delete member %r's earlier memory %s: %s", m.name, label, exc)
 
     def _primary_guess(self) -> Member | None:
         """The member whose history is adopted first (before the primary is chosen): the
@@ -313,13 +349,17 @@ class MembersMixin(CompositeState):
 
     def _choose_recorder(self) -> Member | None:
         """Over one storage: the member that records every exchange, once (the first that keeps
-        history and archives exchanges, its documents reaching every part's index; else the
+        history and archives exchanges, its documents reaching every part's index; one that
+        hears its exchanges first, the curated notes, whose digest reads them; else the
         primary). None when the members are whole memories."""
         if self.storage is None:
             return None
-        for m in self._members:
-            if m.caps.history and getattr(type(m.instance), "archives_exchanges", False):
+        recording = [m for m in self._members if m.caps.history and type(m.instance).archives_exchanges]
+        for m in recording:  # a part that hears its exchanges (the notes' digest) records them all
+            if type(m.instance).hears_exchanges:
                 return m
+        for m in recording:
+            return m
         return self._primary or next((m for m in self._members if m.caps.history), None)
 
     @classmethod
@@ -420,6 +460,8 @@ def _places_of(cls: type[Any], config: dict[str, Any]) -> frozenset[str]:
 def _holds_anything(storage: Storage) -> bool:
     """Whether a storage holds documents, history or sticky notes (a namespace worth adopting)."""
     if storage.documents.count() or storage.history.sessions():
+        return True
+    if storage.holds("notes") and any(storage.notes().count()):
         return True
     return storage.holds("sticky") and storage.sticky().count() > 0
 

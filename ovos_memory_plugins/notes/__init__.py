@@ -41,6 +41,12 @@ file). Exchanges and episode summaries are stored there under the base's documen
 ``<root>/archive/`` (a separate keyword plugin) is copied in once, ids kept, and the folder
 renamed ``archive.moved`` (``forget_all`` deletes it).
 
+In a composite the notes member is a part of the composite's one storage (``storage=``): the
+archive is the composite's keyword index in ``composite.db``, the turns its one history, and
+``MEMORY.md`` (with ``RETIRED.md`` and the undo history) sits in the composite's folder beside
+``composite.db``; the member's own folder of an earlier release is adopted once
+(:meth:`NotesMemory.adopt_folder`). With ``"archive": null`` it stays a whole member.
+
 Persona config::
 
     {

@@ -40,12 +40,13 @@ from ovos_memory_plugins.storage.notes_store import (
     NotesShelf,
     NotesStore,
     Rewrites,
+    adopt_notes_folder,
     atomic_write,
     prompt_line,
     render_notes,
 )
 from ovos_memory_plugins.storage.records import ForgetReport
-from ovos_memory_plugins.storage.seam import Index
+from ovos_memory_plugins.storage.seam import Index, Storage
 from ovos_memory_plugins.text import tokenize
 
 LOG = logging.getLogger("ovos_memory_plugins.notes")  # the name its records always had
@@ -70,6 +71,13 @@ class NotesMemory(BodyMixin, DigestMixin, DreamingMixin, IndexedMemory):
         clock: wall-clock time source (dates on notes, idle detection, the prompt's dates); a
             test seam: seconds since the epoch, or an aware ``datetime`` like every memory's
             ``clock`` (:data:`~ovos_memory_plugins.dates.Clock`).
+        storage: a composite's one storage to be a part of (see
+            :class:`~ovos_memory_plugins.base.BaseRetrievalMemory`): the archive is its keyword
+            index, the turns its history, and the notes are its table (``"store": "sqlite"``,
+            PostgreSQL) or ``MEMORY.md`` in its :attr:`~ovos_memory_plugins.storage.seam.Storage.folder`
+            (the composite's root, beside ``composite.db``: still the operator's file to edit),
+            where the undo history goes too (``root`` is that folder). A composite passes it
+            unless the block sets ``"archive": null``.
 
     It is a :class:`~ovos_memory_plugins.protocols.NotesKeeper`: every verb returns a
     :class:`~ovos_memory_plugins.protocols.NoteChange` and listings return
@@ -81,9 +89,15 @@ class NotesMemory(BodyMixin, DigestMixin, DreamingMixin, IndexedMemory):
     #: ``MEMORY.md`` and ``RETIRED.md`` (the file store), ``notes.db`` (an earlier release's).
     kept_files: ClassVar[tuple[str, ...]] = ("MEMORY.md", "RETIRED.md", "notes.db")
     contributes_context: ClassVar[bool] = True
-    #: Not (yet) a part of a composite's one storage: its archive, ``MEMORY.md`` and digest keep
-    #: their own folder, so a composite with a notes member keeps whole members.
-    shares_storage: ClassVar[bool] = False
+    #: A part of a composite's one storage (``storage=``): its archive indexes the composite's
+    #: documents, its notes are the storage's table or ``MEMORY.md`` in the storage's folder
+    #: (:attr:`~ovos_memory_plugins.storage.seam.Storage.folder`), and it records the exchanges
+    #: (:attr:`hears_exchanges`). Not with ``"archive": null`` (:meth:`can_be_part`).
+    shares_storage: ClassVar[bool] = True
+    #: The digest marks each exchange it records pending and hears it: a composite's recorder.
+    hears_exchanges: ClassVar[bool] = True
+    #: One ``MEMORY.md`` and one undo history per folder: one notes part per storage.
+    single_part: ClassVar[bool] = True
     options: NotesOptions
 
     def __init__(
@@ -92,9 +106,12 @@ class NotesMemory(BodyMixin, DigestMixin, DreamingMixin, IndexedMemory):
         *,
         llm: ChatLLM | None = None,
         clock: Callable[[], float] | Clock = time.time,
+        storage: Storage | None = None,
     ) -> None:
         seconds = _as_seconds(clock)
-        super().__init__(config, clock=lambda: datetime.fromtimestamp(seconds()).astimezone())
+        super().__init__(config, clock=lambda: datetime.fromtimestamp(seconds()).astimezone(), storage=storage)
+        if storage is not None and storage.folder is not None:
+            self.root = storage.folder  # a part keeps its files beside the one storage
         self._clock = seconds
         self._mutex = threading.RLock()
         self._cache_lock = threading.Lock()
@@ -162,7 +179,8 @@ class NotesMemory(BodyMixin, DigestMixin, DreamingMixin, IndexedMemory):
         the notes of the other store type and of an earlier release's ``notes.db``, and keeps
         them in the database whatever ``store`` says on PostgreSQL); never raises (RAM, and
         says so)."""
-        where = super()._database_path()  # the memory's file, even with ``archive`` null (RAM)
+        # the memory's file, even with ``archive`` null (RAM); a part has only the storage given
+        where = super()._database_path() if self.owns_storage else None
         try:
             return self.storage.notes_store(
                 self.options.store, self.root, database_file=where[0] if where is not None else None
@@ -172,11 +190,37 @@ class NotesMemory(BodyMixin, DigestMixin, DreamingMixin, IndexedMemory):
             LOG.error("NotesMemory: %s", self.store_problem)
             return DatabaseNotesStore()
 
-    def _adopt_old_archive(self) -> None:
+    @classmethod
+    def can_be_part(cls, config: dict[str, Any]) -> bool:
+        """A part of a composite's one storage unless the block sets ``"archive": null`` (then
+        nothing of the conversation is kept on disk: it stays a whole member, in RAM)."""
+        return super().can_be_part(config) and not ("archive" in config and config["archive"] is None)
+
+    def adopt_folder(self, folder: Path) -> int:
+        """As a composite's part: take in the folder this member kept on its own in earlier
+        releases (:func:`~ovos_memory_plugins.storage.notes_adopt.adopt_notes_folder`: its
+        ``MEMORY.md``, ``RETIRED.md``, ``notes.db`` and undo history, renamed ``*.moved``; the
+        rows the composite merged from its database into a ``MEMORY.md`` store), its old
+        ``archive/`` folder, and the exchanges that still wait for the digest. Returns how many
+        notes came; never raises (logged, the files left as they were)."""
+        try:
+            with self._mutex:
+                moved = adopt_notes_folder(self.storage, self._notes_store, self._rewrites, folder)
+            if moved:
+                self._refresh()
+        except Exception as exc:
+            LOG.error("NotesMemory: cannot take in the notes of %s (%s); they are left as they were", folder, exc)
+            moved = 0
+        self._adopt_old_archive(folder)
+        self._recover_pending()
+        return moved
+
+    def _adopt_old_archive(self, folder: Path | None = None) -> None:
         """Copy an archive an earlier release kept in ``<root>/archive/`` (a separate keyword
-        plugin) into this memory's own database, ids kept, once; the folder is then renamed
-        ``archive.moved``. Never raises (a failure is logged and the folder left as it was)."""
-        old = self.root / "archive"
+        plugin; ``folder``: under that folder instead) into this memory's own database, ids
+        kept, once; the folder is then renamed ``archive.moved``. Never raises (a failure is
+        logged and the folder left as it was)."""
+        old = (self.root if folder is None else folder) / "archive"
         if self.options.archive is None or not (old / "lexical.db").exists():
             return
         try:
@@ -189,7 +233,7 @@ class NotesMemory(BodyMixin, DigestMixin, DreamingMixin, IndexedMemory):
                 n = self.put_documents(docs) if docs else 0
             finally:
                 self._adopting = False
-            old.rename(self.root / "archive.moved")
+            old.rename(old.with_name("archive.moved"))
             LOG.info("NotesMemory: moved %d archived documents from %s into %s", n, old, self.storage.db.location)
         except Exception as exc:
             LOG.error("NotesMemory: cannot move the archive of %s (%s); it is left as it was", old, exc)

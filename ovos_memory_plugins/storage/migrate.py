@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.protocols import Note
+from ovos_memory_plugins.storage.notes_rewrites import copy_rewrites
 from ovos_memory_plugins.storage.notes_store import (
     FileNotesStore,
     NotesStore,
@@ -208,8 +209,10 @@ def merge_storage(source: Storage, target: Storage, *, batch: int = BATCH) -> Mi
       embedded again by the vector part, as after an embedder change);
     * the history of a session comes over only when the target has none for it (the members of
       a composite each kept a copy of one conversation), with each message's time;
-    * sticky notes and curated notes (:func:`copy_notes`: a note already there is kept) and the
-      rolling summary of a session the target has none for.
+    * sticky notes and curated notes (:func:`copy_notes`: a note already there is kept), the
+      curated notes' undo history where both keep it in the database (PostgreSQL; on SQLite
+      it is files, which the notes part takes in: ``adopt_notes_folder``) and the rolling
+      summary of a session the target has none for.
 
     Raises :class:`StorageError` when a document or a sticky note did not arrive; nothing is
     taken out of ``source`` (see :func:`discard_storage`).
@@ -252,6 +255,8 @@ def merge_storage(source: Storage, target: Storage, *, batch: int = BATCH) -> Mi
         report.sessions += 1
         report.history_messages += len(messages)
     report.notes, report.sticky_notes = copy_notes(source, target)
+    if not source.local and not target.local:  # the notes' undo history is rows there (else files)
+        copy_rewrites(source.rewrites(Path()), target.rewrites(Path()))
     if source.holds("summaries"):
         rows = source.summaries().items()
         if rows:
@@ -273,8 +278,8 @@ def merge_storage(source: Storage, target: Storage, *, batch: int = BATCH) -> Mi
 def discard_storage(source: Storage) -> None:
     """Take a memory that was merged elsewhere (:func:`merge_storage`) out of its location, so
     no copy stays where no forget reaches: a :attr:`~Storage.local` file is closed and deleted
-    (with its WAL); on a database server every row of its namespace is deleted, in one
-    transaction, and the storage closed."""
+    (with its WAL); on a database server every row of its namespace is deleted (curated notes
+    and their undo history too), in one transaction, and the storage closed."""
     if source.local:
         path = source.db.location
         source.close()
@@ -293,6 +298,9 @@ def discard_storage(source: Storage) -> None:
                 source.history.clear_all()
                 if source.holds("sticky"):
                     source.sticky().delete_all()
+                if source.holds("notes"):
+                    source.notes().remove(lambda n: True)
+                source.rewrites(Path()).clear()
                 if source.holds("summaries"):
                     source.summaries().clear_all()
         finally:
@@ -374,12 +382,9 @@ class NotesInFiles(Protocol):
 
 
 def _copy_rewrites(source: Rewrites, target: Rewrites, depth: int = 1000) -> None:
-    """The kept previous bodies, oldest first, so the newest stays the newest."""
-    for name, body in reversed(source.bodies()):
-        target.keep(body, name.rsplit("-", 1)[-1].removesuffix(".md") or "copy", time.time(), depth)
-    when = source.dreamed()
-    if when is not None:
-        target.mark_dreamed(when)
+    """The kept previous bodies, oldest first, so the newest stays the newest
+    (:func:`~ovos_memory_plugins.storage.notes_rewrites.copy_rewrites`)."""
+    copy_rewrites(source, target, depth)
 
 
 def _carry_file_notes(memory: NotesInFiles, target: Storage, target_root: Path) -> int:

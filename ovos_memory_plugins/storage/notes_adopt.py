@@ -6,6 +6,8 @@ it into the memory's database once and renames it ``notes.db.moved`` after the c
 :func:`move_notes` copies every note, active and retired, from one store to another.
 :func:`adopt_notes` (``Storage.notes_store``) opens the notes of a memory after moving in what
 earlier releases and the other store kind left, so no plugin opens a database for its notes.
+:func:`adopt_notes_folder` moves in the folder a notes member of a composite kept on its own in
+earlier releases (the notes part of a composite's one storage takes it in once).
 """
 
 from __future__ import annotations
@@ -25,12 +27,20 @@ from ovos_memory_plugins.storage.records import Note
 from ovos_memory_plugins.storage.sqlite.database import Database, Migration
 
 if TYPE_CHECKING:
-    from ovos_memory_plugins.storage.notes_store import NotesStore
+    from ovos_memory_plugins.storage.notes_store import NotesStore, Rewrites
 
 LOG = logging.getLogger("ovos_memory_plugins.storage.notes_store")  # the name its records always had
 _T = TypeVar("_T")
 
-__all__ = ["adopt_notes", "import_notes_file", "move_aside", "move_in_notes", "move_notes", "read_old_file"]
+__all__ = [
+    "adopt_notes",
+    "adopt_notes_folder",
+    "import_notes_file",
+    "move_aside",
+    "move_in_notes",
+    "move_notes",
+    "read_old_file",
+]
 
 
 def read_old_file(path: Path, reader: Callable[[sqlite3.Connection], _T]) -> _T:
@@ -202,3 +212,50 @@ def adopt_notes(storage: Any, kind: str, root: Path, *, database_file: Path | No
     import_notes_file(store, root / "notes.db")
     _move_out_of_table(storage, store, database_file)
     return store
+
+
+def adopt_notes_folder(storage: Any, store: NotesStore, rewrites: Rewrites, folder: Path) -> int:
+    """Move into ``store`` (the notes of a part of ``storage``, a composite's one storage) and
+    ``rewrites`` what a notes memory of an earlier release kept in its own ``folder``
+    (``<root>/<member>/<namespace>``); return how many notes came. Once and losslessly:
+
+    * its ``MEMORY.md`` and ``RETIRED.md`` (sessions included) and an older ``notes.db``: every
+      note, active and retired, with its date (a note already there, same words, is kept once:
+      ids come from the words); the files are then renamed ``*.moved``;
+    * its undo history (``MEMORY.md.bak``, ``.notes-history/``, ``.dreamed``), copied, then
+      renamed ``*.moved``;
+    * into a ``MEMORY.md`` store: the notes the storage's table received when the composite
+      merged the folder's database (the member kept them there, ``"store": "sqlite"`` before).
+
+    A file that cannot be parsed is left untouched (an ERROR); raises nothing else but
+    ``StorageError``/``OSError`` from the target."""
+    moved = 0
+    if isinstance(store, FileNotesStore) and storage.local and not storage.db.in_ram:
+        before = len(store.load()) + len(store.retired())
+        _move_out_of_table(storage, store, None)
+        moved += len(store.load()) + len(store.retired()) - before
+    if not folder.is_dir():
+        return moved
+    same = isinstance(store, FileNotesStore) and store.root.resolve() == folder.resolve()
+    if same:
+        return moved
+    copied = import_notes_file(store, folder / "notes.db")
+    moved += copied or 0
+    from ovos_memory_plugins.storage.notes_rewrites import FileRewrites, copy_rewrites
+
+    with store.transaction():  # processes opening the composite at once: one moves, the others find it done
+        if (folder / "MEMORY.md").exists() or (folder / "RETIRED.md").exists():
+            old = FileNotesStore(folder)
+            try:
+                count = len(old.load()) + len(old.retired())
+            except CorruptFileError as exc:
+                LOG.error("notes: cannot move the notes of %s (%s); they are left untouched", folder, exc)
+                count = 0
+            else:
+                if move_in_notes(old, store, [folder / "MEMORY.md", folder / "RETIRED.md"]):
+                    moved += count
+        old_rewrites = FileRewrites(folder)
+        if old_rewrites.bodies() or old_rewrites.dreamed() is not None or old_rewrites.backup.exists():
+            copy_rewrites(old_rewrites, rewrites)
+            old_rewrites.move_aside()
+    return moved

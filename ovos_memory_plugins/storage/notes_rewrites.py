@@ -21,12 +21,15 @@ from ovos_memory_plugins.storage.tables import scrub_lines
 if TYPE_CHECKING:
     from ovos_memory_plugins.storage.notes_store import Rewrites
 
-__all__ = ["FileRewrites", "rewrites_for"]
+__all__ = ["FileRewrites", "copy_rewrites", "rewrites_for"]
 
 
 class FileRewrites:
     """Rewrites kept as files under ``root``: ``MEMORY.md.bak`` (the body before the last
     rewrite), ``.notes-history/<stamp>-<serial>-<reason>.md`` and ``.dreamed`` (its time)."""
+
+    #: The names of the files and the folder it keeps under ``root``.
+    NAMES = (".notes-history", "MEMORY.md.bak", ".dreamed")
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -83,6 +86,13 @@ class FileRewrites:
             with contextlib.suppress(OSError):
                 path.unlink()
 
+    def move_aside(self) -> None:
+        """Rename the files and the folder to ``*.moved`` (they were copied elsewhere)."""
+        for name in self.NAMES:
+            path = self.root / name
+            with contextlib.suppress(FileNotFoundError):
+                path.rename(path.with_name(path.name + ".moved"))
+
     def dreamed(self) -> float | None:
         """The modification time of ``.dreamed``."""
         try:
@@ -95,6 +105,18 @@ class FileRewrites:
         self.marker.parent.mkdir(parents=True, exist_ok=True)
         self.marker.touch()
         os.utime(self.marker, (when, when))
+
+
+def copy_rewrites(source: Rewrites, target: Rewrites, depth: int = 1000) -> int:
+    """Copy the kept previous bodies of ``source`` into ``target``, oldest first (so the newest
+    stays the newest), and the time of the last dream; return how many bodies came."""
+    bodies = source.bodies()
+    for name, body in reversed(bodies):
+        target.keep(body, name.rsplit("-", 1)[-1].removesuffix(".md") or "copy", time.time(), depth)
+    when = source.dreamed()
+    if when is not None:
+        target.mark_dreamed(when)
+    return len(bodies)
 
 
 def rewrites_for(db: Any, namespace: str, root: Path) -> Rewrites:

@@ -17,11 +17,12 @@ name is importable from here as before:
 * :mod:`~ovos_memory_plugins.storage.notes_table`: :class:`DatabaseNotesStore`
   (``SQLiteNotesStore`` is its earlier name), the ``memory_notes`` table of either engine;
 * :mod:`~ovos_memory_plugins.storage.notes_rewrites`: :class:`FileRewrites` and
-  :func:`rewrites_for` (undo history, the dream marker);
+  :func:`rewrites_for` (undo history, the dream marker), :func:`copy_rewrites`;
 * :mod:`~ovos_memory_plugins.storage.notes_adopt`: :func:`import_notes_file` (an earlier
-  release's ``notes.db``), :func:`move_notes`, :func:`move_in_notes` and :func:`adopt_notes`
+  release's ``notes.db``), :func:`move_notes`, :func:`move_in_notes`, :func:`adopt_notes`
   (``Storage.notes_store``: the notes of a memory, after moving in what earlier releases and the
-  other store kind left).
+  other store kind left) and :func:`adopt_notes_folder` (a composite's notes part taking in the
+  folder its member kept in earlier releases).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ovos_memory_plugins.storage.notes_adopt import (
     adopt_notes,
+    adopt_notes_folder,
     import_notes_file,
     move_aside,
     move_in_notes,
@@ -50,7 +52,7 @@ from ovos_memory_plugins.storage.notes_format import (
     prompt_line,
     render_notes,
 )
-from ovos_memory_plugins.storage.notes_rewrites import FileRewrites, rewrites_for
+from ovos_memory_plugins.storage.notes_rewrites import FileRewrites, copy_rewrites, rewrites_for
 from ovos_memory_plugins.storage.notes_table import (
     NOTES_MIGRATIONS,
     DatabaseNotesStore,
@@ -75,7 +77,9 @@ __all__ = [
     "SQLiteNotesStore",
     "TableAccess",
     "adopt_notes",
+    "adopt_notes_folder",
     "atomic_write",
+    "copy_rewrites",
     "format_note",
     "import_notes_file",
     "make_note",

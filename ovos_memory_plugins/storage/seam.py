@@ -426,6 +426,11 @@ class Storage:
     #: registers its own; the parts of a composite share one storage, so an exchange one part
     #: records reaches the keyword and the vector index alike, and a forget removes it from both.
     indexes: list[Index] = field(default_factory=list)
+    #: The folder of the memory this storage is the one storage of, where its parts keep what
+    #: lives beside the database (the curated notes' ``MEMORY.md`` and undo history): set by a
+    #: composite for its parts (``<root>``, beside ``composite.db``). None: each memory keeps
+    #: such files under its own ``root``.
+    folder: Path | None = None
 
     #: The storage is a file on this machine (SQLite): what the memory keeps beside it under its
     #: ``root`` (``MEMORY.md``, the notes' undo history, files of earlier releases to move in)
