@@ -234,9 +234,9 @@ class CompositeMemory(
             contributors, lambda inst: list(inst.context_blocks(utterance, session_id)), "context"
         )
         deadline = self._deadline()
-        search = None
-        made_then: list[tuple[Member, Future[list[MemoryHit]]]] = []
-        either: list[list[tuple[Member, Future[list[MemoryHit]]]]] = []
+        search: list[tuple[Member, Future[list[MemoryHit]]]] = []
+        made_then: list[tuple[Member, Future[tuple[list[MemoryHit], bool]]]] = []
+        either: list[tuple[frozenset[str] | None, list[tuple[Member, Future[list[MemoryHit]]]]]] = []
         query = ""
         r = s.retrieval
         early = r.max_num_results > 0 and (r.query_mode == "utterance" or r.query_history_turns <= 0)
@@ -252,10 +252,8 @@ class CompositeMemory(
         if early:
             hits = []
             if search or made_then:
-                fused = self._fuse_answers(search, deadline) if search else []
-                dated = self._fuse_answers(made_then, deadline) if made_then else []
-                picks = self._alternative_picks(either, deadline)
-                hits = self._finish_recall(utterance, query, fused, history, dated, picks)
+                gathered = self._gathered(search, made_then, either, deadline)
+                hits = self._finish_recall(utterance, query, history, gathered)
         else:
             hits = self.recall(utterance, session_id, history)
         blocks: list[str] = []

@@ -20,13 +20,14 @@ from ovos_memory_plugins.composite.state import CompositeState
 from ovos_memory_plugins.dates import Window
 from ovos_memory_plugins.fusion import fuse
 from ovos_memory_plugins.select import (
+    Candidates,
     alternatives,
-    alternatives_first,
+    choose_hits,
     excerpt_terms,
     prompt_memories,
     recall_query,
+    score_cut,
     shown_in_window,
-    window_first,
     without_order_words,
 )
 from ovos_memory_plugins.text import clean_text, clip_query
@@ -84,43 +85,118 @@ class RecallMixin(CompositeState):
 
     def _start_window(
         self, utterance: str, query: str, session_for: Callable[[Member], str | None], depth: int
-    ) -> list[tuple[Member, Future[list[MemoryHit]]]]:
+    ) -> list[tuple[Member, Future[tuple[list[MemoryHit], bool]]]]:
         """When the utterance names a time: submit :meth:`BaseRetrievalMemory.window_hits` to
-        each member that filters by time (what was made then); else nothing."""
+        each member that filters by time (what was made then, and whether it matched the
+        query's words); else nothing."""
         window = self.recall_window(utterance)
         if window is None:
             return []
 
-        def made_then(m: Member) -> Callable[[Any], list[MemoryHit]]:
+        def made_then(m: Member) -> Callable[[Any], tuple[list[MemoryHit], bool]]:
             sid = session_for(m)
-            return lambda instance: list(instance.window_hits(query, window, depth, sid)[0])
+
+            def call(instance: Any) -> tuple[list[MemoryHit], bool]:
+                found, matched = instance.window_hits(query, window, depth, sid)
+                return list(found), bool(matched)
+
+            return call
 
         return [pair for m in self._time_members() for pair in self._start([m], made_then(m), "window search")]
 
     def _cut(self, hits: list[MemoryHit]) -> list[MemoryHit]:
-        """Apply ``retrieval.min_score`` and ``retrieval.min_relative_score`` to fused hits."""
+        """Apply ``retrieval.min_score`` and ``retrieval.min_relative_score`` to fused hits
+        (:func:`~ovos_memory_plugins.select.score_cut`, a single memory's cut; no backend
+        default: the members' searches applied theirs)."""
         r = self.settings.retrieval
-        if r.min_score is not None:
-            hits = [h for h in hits if h.score >= r.min_score]
-        if r.min_relative_score and hits:
-            best = max(h.score for h in hits)
-            if best > 0:
-                hits = [h for h in hits if h.score >= r.min_relative_score * best]
-        return hits
+        return score_cut(hits, r.min_score, r.min_relative_score)
 
-    def _fuse_answers(
-        self, started: Sequence[tuple[Member, Future[list[MemoryHit]]]], deadline: float
-    ) -> list[MemoryHit]:
-        """The members' answers by ``deadline``, fused (with ``fusion``), deduplicated and cut."""
+    def _fused(self, answers: Sequence[tuple[Member, Sequence[Any]]]) -> list[MemoryHit]:
+        """The members' answers fused (with ``fusion``), deduplicated and cut."""
         lists: list[list[MemoryHit]] = []
         weights: list[float] = []
-        for m, hits in self._collect(started, deadline, "search"):
+        for m, hits in answers:
             lists.append([_tagged(h, m.name) for h in hits if isinstance(h, MemoryHit)])
             weights.append(m.spec.weight)
         if not lists:
             return []
         o = self.options
         return self._cut(dedup_hits(fuse(o.fusion, lists, weights=weights, rrf_k=o.rrf_k)))
+
+    def _fuse_answers(
+        self, started: Sequence[tuple[Member, Future[list[MemoryHit]]]], deadline: float
+    ) -> list[MemoryHit]:
+        """The members' answers by ``deadline``, fused (with ``fusion``), deduplicated and cut."""
+        answers = self._collect(started, deadline, "search")
+        return self._fused(answers)
+
+    def _candidates(self, answers: Sequence[tuple[Member, Sequence[Any], bool]], words: frozenset[str]) -> Candidates:
+        """The members' answers (each with whether it matched the query's words) fused, as the
+        selection's candidates (:class:`~ovos_memory_plugins.select.Candidates`): the relative
+        cut compares each hit's best share of its member's top score (the fused scores are
+        ranks; one member's shares keep its scores' proportions, so a composite of one member
+        cuts where the member alone does), and the own-term check leaves alone what a member
+        matching no words (``words``: the names of those that do) found, or what a window's
+        newest memories brought."""
+        shares: dict[str, float] = {}
+        unchecked: set[str] = set()
+        for m, hits, matched in answers:
+            own = [h for h in hits if isinstance(h, MemoryHit)]
+            best = max((h.score for h in own), default=0.0)
+            for h in own:
+                key = normalize_content(h.content)
+                shares[key] = max(shares.get(key, 0.0), h.score / best if best > 0 else 1.0)
+                if not (matched and m.name in words):
+                    unchecked.add(key)
+        fused = self._fused([(m, hits) for m, hits, _ in answers])
+
+        def share(hit: MemoryHit) -> float:
+            return shares.get(normalize_content(hit.content), 1.0)
+
+        return Candidates(fused, unchecked=frozenset(unchecked), score=share)
+
+    def _word_member(self) -> BaseRetrievalMemory | None:
+        """The first recalling member that matches words (it answers
+        :meth:`BaseRetrievalMemory.word_terms`: the keyword backend): its terms are the
+        own-term check's and its ``default_prompt_min_relative`` the prompt's relative cut
+        (docs/recall.md); None when no member does (opaque and vector members only)."""
+        for m in self._members:
+            inst = m.instance
+            if m.recalls and isinstance(inst, BaseRetrievalMemory) and inst.word_terms("", query=True) is not None:
+                return inst
+        return None
+
+    def _word_members(self) -> frozenset[str]:
+        """The names of the recalling members that match words (see :meth:`_word_member`)."""
+        return frozenset(
+            m.name
+            for m in self._members
+            if m.recalls
+            and isinstance(m.instance, BaseRetrievalMemory)
+            and m.instance.word_terms("", query=True) is not None
+        )
+
+    def _gathered(
+        self,
+        search: Sequence[tuple[Member, Future[list[MemoryHit]]]],
+        made_then: Sequence[tuple[Member, Future[tuple[list[MemoryHit], bool]]]],
+        either: Sequence[tuple[frozenset[str] | None, Sequence[tuple[Member, Future[list[MemoryHit]]]]]],
+        deadline: float,
+    ) -> tuple[Candidates, Candidates | None, list[tuple[Candidates, frozenset[str] | None]]]:
+        """The turn's candidates from the members' answers by ``deadline``: the ordinary
+        search's, the window's (None when the utterance names no time or no member filters by
+        time) and each alternative's with its terms."""
+        words = self._word_members()
+        ordinary = self._candidates([(m, hits, True) for m, hits in self._collect(search, deadline, "search")], words)
+        dated = None
+        if made_then:
+            answers = self._collect(made_then, deadline, "search")
+            dated = self._candidates([(m, found, matched) for m, (found, matched) in answers], words)
+        picks = [
+            (self._candidates([(m, hits, True) for m, hits in self._collect(s, deadline, "search")], words), terms)
+            for terms, s in either
+        ]
+        return ordinary, dated, picks
 
     def _fused_search(self, query: str, session_for: Callable[[Member], str | None], depth: int) -> list[MemoryHit]:
         return self._fuse_answers(self._start_search(query, session_for, depth), self._deadline())
@@ -161,45 +237,50 @@ class RecallMixin(CompositeState):
 
     def _start_alternatives(
         self, utterance: str, session_for: Callable[[Member], str | None], depth: int
-    ) -> list[list[tuple[Member, Future[list[MemoryHit]]]]]:
+    ) -> list[tuple[frozenset[str] | None, list[tuple[Member, Future[list[MemoryHit]]]]]]:
         """When the utterance names two alternatives (``retrieval.alternatives``,
-        :func:`~ovos_memory_plugins.select.alternatives`): every member's search of each."""
+        :func:`~ovos_memory_plugins.select.alternatives`): every member's search of each, with
+        its terms (by the member that matches words, :meth:`_word_member`); an alternative
+        without a content word is not searched (a single memory's rule)."""
         pair = alternatives(utterance, self._lang()) if self.settings.retrieval.alternatives else None
-        return [self._start_search(alternative, session_for, depth) for alternative in pair or ()]
-
-    def _alternative_picks(
-        self, started: Sequence[Sequence[tuple[Member, Future[list[MemoryHit]]]]], deadline: float
-    ) -> list[MemoryHit]:
-        """Each alternative's best fused hit (not already picked for the other)."""
-        picks: list[MemoryHit] = []
-        for searches in started:
-            taken = {h.source for h in picks}
-            best = [h for h in self._fuse_answers(searches, deadline) if h.source not in taken][:1]
-            picks.extend(best)
-        return picks
+        words = self._word_member() if pair else None
+        started = []
+        for alternative in pair or ():
+            terms = words.word_terms(alternative, query=True) if words is not None else None
+            if terms is not None and not terms:
+                continue
+            started.append((terms, self._start_search(alternative, session_for, depth)))
+        return started
 
     def _finish_recall(
         self,
         utterance: str,
         query: str,
-        hits: list[MemoryHit],
         history: Sequence[AgentMessage],
-        dated: Sequence[MemoryHit] = (),
-        picks: Sequence[MemoryHit] = (),
+        gathered: tuple[Candidates, Candidates | None, list[tuple[Candidates, frozenset[str] | None]]],
     ) -> list[MemoryHit]:
-        """The prompt's memories from the fused ``hits`` and, when the utterance names a time,
-        the fused hits made in that window (``dated``), which take up to half of the places
-        (:func:`~ovos_memory_plugins.select.window_first`, as a single memory does); each
-        alternative's best hit (``picks``) before the ordinary ones
-        (:func:`~ovos_memory_plugins.select.alternatives_first`)."""
-        shown = shown_in_window(history)
-
-        def unshown(found: Sequence[MemoryHit]) -> list[MemoryHit]:
-            return [h for h in found if normalize_content(h.content) not in shown]
-
-        k = self.settings.retrieval.max_num_results
-        ordinary = alternatives_first(unshown(picks), unshown(hits), k) if picks else unshown(hits)
-        chosen = window_first(unshown(dated), ordinary, k)
+        """The prompt's memories from the members' fused answers (:meth:`_gathered`), chosen by
+        the one selection a single memory's recall uses
+        (:func:`~ovos_memory_plugins.select.choose_hits`: the window's exchanges left out, the
+        own-term check by the member that matches words, the prompt's relative cut, each
+        alternative's best hit and up to half of the places for what was made in the window the
+        utterance names first), then joined and shortened, and summarised when configured."""
+        ordinary, dated, picks = gathered
+        words = self._word_member()
+        r = self.settings.retrieval
+        relative = r.min_relative_score
+        if relative is None and words is not None:
+            relative = words.default_prompt_min_relative
+        chosen = choose_hits(
+            ordinary,
+            limit=r.max_num_results,
+            shown=shown_in_window(history),
+            min_relative=relative,
+            query_terms=words.word_terms(query, query=True) if words is not None else None,
+            hit_terms=words.hit_terms if words is not None else None,
+            alternatives=picks,
+            dated=dated,
+        )
         budget = self.settings.context.memory_chars
         memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, budget, self._excerpt_terms)
         return self._summarized(utterance, memories)
@@ -238,10 +319,7 @@ class RecallMixin(CompositeState):
         search = self._start_search(query, session_for, depth)
         made_then = self._start_window(utterance, query, session_for, depth)
         either = self._start_alternatives(utterance, session_for, depth)
-        hits = self._fuse_answers(search, deadline)
-        dated = self._fuse_answers(made_then, deadline) if made_then else []
-        picks = self._alternative_picks(either, deadline)
-        return self._finish_recall(utterance, query, hits, history, dated, picks)
+        return self._finish_recall(utterance, query, history, self._gathered(search, made_then, either, deadline))
 
     # -- LLM assists -------------------------------------------------------------------------
 
