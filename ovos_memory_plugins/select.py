@@ -1,6 +1,9 @@
 """Which of a search's hits a turn injects, and the neighbouring turn a hit brings along (pure).
 
-``BaseRetrievalMemory.recall`` searches, then hands the hits to :func:`select_hits`:
+``BaseRetrievalMemory.recall`` searches and a composite asks its members (fused), then both
+hand the candidates to :func:`choose_hits`, the one selection, which runs :func:`select_hits`
+on the ordinary hits, each alternative's and the window's (:func:`alternatives_first`,
+:func:`window_first`); :func:`select_hits`:
 
 1. hits the history window already shows are dropped (the caller passes their keys);
 2. one copy of identical texts (the first, best-scored, wins);
