@@ -199,7 +199,7 @@ def choose_hits(
     shown: frozenset[str] | set[str] = frozenset(),
     min_relative: float | None = None,
     query_terms: frozenset[str] | None = None,
-    hit_terms: Callable[[Sequence[MemoryHit]], Sequence[frozenset[str] | set[str]] | None] | None = None,
+    hit_terms: Callable[[Sequence[MemoryHit]], Sequence[frozenset[str] | set[str] | None] | None] | None = None,
     alternatives: Sequence[tuple[Candidates, frozenset[str] | None]] = (),
     dated: Candidates | None = None,
 ) -> list[MemoryHit]:
@@ -218,7 +218,7 @@ def choose_hits(
       were found by time, not words), go first (:func:`window_first`).
 
     ``hit_terms`` gives each hit's own terms (None: the backend matches no words, no own-term
-    check); ``query_terms`` None means the same."""
+    check; a None entry: that hit is not checked); ``query_terms`` None means the same."""
 
     def choose(found: Candidates, places: int, terms: frozenset[str] | None) -> list[MemoryHit]:
         hits = list(found.hits)
