@@ -331,8 +331,9 @@ class RecallMixin(CompositeState):
         return excerpt_terms(query)
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
-        """The turn's fused hits: each member searched with its own ``scope``, the query
-        expanded and the result summarised when configured, minus what the history window shows."""
+        """The turn's memories: each member searched at once with its own ``scope`` (the query
+        expanded when configured), the answers fused and chosen by the selection a single
+        memory uses (:meth:`_finish_recall`), summarised when configured."""
         if self.settings.retrieval.max_num_results <= 0:
             return []
         query = clip_query(self.recall_query(utterance, history))
