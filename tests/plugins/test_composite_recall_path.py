@@ -62,6 +62,7 @@ QUESTIONS = [
     "What is my cat called?",
     "What happened to my jazz records?",
     "What do I collect?",
+    "What came first, the cat Miso or the festival tickets?",  # two alternatives: a place each
 ]
 
 
