@@ -1,6 +1,9 @@
 """Which of a search's hits a turn injects, and the neighbouring turn a hit brings along (pure).
 
-``BaseRetrievalMemory.recall`` searches, then hands the hits to :func:`select_hits`:
+``BaseRetrievalMemory.recall`` searches and a composite asks its members (fused), then both
+hand the candidates to :func:`choose_hits`, the one selection, which runs :func:`select_hits`
+on the ordinary hits, each alternative's and the window's (:func:`alternatives_first`,
+:func:`window_first`); :func:`select_hits`:
 
 1. hits the history window already shows are dropped (the caller passes their keys);
 2. one copy of identical texts (the first, best-scored, wins);
@@ -38,7 +41,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
@@ -52,8 +55,10 @@ __all__ = [
     "HEAD_CHARS",
     "ORDER_WORDS",
     "SAME_THING_OVERLAP",
+    "Candidates",
     "alternatives",
     "alternatives_first",
+    "choose_hits",
     "clip_context",
     "excerpt",
     "excerpt_hits",
@@ -63,6 +68,7 @@ __all__ = [
     "newer_first",
     "prompt_memories",
     "recall_query",
+    "score_cut",
     "select_hits",
     "shown_in_window",
     "without_order_words",
@@ -98,6 +104,21 @@ def shown_in_window(history: Sequence[Any]) -> set[str]:
     }
 
 
+def score_cut(hits: list[MemoryHit], min_score: float | None, min_relative: float | None) -> list[MemoryHit]:
+    """``hits`` scoring at least ``min_score`` (None: any) and at least ``min_relative`` of the
+    best one's score (None or 0, or a best score of 0 or less: no relative cut). The one cut of
+    a search's hits: a single memory's ``search`` (with its backend's
+    ``default_min_relative_score`` when ``retrieval.min_relative_score`` is null) and a
+    composite's fused hits (``retrieval.min_relative_score`` only) both apply it."""
+    if min_score is not None:
+        hits = [h for h in hits if h.score >= min_score]
+    if min_relative and hits:
+        best = max(h.score for h in hits)
+        if best > 0:
+            hits = [h for h in hits if h.score >= min_relative * best]
+    return hits
+
+
 def select_hits(
     hits: Sequence[MemoryHit],
     *,
@@ -105,7 +126,8 @@ def select_hits(
     min_relative: float | None = None,
     exclude: frozenset[str] | set[str] = frozenset(),
     query_terms: frozenset[str] | set[str] | None = None,
-    hit_terms: Sequence[frozenset[str] | set[str]] | None = None,
+    hit_terms: Sequence[frozenset[str] | set[str] | None] | None = None,
+    score: Callable[[MemoryHit], float] | None = None,
 ) -> list[MemoryHit]:
     """The hits to inject, best first; never mutates ``hits``.
 
@@ -117,7 +139,11 @@ def select_hits(
             leave out, such as the exchanges the history window shows.
         query_terms: the query's terms, when the backend matches words; with ``hit_terms`` a hit
             sharing none of them in its own text is dropped.
-        hit_terms: each hit's own terms (aligned with ``hits``), by the backend's tokenizer.
+        hit_terms: each hit's own terms (aligned with ``hits``), by the backend's tokenizer; None
+            for a hit the check does not apply to (a composite's hit that a member matching
+            no words found).
+        score: what the relative cut compares (default: ``hit.score``); a composite passes each
+            hit's share of its member's best score, the fused scores being ranks.
     """
     if limit <= 0:
         return []
@@ -129,14 +155,105 @@ def select_hits(
         if key in seen:
             continue
         seen.add(key)
-        if check and query_terms and hit_terms is not None and not (set(hit_terms[i]) & set(query_terms)):
+        own = hit_terms[i] if check and hit_terms is not None else None
+        if query_terms and own is not None and not (set(own) & set(query_terms)):
             continue
         kept.append(hit)
     if min_relative and kept:
-        best = max(h.score for h in kept)
+        value = score or _score
+        best = max(value(h) for h in kept)
         if best > 0:
-            kept = [h for h in kept if h.score >= min_relative * best]
+            kept = [h for h in kept if value(h) >= min_relative * best]
     return kept[:limit]
+
+
+def _score(hit: MemoryHit) -> float:
+    return hit.score
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One gathered list of hits for :func:`choose_hits`, best first: a single memory's search,
+    or a composite's members' answers fused.
+
+    Attributes:
+        hits: the hits, best first.
+        by_words: whether the own-term check applies to them (False: the window's newest
+            memories, found by time, not by the query's words).
+        unchecked: normalised contents the own-term check leaves alone (a composite's hits that
+            a member matching no words found too: a vector member's match need share no word).
+        score: what the relative cut compares (None: ``hit.score``); a composite's fused scores
+            are ranks, so it passes each hit's best share of its member's top score.
+    """
+
+    hits: Sequence[MemoryHit] = ()
+    by_words: bool = True
+    unchecked: frozenset[str] = frozenset()
+    score: Callable[[MemoryHit], float] | None = None
+
+
+def choose_hits(
+    ordinary: Candidates,
+    *,
+    limit: int,
+    shown: frozenset[str] | set[str] = frozenset(),
+    min_relative: float | None = None,
+    query_terms: frozenset[str] | None = None,
+    hit_terms: Callable[[Sequence[MemoryHit]], Sequence[frozenset[str] | set[str] | None] | None] | None = None,
+    alternatives: Sequence[tuple[Candidates, frozenset[str] | None]] = (),
+    dated: Candidates | None = None,
+) -> list[MemoryHit]:
+    """The hits a turn injects, before :func:`prompt_memories`: the ONE selection of a single
+    memory's recall and a composite's (docs/recall.md). Each gathers its hits (a single memory
+    searching itself, a composite its members at once, fused) and hands them here:
+
+    * the ``ordinary`` hits through :func:`select_hits` (what the window ``shown`` leaves out,
+      the own-term check with ``query_terms`` and ``hit_terms``, the ``min_relative`` cut), at
+      most ``limit``;
+    * each alternative a comparison question names (``alternatives``: its candidates and its
+      own terms) gives its best hit not already picked, chosen the same way, a place first
+      (:func:`alternatives_first`);
+    * when the utterance names a time (``dated``: what was made then), up to
+      :func:`window_places` of those, chosen the same way (without the own-term check when they
+      were found by time, not words), go first (:func:`window_first`).
+
+    ``hit_terms`` gives each hit's own terms (None: the backend matches no words, no own-term
+    check; a None entry: that hit is not checked); ``query_terms`` None means the same."""
+
+    def choose(found: Candidates, places: int, terms: frozenset[str] | None) -> list[MemoryHit]:
+        hits = list(found.hits)
+        own: list[frozenset[str] | set[str] | None] | None = None
+        if found.by_words and terms is not None and hit_terms is not None and hits:
+            every = hit_terms(hits)
+            if every is not None:
+                own = [
+                    None if normalize_content(h.content) in found.unchecked else t
+                    for h, t in zip(hits, every, strict=True)
+                ]
+        return select_hits(
+            hits,
+            limit=places,
+            min_relative=min_relative,
+            exclude=frozenset(shown),
+            query_terms=terms if found.by_words else None,
+            hit_terms=own,
+            score=found.score,
+        )
+
+    chosen = choose(ordinary, limit, query_terms)
+    if alternatives:  # "the thermostat or the mesh network?": a place for each
+        picks: list[MemoryHit] = []
+        for found, terms in alternatives:
+            taken = {h.source for h in picks}
+            rest = Candidates(
+                [h for h in found.hits if h.source not in taken], found.by_words, found.unchecked, found.score
+            )
+            picks.extend(choose(rest, 1, terms))
+        chosen = alternatives_first(picks, chosen, limit)
+    if dated is not None:  # time words: what was made then comes first
+        first = choose(dated, window_places(limit), query_terms) if dated.hits else []
+        chosen = window_first(first, chosen, limit)
+    return chosen
 
 
 def window_places(limit: int) -> int:

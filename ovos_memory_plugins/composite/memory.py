@@ -77,14 +77,14 @@ from typing import Any, ClassVar
 
 from ovos_plugin_manager.templates.agents import AgentContextManager, AgentMessage
 
-from ovos_memory_plugins.common import Closing, MemoryHit
+from ovos_memory_plugins.common import Closing
 from ovos_memory_plugins.composite.calls import FORGET_TIMEOUT_S, MAX_PENDING_WRITES, CallsMixin
 from ovos_memory_plugins.composite.documents import DocumentsMixin
 from ovos_memory_plugins.composite.members import Member, MembersMixin, is_part, member_namespace
 from ovos_memory_plugins.composite.members import load_member_class as _load_member_class
 from ovos_memory_plugins.composite.notes import NOTES_EXTRAS, NOTES_VERBS, NotesMixin
 from ovos_memory_plugins.composite.options import ASSIST_TIMEOUT, CompositeOptions, parse_members
-from ovos_memory_plugins.composite.recall import EXPAND_PROMPT, SUMMARY_PROMPT, RecallMixin
+from ovos_memory_plugins.composite.recall import EXPAND_PROMPT, SUMMARY_PROMPT, Answer, RecallMixin
 from ovos_memory_plugins.concurrency import DaemonPool, wait_until
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_root
 from ovos_memory_plugins.dates import Clock, clock_of
@@ -234,9 +234,9 @@ class CompositeMemory(
             contributors, lambda inst: list(inst.context_blocks(utterance, session_id)), "context"
         )
         deadline = self._deadline()
-        search = None
-        made_then: list[tuple[Member, Future[list[MemoryHit]]]] = []
-        either: list[list[tuple[Member, Future[list[MemoryHit]]]]] = []
+        search: list[tuple[Member, Future[Answer]]] = []
+        made_then: list[tuple[Member, Future[Answer]]] = []
+        either: list[tuple[frozenset[str] | None, list[tuple[Member, Future[Answer]]]]] = []
         query = ""
         r = s.retrieval
         early = r.max_num_results > 0 and (r.query_mode == "utterance" or r.query_history_turns <= 0)
@@ -245,17 +245,15 @@ class CompositeMemory(
             if query.strip():
                 depth = self._recall_depth(s.max_history // 2)  # the largest window possible
                 query = self._expanded(self._without_order_words(query))
-                search = self._start_search(query, self._session_for(session_id), depth)
+                search = self._start_recall(query, self._session_for(session_id), depth)
                 made_then = self._start_window(utterance, query, self._session_for(session_id), depth)
                 either = self._start_alternatives(utterance, self._session_for(session_id), depth)
         history = self.get_history(session_id)
         if early:
             hits = []
             if search or made_then:
-                fused = self._fuse_answers(search, deadline) if search else []
-                dated = self._fuse_answers(made_then, deadline) if made_then else []
-                picks = self._alternative_picks(either, deadline)
-                hits = self._finish_recall(utterance, query, fused, history, dated, picks)
+                gathered = self._gathered(search, made_then, either, deadline)
+                hits = self._finish_recall(utterance, query, history, gathered)
         else:
             hits = self.recall(utterance, session_id, history)
         blocks: list[str] = []

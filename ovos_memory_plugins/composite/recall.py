@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ovos_plugin_manager.templates.agents import AgentMessage
@@ -20,18 +20,19 @@ from ovos_memory_plugins.composite.state import CompositeState
 from ovos_memory_plugins.dates import Window
 from ovos_memory_plugins.fusion import fuse
 from ovos_memory_plugins.select import (
+    Candidates,
     alternatives,
-    alternatives_first,
+    choose_hits,
     excerpt_terms,
     prompt_memories,
     recall_query,
+    score_cut,
     shown_in_window,
-    window_first,
     without_order_words,
 )
 from ovos_memory_plugins.text import clean_text, clip_query
 
-__all__ = ["EXPAND_PROMPT", "SUMMARY_PROMPT", "RecallMixin"]
+__all__ = ["EXPAND_PROMPT", "SUMMARY_PROMPT", "Answer", "Gathered", "RecallMixin"]
 
 
 EXPAND_PROMPT = (
@@ -48,6 +49,23 @@ SUMMARY_PROMPT = (
 )
 
 
+#: One member's answer to a recall's search: its hits and, from a member that matches words,
+#: their own terms (aligned; None: the own-term check leaves them alone).
+Answer = tuple[list[MemoryHit], list[frozenset[str]] | None]
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """A turn's candidates, gathered from the members (:meth:`RecallMixin._gathered`): the
+    ordinary search's, the window's (None: no time named, or no member filters by time), each
+    alternative's with its terms, and the own terms of the hits members matching words found."""
+
+    ordinary: Candidates
+    dated: Candidates | None
+    alternatives: list[tuple[Candidates, frozenset[str] | None]]
+    own: dict[str, frozenset[str]]
+
+
 class RecallMixin(CompositeState):
     """Search and recall over every recalling member, fused."""
 
@@ -59,6 +77,24 @@ class RecallMixin(CompositeState):
         def search(m: Member) -> Callable[[Any], list[MemoryHit]]:
             sid = session_for(m)
             return lambda instance: list(instance.search(query, session_id=sid, top_k=depth))
+
+        return [pair for m in self._members if m.recalls for pair in self._start([m], search(m), "search")]
+
+    def _start_recall(
+        self, query: str, session_for: Callable[[Member], str | None], depth: int
+    ) -> list[tuple[Member, Future[Answer]]]:
+        """Submit a recall's search to every member that recalls: its hits and, from a member
+        that matches words, their own terms (:func:`_own_terms`, read in the same call, within
+        the deadline)."""
+
+        def search(m: Member) -> Callable[[Any], Answer]:
+            sid = session_for(m)
+
+            def call(instance: Any) -> Answer:
+                hits = list(instance.search(query, session_id=sid, top_k=depth))
+                return hits, _own_terms(instance, hits)
+
+            return call
 
         return [pair for m in self._members if m.recalls for pair in self._start([m], search(m), "search")]
 
@@ -84,43 +120,105 @@ class RecallMixin(CompositeState):
 
     def _start_window(
         self, utterance: str, query: str, session_for: Callable[[Member], str | None], depth: int
-    ) -> list[tuple[Member, Future[list[MemoryHit]]]]:
+    ) -> list[tuple[Member, Future[Answer]]]:
         """When the utterance names a time: submit :meth:`BaseRetrievalMemory.window_hits` to
-        each member that filters by time (what was made then); else nothing."""
+        each member that filters by time (what was made then, with their own terms when they
+        matched the query's words: the window's newest are not checked); else nothing."""
         window = self.recall_window(utterance)
         if window is None:
             return []
 
-        def made_then(m: Member) -> Callable[[Any], list[MemoryHit]]:
+        def made_then(m: Member) -> Callable[[Any], Answer]:
             sid = session_for(m)
-            return lambda instance: list(instance.window_hits(query, window, depth, sid)[0])
+
+            def call(instance: Any) -> Answer:
+                found, matched = instance.window_hits(query, window, depth, sid)
+                hits = list(found)
+                return hits, _own_terms(instance, hits) if matched else None
+
+            return call
 
         return [pair for m in self._time_members() for pair in self._start([m], made_then(m), "window search")]
 
     def _cut(self, hits: list[MemoryHit]) -> list[MemoryHit]:
-        """Apply ``retrieval.min_score`` and ``retrieval.min_relative_score`` to fused hits."""
+        """Apply ``retrieval.min_score`` and ``retrieval.min_relative_score`` to fused hits
+        (:func:`~ovos_memory_plugins.select.score_cut`, a single memory's cut; no backend
+        default: the members' searches applied theirs)."""
         r = self.settings.retrieval
-        if r.min_score is not None:
-            hits = [h for h in hits if h.score >= r.min_score]
-        if r.min_relative_score and hits:
-            best = max(h.score for h in hits)
-            if best > 0:
-                hits = [h for h in hits if h.score >= r.min_relative_score * best]
-        return hits
+        return score_cut(hits, r.min_score, r.min_relative_score)
 
-    def _fuse_answers(
-        self, started: Sequence[tuple[Member, Future[list[MemoryHit]]]], deadline: float
-    ) -> list[MemoryHit]:
-        """The members' answers by ``deadline``, fused (with ``fusion``), deduplicated and cut."""
+    def _fused(self, answers: Sequence[tuple[Member, Sequence[Any]]]) -> list[MemoryHit]:
+        """The members' answers fused (with ``fusion``), deduplicated and cut."""
         lists: list[list[MemoryHit]] = []
         weights: list[float] = []
-        for m, hits in self._collect(started, deadline, "search"):
+        for m, hits in answers:
             lists.append([_tagged(h, m.name) for h in hits if isinstance(h, MemoryHit)])
             weights.append(m.spec.weight)
         if not lists:
             return []
         o = self.options
         return self._cut(dedup_hits(fuse(o.fusion, lists, weights=weights, rrf_k=o.rrf_k)))
+
+    def _fuse_answers(
+        self, started: Sequence[tuple[Member, Future[list[MemoryHit]]]], deadline: float
+    ) -> list[MemoryHit]:
+        """The members' answers by ``deadline``, fused (with ``fusion``), deduplicated and cut."""
+        answers = self._collect(started, deadline, "search")
+        return self._fused(answers)
+
+    def _candidates(self, answers: Sequence[tuple[Member, Answer]], own: dict[str, frozenset[str]]) -> Candidates:
+        """The members' answers fused, as the selection's candidates
+        (:class:`~ovos_memory_plugins.select.Candidates`): the relative cut compares each hit's
+        best share of its member's top score (the fused scores are ranks; one member's shares
+        keep its scores' proportions, so a composite of one member cuts where the member alone
+        does); the own-term check reads the hits' own terms the members that match words gave
+        (added to ``own``, by normalised content) and leaves alone what any other member found,
+        or what a window's newest memories brought."""
+        shares: dict[str, float] = {}
+        unchecked: set[str] = set()
+        for _m, (hits, terms) in answers:
+            found = [h for h in hits if isinstance(h, MemoryHit)]
+            aligned = terms is not None and len(terms) == len(hits) and len(found) == len(hits)
+            best = max((h.score for h in found), default=0.0)
+            for i, h in enumerate(found):
+                key = normalize_content(h.content)
+                shares[key] = max(shares.get(key, 0.0), h.score / best if best > 0 else 1.0)
+                if aligned and terms is not None:
+                    own.setdefault(key, frozenset(terms[i]))
+                else:
+                    unchecked.add(key)
+        fused = self._fused([(m, hits) for m, (hits, _terms) in answers])
+
+        def share(hit: MemoryHit) -> float:
+            return shares.get(normalize_content(hit.content), 1.0)
+
+        return Candidates(fused, unchecked=frozenset(unchecked), score=share)
+
+    def _word_member(self) -> BaseRetrievalMemory | None:
+        """The first recalling member that matches words (it answers
+        :meth:`BaseRetrievalMemory.word_terms`: the keyword backend): the query's terms for the
+        own-term check are its, and its ``default_prompt_min_relative`` is the prompt's relative
+        cut (docs/recall.md); None when no member does (opaque and vector members only)."""
+        for m in self._members:
+            if m.recalls and _matches_words(m.instance):
+                return m.instance  # type: ignore[no-any-return]
+        return None
+
+    def _gathered(
+        self,
+        search: Sequence[tuple[Member, Future[Answer]]],
+        made_then: Sequence[tuple[Member, Future[Answer]]],
+        either: Sequence[tuple[frozenset[str] | None, Sequence[tuple[Member, Future[Answer]]]]],
+        deadline: float,
+    ) -> Gathered:
+        """The turn's candidates from the members' answers by ``deadline``: the ordinary
+        search's, the window's (None when the utterance names no time or no member filters by
+        time), each alternative's with its terms, and the hits' own terms."""
+        own: dict[str, frozenset[str]] = {}
+        ordinary = self._candidates(self._collect(search, deadline, "search"), own)
+        dated = self._candidates(self._collect(made_then, deadline, "search"), own) if made_then else None
+        picks = [(self._candidates(self._collect(s, deadline, "search"), own), terms) for terms, s in either]
+        return Gathered(ordinary, dated, picks, own)
 
     def _fused_search(self, query: str, session_for: Callable[[Member], str | None], depth: int) -> list[MemoryHit]:
         return self._fuse_answers(self._start_search(query, session_for, depth), self._deadline())
@@ -161,45 +259,54 @@ class RecallMixin(CompositeState):
 
     def _start_alternatives(
         self, utterance: str, session_for: Callable[[Member], str | None], depth: int
-    ) -> list[list[tuple[Member, Future[list[MemoryHit]]]]]:
+    ) -> list[tuple[frozenset[str] | None, list[tuple[Member, Future[Answer]]]]]:
         """When the utterance names two alternatives (``retrieval.alternatives``,
-        :func:`~ovos_memory_plugins.select.alternatives`): every member's search of each."""
+        :func:`~ovos_memory_plugins.select.alternatives`): every member's search of each, with
+        its terms (by the member that matches words, :meth:`_word_member`); an alternative
+        without a content word is not searched (a single memory's rule)."""
         pair = alternatives(utterance, self._lang()) if self.settings.retrieval.alternatives else None
-        return [self._start_search(alternative, session_for, depth) for alternative in pair or ()]
-
-    def _alternative_picks(
-        self, started: Sequence[Sequence[tuple[Member, Future[list[MemoryHit]]]]], deadline: float
-    ) -> list[MemoryHit]:
-        """Each alternative's best fused hit (not already picked for the other)."""
-        picks: list[MemoryHit] = []
-        for searches in started:
-            taken = {h.source for h in picks}
-            best = [h for h in self._fuse_answers(searches, deadline) if h.source not in taken][:1]
-            picks.extend(best)
-        return picks
+        words = self._word_member() if pair else None
+        started = []
+        for alternative in pair or ():
+            terms = words.word_terms(alternative, query=True) if words is not None else None
+            if terms is not None and not terms:
+                continue
+            started.append((terms, self._start_recall(alternative, session_for, depth)))
+        return started
 
     def _finish_recall(
         self,
         utterance: str,
         query: str,
-        hits: list[MemoryHit],
         history: Sequence[AgentMessage],
-        dated: Sequence[MemoryHit] = (),
-        picks: Sequence[MemoryHit] = (),
+        gathered: Gathered,
     ) -> list[MemoryHit]:
-        """The prompt's memories from the fused ``hits`` and, when the utterance names a time,
-        the fused hits made in that window (``dated``), which take up to half of the places
-        (:func:`~ovos_memory_plugins.select.window_first`, as a single memory does); each
-        alternative's best hit (``picks``) before the ordinary ones
-        (:func:`~ovos_memory_plugins.select.alternatives_first`)."""
-        shown = shown_in_window(history)
+        """The prompt's memories from the members' fused answers (:meth:`_gathered`), chosen by
+        the one selection a single memory's recall uses
+        (:func:`~ovos_memory_plugins.select.choose_hits`: the window's exchanges left out, the
+        own-term check by the member that matches words, the prompt's relative cut, each
+        alternative's best hit and up to half of the places for what was made in the window the
+        utterance names first), then joined and shortened, and summarised when configured."""
+        words = self._word_member()
+        own = gathered.own
 
-        def unshown(found: Sequence[MemoryHit]) -> list[MemoryHit]:
-            return [h for h in found if normalize_content(h.content) not in shown]
+        def hit_terms(hits: Sequence[MemoryHit]) -> list[frozenset[str] | None]:
+            return [own.get(normalize_content(h.content)) for h in hits]
 
-        k = self.settings.retrieval.max_num_results
-        ordinary = alternatives_first(unshown(picks), unshown(hits), k) if picks else unshown(hits)
-        chosen = window_first(unshown(dated), ordinary, k)
+        r = self.settings.retrieval
+        relative = r.min_relative_score
+        if relative is None and words is not None:
+            relative = words.default_prompt_min_relative
+        chosen = choose_hits(
+            gathered.ordinary,
+            limit=r.max_num_results,
+            shown=shown_in_window(history),
+            min_relative=relative,
+            query_terms=words.word_terms(query, query=True) if words is not None else None,
+            hit_terms=hit_terms,
+            alternatives=gathered.alternatives,
+            dated=gathered.dated,
+        )
         budget = self.settings.context.memory_chars
         memories = prompt_memories(chosen, BaseRetrievalMemory.follows, query, budget, self._excerpt_terms)
         return self._summarized(utterance, memories)
@@ -224,8 +331,9 @@ class RecallMixin(CompositeState):
         return excerpt_terms(query)
 
     def recall(self, utterance: str, session_id: str, history: Sequence[AgentMessage]) -> list[MemoryHit]:
-        """The turn's fused hits: each member searched with its own ``scope``, the query
-        expanded and the result summarised when configured, minus what the history window shows."""
+        """The turn's memories: each member searched at once with its own ``scope`` (the query
+        expanded when configured), the answers fused and chosen by the selection a single
+        memory uses (:meth:`_finish_recall`), summarised when configured."""
         if self.settings.retrieval.max_num_results <= 0:
             return []
         query = clip_query(self.recall_query(utterance, history))
@@ -235,13 +343,10 @@ class RecallMixin(CompositeState):
         depth = self._recall_depth(len(shown_in_window(history)))
         deadline = self._deadline()
         session_for = self._session_for(session_id)
-        search = self._start_search(query, session_for, depth)
+        search = self._start_recall(query, session_for, depth)
         made_then = self._start_window(utterance, query, session_for, depth)
         either = self._start_alternatives(utterance, session_for, depth)
-        hits = self._fuse_answers(search, deadline)
-        dated = self._fuse_answers(made_then, deadline) if made_then else []
-        picks = self._alternative_picks(either, deadline)
-        return self._finish_recall(utterance, query, hits, history, dated, picks)
+        return self._finish_recall(utterance, query, history, self._gathered(search, made_then, either, deadline))
 
     # -- LLM assists -------------------------------------------------------------------------
 
@@ -271,6 +376,21 @@ class RecallMixin(CompositeState):
             return []
         meta = {"kind": "summary", "sources": [h.source for h in hits]}
         return [MemoryHit(content=text, source="summary", score=hits[0].score, metadata=meta)]
+
+
+def _matches_words(instance: Any) -> bool:
+    """Whether a member matches words: a memory of this package's seam that answers
+    :meth:`BaseRetrievalMemory.word_terms` (the keyword backend; not a vector memory, not an
+    opaque third-party member)."""
+    return isinstance(instance, BaseRetrievalMemory) and instance.word_terms("", query=True) is not None
+
+
+def _own_terms(instance: Any, hits: list[MemoryHit]) -> list[frozenset[str]] | None:
+    """The hits' own terms by a member that matches words (:meth:`BaseRetrievalMemory.hit_terms`),
+    else None: the own-term check leaves its hits alone."""
+    if not hits or not _matches_words(instance):
+        return None
+    return instance.hit_terms(hits)  # type: ignore[no-any-return]
 
 
 def _tagged(hit: MemoryHit, member: str) -> MemoryHit:

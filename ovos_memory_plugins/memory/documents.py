@@ -20,6 +20,7 @@ from ovos_memory_plugins.common import MemoryHit, dedup_hits, exchange_parts
 from ovos_memory_plugins.dates import Window, system_clock
 from ovos_memory_plugins.errors import BackendError
 from ovos_memory_plugins.memory.state import MemoryState
+from ovos_memory_plugins.select import score_cut
 from ovos_memory_plugins.storage.records import Compacted, Document, ForgetReport, StoredDocument, check_id
 from ovos_memory_plugins.storage.seam import Index, compact_database
 from ovos_memory_plugins.text import clean_text, clip_query
@@ -263,16 +264,11 @@ class DocumentsMixin(MemoryState):
         return hits
 
     def _cut(self, hits: list[MemoryHit]) -> list[MemoryHit]:
-        """Apply ``retrieval.min_score`` and the relative cut-off."""
+        """Apply ``retrieval.min_score`` and the relative cut-off (``retrieval.min_relative_score``,
+        else the backend's ``default_min_relative_score``): :func:`~ovos_memory_plugins.select.score_cut`."""
         r = self.settings.retrieval
-        if r.min_score is not None:
-            hits = [h for h in hits if h.score >= r.min_score]
         relative = r.min_relative_score if r.min_relative_score is not None else self.default_min_relative_score
-        if relative and hits:
-            best = max(h.score for h in hits)
-            if best > 0:
-                hits = [h for h in hits if h.score >= relative * best]
-        return hits
+        return score_cut(hits, r.min_score, relative)
 
     # -- forgetting --------------------------------------------------------------------------
 

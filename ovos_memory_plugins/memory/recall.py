@@ -6,7 +6,7 @@ rendered from it (never raising). Part of :class:`~ovos_memory_plugins.base.Base
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ovos_plugin_manager.templates.agents import AgentMessage
 
@@ -17,14 +17,12 @@ from ovos_memory_plugins.memory.conversation import ConversationMixin
 from ovos_memory_plugins.memory.documents import PREVIOUS_EXCHANGE, DocumentsMixin
 from ovos_memory_plugins.memory.state import MemoryState
 from ovos_memory_plugins.select import (
+    Candidates,
     alternatives,
-    alternatives_first,
+    choose_hits,
     prompt_memories,
     recall_query,
-    select_hits,
     shown_in_window,
-    window_first,
-    window_places,
     without_order_words,
 )
 from ovos_memory_plugins.time_words import parser_available, time_window
@@ -70,33 +68,27 @@ class RecallMixin(MemoryState):
         scoped = session_id if self.settings.scope == "session" else None
         k = self.settings.retrieval.max_num_results
         in_window = shown_in_window(history)
+        depth = k + len(in_window)
         r = self.settings.retrieval
-        relative = r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative
         query = self._without_order_words(query)
-        terms = self.word_terms(query, query=True)
-
-        def choose(
-            hits: list[MemoryHit], limit: int, by_words: bool = True, terms: frozenset[str] | None = terms
-        ) -> list[MemoryHit]:
-            own = self.hit_terms(hits) if by_words and terms is not None and hits else None
-            return select_hits(
-                hits,
-                limit=limit,
-                min_relative=relative,
-                exclude=frozenset(in_window),
-                query_terms=terms if by_words else None,
-                hit_terms=own,
-            )
-
-        chosen = choose(self.search(query, session_id=scoped, top_k=k + len(in_window)), k)
+        ordinary = Candidates(self.search(query, session_id=scoped, top_k=depth))
         pair = alternatives(utterance, self.memory_lang) if r.alternatives else None
-        if pair is not None:  # "the thermostat or the mesh network?": a place for each (docs/recall.md)
-            chosen = alternatives_first(self._alternative_picks(pair, k + len(in_window), scoped, choose), chosen, k)
+        picks = self._alternative_candidates(pair, depth, scoped) if pair is not None else []
         window = self.recall_window(utterance)
-        if window is not None:  # time words: what was made then comes first (docs/recall.md)
-            dated, matched = self.window_hits(query, window, k + len(in_window), scoped)
-            first = choose(dated, window_places(k), by_words=matched) if dated else []
-            chosen = window_first(first, chosen, k)
+        dated = None
+        if window is not None:
+            found, matched = self.window_hits(query, window, depth, scoped)
+            dated = Candidates(found, by_words=matched)
+        chosen = choose_hits(
+            ordinary,
+            limit=k,
+            shown=in_window,
+            min_relative=r.min_relative_score if r.min_relative_score is not None else self.default_prompt_min_relative,
+            query_terms=self.word_terms(query, query=True),
+            hit_terms=self.hit_terms,
+            alternatives=picks,
+            dated=dated,
+        )
         return prompt_memories(chosen, self.follows, query, self.settings.context.memory_chars, self.excerpt_terms)
 
     def _without_order_words(self, query: str) -> str:
@@ -108,25 +100,19 @@ class RecallMixin(MemoryState):
             return query
         return stripped
 
-    def _alternative_picks(
-        self,
-        pair: tuple[str, str],
-        depth: int,
-        session_id: str | None,
-        choose: Callable[..., list[MemoryHit]],
-    ) -> list[MemoryHit]:
-        """The best match of each alternative a comparison question names, searched alone (its
-        own words: ``choose`` with them); an alternative without a content word (its index's
-        terms) is not searched."""
-        picks: list[MemoryHit] = []
+    def _alternative_candidates(
+        self, pair: tuple[str, str], depth: int, session_id: str | None
+    ) -> list[tuple[Candidates, frozenset[str] | None]]:
+        """Each alternative a comparison question names, searched alone, with its own terms
+        (:func:`~ovos_memory_plugins.select.choose_hits` picks its best match); an alternative
+        without a content word (its index's terms) is not searched."""
+        found: list[tuple[Candidates, frozenset[str] | None]] = []
         for alternative in pair:
             terms = self.word_terms(alternative, query=True)
             if terms is not None and not terms:
                 continue
-            taken = {h.source for h in picks}
-            found = [h for h in self.search(alternative, session_id=session_id, top_k=depth) if h.source not in taken]
-            picks.extend(choose(found, 1, terms=terms))
-        return picks
+            found.append((Candidates(self.search(alternative, session_id=session_id, top_k=depth)), terms))
+        return found
 
     def recall_window(self, utterance: str) -> Window | None:
         """The window of time the utterance's time words name (``time_words.time_window``, in the

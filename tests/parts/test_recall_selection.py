@@ -14,7 +14,7 @@ from ovos_memory_plugins.admission import LANGUAGES, is_low_signal, low_signal_p
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.fakes import Delay, ScriptedOpenAIServer
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.select import CONTEXT_CHARS, clip_context, select_hits
+from ovos_memory_plugins.select import CONTEXT_CHARS, Candidates, choose_hits, clip_context, score_cut, select_hits
 from ovos_memory_plugins.summary import fold_extractive
 from ovos_memory_plugins.testing import exchange
 
@@ -55,6 +55,44 @@ def test_select_hits_drops_a_hit_that_shares_no_term_of_its_own() -> None:
     assert [h.source for h in kept] == ["1"]
     # the relative cut-off applies to what is left, so a dropped hit cannot lift the bar
     assert len(select_hits(hits, limit=5, min_relative=0.95, query_terms=None, hit_terms=own)) == 1
+
+
+def test_score_cut_is_one_cut_for_a_search_and_a_composite() -> None:
+    hits = [MemoryHit("a", "1", 10.0), MemoryHit("b", "2", 5.0), MemoryHit("c", "3", 1.0)]
+    assert [h.content for h in score_cut(hits, None, 0.3)] == ["a", "b"]
+    assert [h.content for h in score_cut(hits, 2.0, None)] == ["a", "b"]
+    assert [h.content for h in score_cut(hits, None, 0.0)] == ["a", "b", "c"]
+    assert score_cut([MemoryHit("z", "9", 0.0)], None, 0.5)[0].content == "z"  # no best above 0: no cut
+
+
+def test_choose_hits_leaves_the_unchecked_alone_and_cuts_on_the_given_score() -> None:
+    words = MemoryHit("Q: my sister's birthday", "1", 1 / 61)
+    neighbour = MemoryHit("Q: peanuts", "2", 1 / 62)  # found by a keyword member on context words
+    semantic = MemoryHit("Q: Ana turns forty", "3", 1 / 63)  # found by a vector member too
+    own = {"1": frozenset({"sister", "birthday"}), "2": frozenset({"peanut"}), "3": frozenset({"ana", "forty"})}
+
+    def hit_terms(hits: Any) -> list[frozenset[str]]:
+        return [own[h.source] for h in hits]
+
+    found = Candidates([words, neighbour, semantic], unchecked=frozenset({"q: ana turns forty"}))
+    kept = choose_hits(found, limit=5, query_terms=frozenset({"sister", "birthday"}), hit_terms=hit_terms)
+    assert [h.source for h in kept] == ["1", "3"]
+    # the fused scores are ranks: the relative cut compares what ``score`` says (members' shares)
+    shares = {"1": 1.0, "2": 0.9, "3": 0.2}
+    ranked = Candidates([words, neighbour, semantic], score=lambda h: shares[h.source])
+    assert [h.source for h in choose_hits(ranked, limit=5, min_relative=0.4)] == ["1", "2"]
+    assert [h.source for h in choose_hits(Candidates(ranked.hits), limit=5, min_relative=0.4)] == ["1", "2", "3"]
+    # the window shown leaves a hit out, the window's newest skip the own-term check
+    dated = Candidates([neighbour], by_words=False)
+    chosen = choose_hits(
+        Candidates([words, semantic]),
+        limit=2,
+        shown={"q: ana turns forty"},
+        query_terms=frozenset({"sister"}),
+        hit_terms=hit_terms,
+        dated=dated,
+    )
+    assert [h.source for h in chosen] == ["2", "1"]
 
 
 def test_clip_context_keeps_the_end_within_the_budget() -> None:
