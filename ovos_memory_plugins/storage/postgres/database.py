@@ -502,6 +502,20 @@ class PgDatabase:
         rows = self.query(sql, params)
         return rows[0][0] if rows else None
 
+    def delete_rows(self, tables: Sequence[str], where: str, params: Sequence[Any]) -> int:
+        """Delete the rows ``where`` selects (with ``params``) from each of ``tables``, in that
+        order, in one transaction; return how many went from the first."""
+        with self.transaction() as conn:
+            counts = [conn.execute(f"DELETE FROM {table} WHERE {where}", params).rowcount for table in tables]
+        return int(counts[0])
+
+    def sessions(self, table: str, namespace: str) -> list[str]:
+        """Every session of ``namespace`` that has rows in ``table``, sorted."""
+        rows = self.query(
+            f"SELECT DISTINCT session_id FROM {table} WHERE namespace = %s ORDER BY session_id", (namespace,)
+        )
+        return [r[0] for r in rows]
+
     # -- schema ------------------------------------------------------------------------------
 
     def migrate(self, store: str, migrations: Sequence[PgMigration]) -> list[str]:

@@ -25,6 +25,7 @@ from ovos_memory_plugins.storage.records import (
     StoredDocument,
     document_time,
     dump_metadata,
+    stored_document,
 )
 from ovos_memory_plugins.storage.seam import Storage
 
@@ -144,16 +145,7 @@ class PgDocuments:
         for doc, row in zip(docs, results, strict=True):
             assert row is not None  # RETURNING always yields the row
             prior = out.get(doc.doc_id)
-            out[doc.doc_id] = StoredDocument(
-                int(row[0]),
-                doc.doc_id,
-                doc.session_id,
-                doc.text,
-                dict(doc.metadata),
-                float(row[1]),
-                bool(row[2]) or (prior is not None and prior.changed),
-                bool(row[3]) or (prior is not None and prior.new),
-            )
+            out[doc.doc_id] = stored_document(doc, int(row[0]), float(row[1]), bool(row[2]), bool(row[3]), prior)
         return list(out.values())
 
     def get(self, doc_ids: Iterable[str]) -> dict[str, StoredDocument]:
@@ -235,11 +227,7 @@ class PgDocuments:
 
     def sessions(self) -> list[str]:
         """Every session that has documents, sorted."""
-        rows = self.db.query(
-            "SELECT DISTINCT session_id FROM memory_documents WHERE namespace = %s ORDER BY session_id",
-            (self.namespace,),
-        )
-        return [r[0] for r in rows]
+        return self.db.sessions("memory_documents", self.namespace)
 
     def remove(self, doc_ids: Sequence[str]) -> int:
         """Delete by id (keyword and vector rows cascade); return how many existed."""

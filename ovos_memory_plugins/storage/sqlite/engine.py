@@ -36,7 +36,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument, document_time, dump_metadata
+from ovos_memory_plugins.storage.records import (
+    Document,
+    KeywordSettings,
+    StoredDocument,
+    document_time,
+    dump_metadata,
+    stored_document,
+)
 from ovos_memory_plugins.storage.seam import Storage
 from ovos_memory_plugins.storage.sqlite.database import Database, Migration, chunked
 
@@ -246,10 +253,7 @@ class SqliteDocuments:
                 )
                 prior = out.get(doc.doc_id)
                 if cur.rowcount:
-                    key = int(cur.lastrowid or 0)
-                    out[doc.doc_id] = StoredDocument(
-                        key, doc.doc_id, doc.session_id, doc.text, dict(doc.metadata), made, True, True
-                    )
+                    out[doc.doc_id] = stored_document(doc, int(cur.lastrowid or 0), made, True, True, prior)
                     continue
                 old = conn.execute(
                     "SELECT id, session_id, content, created FROM documents WHERE doc_id = ?", (doc.doc_id,)
@@ -259,16 +263,7 @@ class SqliteDocuments:
                     "UPDATE documents SET session_id = ?, content = ?, metadata = ? WHERE id = ?",
                     (doc.session_id, doc.text, meta, old[0]),
                 )
-                out[doc.doc_id] = StoredDocument(
-                    int(old[0]),
-                    doc.doc_id,
-                    doc.session_id,
-                    doc.text,
-                    dict(doc.metadata),
-                    float(old[3]),
-                    changed or (prior is not None and prior.changed),
-                    prior is not None and prior.new,
-                )
+                out[doc.doc_id] = stored_document(doc, int(old[0]), float(old[3]), changed, False, prior)
         return list(out.values())
 
     def get(self, doc_ids: Iterable[str]) -> dict[str, StoredDocument]:
