@@ -3,8 +3,8 @@
 * :mod:`~ovos_memory_plugins.storage.postgres.database`: the connection pool (``PgDatabase``),
   the namespace lexeme, the text of errors;
 * :mod:`~ovos_memory_plugins.storage.postgres.schema`: the migrations of the memory tables;
-* :mod:`~ovos_memory_plugins.storage.postgres.engine`: the documents table (``PgDocuments``),
-  ``PgStorage`` and ``open_storage``;
+* :mod:`~ovos_memory_plugins.storage.postgres.documents`: the documents table (``PgDocuments``);
+* :mod:`~ovos_memory_plugins.storage.postgres.engine`: ``PgStorage`` and ``open_storage``;
 * :mod:`~ovos_memory_plugins.storage.postgres.history`: ``PgHistory``;
 * :mod:`~ovos_memory_plugins.storage.postgres.keyword`: ``PgKeywordIndex``;
 * :mod:`~ovos_memory_plugins.storage.postgres.vector`: ``PgVectorStore``;

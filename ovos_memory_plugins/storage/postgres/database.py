@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     # the names that moved out (see the end of this module), for type checkers only: at run
     # time they are imported on first use (the modules they moved to import this one)
     from ovos_memory_plugins.storage.postgres.check import check_server
-    from ovos_memory_plugins.storage.postgres.engine import PgDocuments, PgStorage, open_storage
+    from ovos_memory_plugins.storage.postgres.documents import PgDocuments
+    from ovos_memory_plugins.storage.postgres.engine import PgStorage, open_storage
     from ovos_memory_plugins.storage.postgres.history import PgHistory
     from ovos_memory_plugins.storage.postgres.keyword import PgKeywordIndex
     from ovos_memory_plugins.storage.postgres.schema import MIGRATIONS
@@ -644,8 +645,8 @@ def _register_vector(conn: psycopg.Connection[Any]) -> None:
 _HOMES = {
     "check": "check_server",
     "schema": "MIGRATIONS",
-    "engine": "DEFAULT_NAMESPACE PgDocuments PgStorage open_storage"
-    " Document Storage StoredDocument document_time dump_metadata",
+    "engine": "DEFAULT_NAMESPACE PgStorage open_storage Storage",
+    "documents": "PgDocuments Document StoredDocument document_time dump_metadata",
     "history": "PgHistory StoredMessage exchange_parts",
     "keyword": "PgKeywordIndex KeywordSettings MemoryHit bm25_scores document_terms query_counts"
     " BM25_B BM25_K1 MAX_TERM_REPEAT PRUNE_MIN_DOCUMENTS PRUNE_POSTINGS RESCORE_CANDIDATES RESCORE_K1",

@@ -14,7 +14,7 @@ when its own writes commit and dropped whole when another connection has committ
 (``PRAGMA data_version``, one statement instead of two reads).
 
 The document catalogue of earlier releases (``documents`` here, without text) is now the
-memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite.engine`).
+memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite.documents`).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX history_session ON history (session_id, id)")
     conn.execute("CREATE TABLE sessions (session_id TEXT PRIMARY KEY, last_exchange_id TEXT NOT NULL)")
     # (earlier releases also created the catalogue ``documents`` here; the memory's documents
-    # table replaces it, see sqlite/engine.py's 0001_documents)
+    # table replaces it, see sqlite/schema.py's 0001_documents)
 
 
 def _v2(conn: sqlite3.Connection) -> None:

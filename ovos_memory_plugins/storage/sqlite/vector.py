@@ -1,6 +1,6 @@
 """Vectors for a memory's documents, in the memory's SQLite file, with exact nearest-neighbour search.
 
-Tables (the store ``memory``'s migrations, :mod:`ovos_memory_plugins.storage.sqlite.engine`):
+Tables (the store ``memory``'s migrations, :mod:`ovos_memory_plugins.storage.sqlite.schema`):
 
 * ``vector_spaces``: one row per embedder id seen (a *space*), with its dimension;
 * ``vectors``: one float32 BLOB per (space, document key), cascading with the document. The
