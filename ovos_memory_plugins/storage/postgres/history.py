@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 # exchange_parts: a name of the old ``database`` module, still read from here (``database._HOMES``)
 from ovos_memory_plugins.common import exchange_parts as exchange_parts
 from ovos_memory_plugins.storage.records import StoredDocument, StoredMessage
-from ovos_memory_plugins.storage.seam import EngineHistory, HistoryWrite
+from ovos_memory_plugins.storage.shared import EngineHistory, HistoryWrite
 
 if TYPE_CHECKING:
     from ovos_memory_plugins.storage.postgres.database import PgDatabase
@@ -56,7 +56,7 @@ class PgHistory(EngineHistory):
 
     def write_messages(self, write: HistoryWrite) -> list[StoredMessage]:
         """The insert, chain update and trim of :meth:`append` (the seam's
-        :class:`~ovos_memory_plugins.storage.seam.EngineHistory`)."""
+        :class:`~ovos_memory_plugins.storage.shared.EngineHistory`)."""
         messages, keep, batch = write.messages, write.keep, write.batch
         params = {
             "ns": self.namespace,

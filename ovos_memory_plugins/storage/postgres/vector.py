@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.postgres.database import STATS_TTL
-from ovos_memory_plugins.storage.seam import EngineVectors
+from ovos_memory_plugins.storage.shared import EngineVectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -174,7 +174,7 @@ class PgVectorStore(EngineVectors):
     def nearest(
         self, space: str, q: Vector, k: int, session_id: str | None, window: tuple[float, float] | None
     ) -> list[tuple[str, float]]:
-        """The search of :meth:`search` (the seam's :class:`~ovos_memory_plugins.storage.seam.EngineVectors`):
+        """The search of :meth:`search` (the seam's :class:`~ovos_memory_plugins.storage.shared.EngineVectors`):
         exact, or through the HNSW index once the namespace is large and no window is asked."""
         dims = int(q.shape[0])
         session_filter = " AND v.session_id = %(session)s" if session_id is not None else ""

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ovos_memory_plugins.storage.records import StoredDocument, StoredMessage
-from ovos_memory_plugins.storage.seam import EngineHistory, HistoryWrite
+from ovos_memory_plugins.storage.shared import EngineHistory, HistoryWrite
 from ovos_memory_plugins.storage.sqlite.database import Database, Migration, chunked
 
 __all__ = ["SqliteHistory", "StoredMessage"]
@@ -137,7 +137,7 @@ class SqliteHistory(EngineHistory):
 
     def write_messages(self, write: HistoryWrite) -> list[StoredMessage]:
         """The insert, chain update and trim of :meth:`append` (the seam's
-        :class:`~ovos_memory_plugins.storage.seam.EngineHistory`)."""
+        :class:`~ovos_memory_plugins.storage.shared.EngineHistory`)."""
         session_id, messages, ids, now = write.session_id, write.messages, write.exchange_ids, write.now
         keep, last_exchange_id = write.keep, write.last_exchange_id
         full = keep + write.batch - 1  # the most messages a session holds untrimmed

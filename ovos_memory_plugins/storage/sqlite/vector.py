@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ovos_memory_plugins.errors import StorageError
-from ovos_memory_plugins.storage.seam import EngineVectors
+from ovos_memory_plugins.storage.shared import EngineVectors
 from ovos_memory_plugins.storage.sqlite.database import Database, chunked
 
 LOG = logging.getLogger(__name__)
@@ -333,7 +333,7 @@ class SqliteVectorStore(EngineVectors):
     def nearest(
         self, space: str, q: Vector, k: int, session_id: str | None, window: tuple[float, float] | None
     ) -> list[tuple[str, float]]:
-        """The search of :meth:`search` (the seam's :class:`~ovos_memory_plugins.storage.seam.EngineVectors`):
+        """The search of :meth:`search` (the seam's :class:`~ovos_memory_plugins.storage.shared.EngineVectors`):
         the RAM matrix, or sqlite-vec in SQL."""
         dim = self.dimension(space)
         if dim is None:
