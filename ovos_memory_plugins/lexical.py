@@ -41,7 +41,7 @@ from ovos_memory_plugins.storage.records import KeywordSettings
 from ovos_memory_plugins.storage.seam import Index
 from ovos_memory_plugins.text import stop_words, tokenize
 
-__all__ = ["LexicalMemory", "LexicalOptions", "db_path_option", "split_head"]
+__all__ = ["DatabaseFileMemory", "LexicalMemory", "LexicalOptions", "db_path_option", "split_head"]
 
 
 def _check_lang(value: Any) -> str | None:
@@ -59,6 +59,24 @@ def db_path_option(holds: str, default_name: str) -> Any:
         "With a `namespace` other than `default`: `<its folder>/<namespace>/<its name>`.",
         check=check_path,
     )
+
+
+class DatabaseFileMemory(IndexedMemory):
+    """An indexed memory whose options (its ``options_class``) have a ``db_path`` key
+    (:func:`db_path_option`), the keyword and vector backends: its SQLite file is there, and
+    ``db_path`` says which file it opened (None: RAM, or a database server)."""
+
+    db_path: Path | None
+
+    @classmethod
+    def configured_db_path(cls, options: Any) -> str | None:
+        kind = cls.options_class
+        return options.db_path if kind is not None and isinstance(options, kind) else None
+
+    def _database_path(self) -> tuple[Path, Path | None] | None:
+        where = super()._database_path()
+        self.db_path = where[0] if where is not None else None
+        return where
 
 
 @dataclass
@@ -123,7 +141,7 @@ def keyword_settings(opts: LexicalOptions, use_fts5: bool = True) -> KeywordSett
     )
 
 
-class LexicalMemory(IndexedMemory):
+class LexicalMemory(DatabaseFileMemory):
     """Keyword memory: the documents table plus a keyword index (config: :class:`LexicalOptions`
     plus the shared keys)."""
 
@@ -137,15 +155,6 @@ class LexicalMemory(IndexedMemory):
 
     options: LexicalOptions
     keyword_settings: KeywordSettings
-
-    @classmethod
-    def configured_db_path(cls, options: Any) -> str | None:
-        return options.db_path if isinstance(options, LexicalOptions) else None
-
-    def _database_path(self) -> tuple[Path, Path | None] | None:
-        where = super()._database_path()
-        self.db_path = where[0] if where is not None else None
-        return where
 
     def _open_indexes(self) -> Index:
         self.keyword_settings = keyword_settings(self.options, self.use_fts5)

@@ -46,8 +46,8 @@ from ovos_memory_plugins.embedders import (
     spec_problems,
 )
 from ovos_memory_plugins.errors import BackendError
-from ovos_memory_plugins.index import FUSIONS, HybridIndex, IndexedMemory, VectorIndex
-from ovos_memory_plugins.lexical import LexicalOptions, db_path_option, keyword_settings
+from ovos_memory_plugins.index import FUSIONS, HybridIndex, VectorIndex
+from ovos_memory_plugins.lexical import DatabaseFileMemory, LexicalOptions, db_path_option, keyword_settings
 from ovos_memory_plugins.storage.embedding_cache import EmbeddingCache
 from ovos_memory_plugins.storage.seam import Index, Storage
 
@@ -140,7 +140,7 @@ class _Unavailable:
         raise BackendError(f"no embedder: {self.reason}")
 
 
-class VectorMemory(IndexedMemory):
+class VectorMemory(DatabaseFileMemory):
     """Vector (and hybrid) memory over SQLite (config: :class:`VectorOptions` plus the shared keys).
 
     Args:
@@ -185,15 +185,6 @@ class VectorMemory(IndexedMemory):
         return problems
 
     # -- opening -----------------------------------------------------------------------------
-
-    @classmethod
-    def configured_db_path(cls, options: Any) -> str | None:
-        return options.db_path if isinstance(options, VectorOptions) else None
-
-    def _database_path(self) -> tuple[Path, Path | None] | None:
-        where = super()._database_path()
-        self.db_path = where[0] if where is not None else None
-        return where
 
     @classmethod
     def storage_options(cls, options: Any) -> dict[str, Any]:

@@ -115,6 +115,14 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
         pytest.fail(report, pytrace=False)
 
 
+@pytest.fixture
+def composite_where(engine: Engine, tmp_path: Path) -> dict[str, Any]:
+    """A composite's placement on the engine under test (see :func:`engine`): a folder of its own
+    (SQLite), or that and a namespace of its own on the suite's PostgreSQL; with a long history
+    and a long write wait, as the composite tests of one storage want."""
+    return engine.memory_config(root=str(tmp_path / "ada"), max_history=1000, write_timeout_ms=60000)
+
+
 class OnEveryEngine:
     """Mixin for a kit class (``MemoryContract``, ``EngineContract``): each of its tests runs on
     every engine; ``make_memory`` builds its block with ``self.engine.memory_config(config)``."""

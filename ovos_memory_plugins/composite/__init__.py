@@ -8,44 +8,11 @@ config side lives in :mod:`.options`, the memory in :mod:`.memory`, composed of 
 
 from __future__ import annotations
 
-from ovos_memory_plugins.composite.memory import (
-    CLOSE_WAIT_S,
-    EXPAND_PROMPT,
-    FORGET_TIMEOUT_S,
-    MAX_PENDING_WRITES,
-    NOTES_EXTRAS,
-    NOTES_VERBS,
-    SUMMARY_PROMPT,
-    CompositeMemory,
-    is_part,
-    member_namespace,
-)
-from ovos_memory_plugins.composite.options import (
-    ASSIST_TIMEOUT,
-    PARTS_FILE,
-    PLACEMENT_KEYS,
-    CompositeOptions,
-    Fusion,
-    MemberSpec,
-    parse_members,
-)
+from ovos_memory_plugins.composite.memory import *  # noqa: F403
+from ovos_memory_plugins.composite.memory import __all__ as _memory_names
+from ovos_memory_plugins.composite.options import *  # noqa: F403
+from ovos_memory_plugins.composite.options import __all__ as _options_names
 
-__all__ = [
-    "ASSIST_TIMEOUT",
-    "CLOSE_WAIT_S",
-    "EXPAND_PROMPT",
-    "FORGET_TIMEOUT_S",
-    "MAX_PENDING_WRITES",
-    "NOTES_EXTRAS",
-    "NOTES_VERBS",
-    "PARTS_FILE",
-    "PLACEMENT_KEYS",
-    "SUMMARY_PROMPT",
-    "CompositeMemory",
-    "CompositeOptions",
-    "Fusion",
-    "MemberSpec",
-    "is_part",
-    "member_namespace",
-    "parse_members",
-]
+#: The names of the one module ``composite.py``: the options' and the memory's (not its
+#: member record, ``memory.Member``, which was ``_Member`` there).
+__all__ = sorted({*_options_names, *_memory_names} - {"Member"})

@@ -83,7 +83,7 @@ from ovos_memory_plugins.composite.documents import DocumentsMixin
 from ovos_memory_plugins.composite.members import Member, MembersMixin, is_part, member_namespace
 from ovos_memory_plugins.composite.members import load_member_class as _load_member_class
 from ovos_memory_plugins.composite.notes import NOTES_EXTRAS, NOTES_VERBS, NotesMixin
-from ovos_memory_plugins.composite.options import ASSIST_TIMEOUT, CompositeOptions, parse_members
+from ovos_memory_plugins.composite.options import ASSIST_TIMEOUT, PARTS_FILE, CompositeOptions, parse_members
 from ovos_memory_plugins.composite.recall import EXPAND_PROMPT, SUMMARY_PROMPT, Answer, RecallMixin
 from ovos_memory_plugins.concurrency import DaemonPool, wait_until
 from ovos_memory_plugins.config import MemoryConfig, parse_config, resolve_root
@@ -144,6 +144,9 @@ class CompositeMemory(
 
     options_class: ClassVar[type[Any] | None] = CompositeOptions
     contributes_context: ClassVar[bool] = True
+    #: The file under its folder that holds the one storage of its parts (:attr:`storage`), as
+    #: a memory of the base declares its own: where ``migrate`` copies it into a folder.
+    database_file: ClassVar[str] = PARTS_FILE
 
     def __init__(
         self, config: dict[str, Any] | None = None, *, llm: ChatLLM | None = None, clock: Clock | None = None

@@ -39,6 +39,7 @@ NOTES_EXTRAS = (
     "drain",
     "curate_now",
     "pending_exchanges",
+    "file_notes",
 )
 
 

@@ -412,14 +412,21 @@ def _carry_file_notes(memory: NotesInFiles, target: Storage, target_root: Path) 
 def migrate_memory(memory: Any, to: str, *, progress: Progress | None = None) -> MigrationReport:
     """Copy a loaded memory plugin's storage to ``to``: a PostgreSQL URL or a folder.
 
-    The memory's ``namespace`` keys it in PostgreSQL; in a folder, its database file is created
+    The memory's ``namespace`` keys it in PostgreSQL; in a folder, its database file (the
+    ``database_file`` its class declares: a composite of parts, its ``composite.db``) is created
     where the same memory configured with ``"root": <folder>`` looks for it. The memory keeps
     working on its own storage; point its config at the new place (``"database": ...`` or
-    ``"root": ...``) when the copy is done.
+    ``"root": ...``) when the copy is done. A memory with no :class:`Storage` of its own (a
+    composite of whole members) raises :class:`StorageError`: migrate each member instead.
     """
     from ovos_memory_plugins.config import resolve_file, resolve_root
 
-    source: Storage = memory.storage
+    source = getattr(memory, "storage", None)
+    if not isinstance(source, Storage):
+        raise StorageError(
+            f"{type(memory).__name__} keeps no storage of its own to copy (a composite of whole members:"
+            " migrate each member with its own config)"
+        )
     namespace = memory.settings.namespace
     target_root = Path(to)
     if is_url(to):

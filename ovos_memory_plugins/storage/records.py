@@ -36,6 +36,7 @@ __all__ = [
     "document_time",
     "dump_metadata",
     "note_id",
+    "stored_document",
     "words_key",
 ]
 
@@ -116,6 +117,23 @@ class StoredDocument:
     created: float
     changed: bool = True
     new: bool = False
+
+
+def stored_document(
+    doc: Document, key: int, created: float, changed: bool, new: bool, prior: StoredDocument | None
+) -> StoredDocument:
+    """``doc`` as :meth:`DocumentStore.put` stored it, under ``key``, made at ``created``: ``changed``
+    and ``new`` by this write, or by an earlier write of the same id in the same call (``prior``)."""
+    return StoredDocument(
+        key,
+        doc.doc_id,
+        doc.session_id,
+        doc.text,
+        dict(doc.metadata),
+        created,
+        changed or (prior is not None and prior.changed),
+        new or (prior is not None and prior.new),
+    )
 
 
 @dataclass(frozen=True)

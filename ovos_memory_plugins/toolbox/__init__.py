@@ -53,38 +53,17 @@ ambiguous description lists.
 
 from ovos_memory_plugins.toolbox.box import DocumentDeleter, DocumentStore, MemoryToolBox
 from ovos_memory_plugins.toolbox.loop import run_tool_loop
-from ovos_memory_plugins.toolbox.schemas import (
-    ChangeOutput,
-    ForgetArgs,
-    ListNotesArgs,
-    ListNotesOutput,
-    MemoryItem,
-    MemoryToolOutput,
-    RememberArgs,
-    SearchArgs,
-    SearchOutput,
-    UpdateArgs,
-    check_text,
-)
+from ovos_memory_plugins.toolbox.schemas import *  # noqa: F403  (its __all__: the schemas and check_text)
+from ovos_memory_plugins.toolbox.schemas import __all__ as _schema_names
 from ovos_memory_plugins.toolbox.settings import TOOLBOX_ID, ToolboxSettings, parse_toolbox_config
 
 __all__ = [
     "TOOLBOX_ID",
-    "ChangeOutput",
     "DocumentDeleter",
     "DocumentStore",
-    "ForgetArgs",
-    "ListNotesArgs",
-    "ListNotesOutput",
-    "MemoryItem",
     "MemoryToolBox",
-    "MemoryToolOutput",
-    "RememberArgs",
-    "SearchArgs",
-    "SearchOutput",
     "ToolboxSettings",
-    "UpdateArgs",
-    "check_text",
     "parse_toolbox_config",
     "run_tool_loop",
+    *_schema_names,
 ]

@@ -16,6 +16,20 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ovos_memory_plugins.toolbox.settings import MAX_DESCRIPTION_CHARS, MAX_FACT_CHARS, MAX_QUERY_CHARS, MAX_TOP_K
 
+__all__ = [
+    "ChangeOutput",
+    "ForgetArgs",
+    "ListNotesArgs",
+    "ListNotesOutput",
+    "MemoryItem",
+    "MemoryToolOutput",
+    "RememberArgs",
+    "SearchArgs",
+    "SearchOutput",
+    "UpdateArgs",
+    "check_text",
+]
+
 # -- argument schemas --------------------------------------------------------------------------
 
 #: Chat-template and role markers: text carrying them tries to pose as part of the conversation.

@@ -36,17 +36,6 @@ def notes_member(**config: Any) -> dict[str, Any]:
     return {"module": "ovos-memory-plugin-notes", "config": {"auto_curate": False, **config}}
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
-    """The composite's placement: a folder (SQLite) or a namespace of the suite's PostgreSQL."""
-    config: dict[str, Any] = {"root": str(tmp_path / "ada"), "max_history": 1000, "write_timeout_ms": 60000}
-    if request.param == "postgresql":
-        pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-        config["database"] = request.getfixturevalue("postgres_url")
-        config["namespace"] = f"notespart{os.getpid()}x{next(_runs)}"
-    return config
-
-
 def files(root: Path) -> list[str]:
     """Every file under ``root`` (SQLite's WAL, shared-memory and lock files left out)."""
     skip = ("-wal", "-shm", ".lock")
@@ -58,11 +47,11 @@ def files(root: Path) -> list[str]:
 
 @pytest.mark.parametrize("store", ["file", "sqlite"])
 def test_keyword_and_notes_keep_one_database_one_history_and_each_exchange_once(
-    where: dict[str, Any], store: str
+    composite_where: dict[str, Any], store: str
 ) -> None:
     members = [KEYWORD, notes_member(store=store)]
-    root = Path(where["root"])
-    with CompositeMemory({**where, "members": members}) as mem:
+    root = Path(composite_where["root"])
+    with CompositeMemory({**composite_where, "members": members}) as mem:
         storage = mem.storage
         assert storage is not None, "notes are a part: one storage"
         notes = mem.members["notes"]
@@ -79,7 +68,7 @@ def test_keyword_and_notes_keep_one_database_one_history_and_each_exchange_once(
         assert [n.text for n in mem.list_notes()] == ["my bike is red"]
         prompt = "\n".join(m.content for m in mem.build_conversation_context("what colour is my bike", SESSION))
         assert "my bike is red" in prompt
-    if "database" not in where:
+    if "database" not in composite_where:
         kept = files(root)
         assert [f for f in kept if f.endswith(".db")] == [PARTS_FILE], "one database, no member folders"
         if store == "file":
@@ -88,7 +77,7 @@ def test_keyword_and_notes_keep_one_database_one_history_and_each_exchange_once(
         else:
             assert "MEMORY.md" not in kept
         assert not (root / "notes").exists() and not (root / "lexical").exists()
-    with CompositeMemory({**where, "members": members}) as again:
+    with CompositeMemory({**composite_where, "members": members}) as again:
         assert again.storage is not None and again.storage.documents.count() == 4
         assert [n.text for n in again.list_notes()] == ["my bike is red"]
         assert again.storage.history.message_count() == 8
@@ -144,9 +133,9 @@ def test_an_exchange_imported_into_the_composite_waits_for_the_notes_digest(tmp_
 
 
 def test_forget_is_one_transaction_over_the_notes_part_too(
-    where: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    composite_where: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with CompositeMemory({**where, "members": [KEYWORD, notes_member(store="sqlite")]}) as mem:
+    with CompositeMemory({**composite_where, "members": [KEYWORD, notes_member(store="sqlite")]}) as mem:
         storage = mem.storage
         assert storage is not None
         mem.update_history(exchange("my Quibbix locker holds the keys", "noted"), SESSION)

@@ -40,17 +40,6 @@ SESSION = "kitchen"
 _runs = itertools.count()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
-    """The composite's placement: a folder (SQLite) or a namespace of the suite's PostgreSQL."""
-    config: dict[str, Any] = {"root": str(tmp_path / "ada"), "max_history": 1000, "write_timeout_ms": 60000}
-    if request.param == "postgresql":
-        pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
-        config["database"] = request.getfixturevalue("postgres_url")
-        config["namespace"] = f"parts{os.getpid()}x{next(_runs)}"
-    return config
-
-
 def composite(config: dict[str, Any], members: list[dict[str, Any]] | None = None) -> CompositeMemory:
     return CompositeMemory({**config, "members": members if members is not None else MEMBERS})
 
@@ -68,9 +57,9 @@ def vector_count(mem: CompositeMemory) -> int:
 # -- one database, one history --------------------------------------------------------------------
 
 
-def test_keyword_vector_and_sticky_keep_one_database_and_one_history(where: dict[str, Any]) -> None:
-    root = Path(where["root"])
-    with composite(where) as mem:
+def test_keyword_vector_and_sticky_keep_one_database_and_one_history(composite_where: dict[str, Any]) -> None:
+    root = Path(composite_where["root"])
+    with composite(composite_where) as mem:
         storage = mem.storage
         assert storage is not None, "every member is a part: one storage"
         assert all(member.storage is storage for member in mem.members.values())
@@ -88,9 +77,9 @@ def test_keyword_vector_and_sticky_keep_one_database_and_one_history(where: dict
         assert [n.text for n in mem.list_notes()] == ["my bike is red"]
         assert [m.content for m in mem.get_history(SESSION)][-1] == "noted, Zorbak4"
         assert mem.stats()["storage"]["parts"] == ["lexical", "vector", "sticky"]
-    if "database" not in where:
+    if "database" not in composite_where:
         assert database_files(root) == [PARTS_FILE], "one database file, no member folders"
-    with composite(where) as again:  # restart: everything is there, once
+    with composite(composite_where) as again:  # restart: everything is there, once
         assert again.storage is not None and again.storage.documents.count() == 5
         assert again.search("Zorbak2")[0].content.startswith("Q: my Zorbak2 locker")
         assert [n.text for n in again.list_notes()] == ["my bike is red"]
@@ -132,10 +121,10 @@ def pool() -> Iterator[Any]:
         yield p
 
 
-def test_every_exchange_is_kept_once_under_one_id_with_four_writers(where: dict[str, Any], pool: Any) -> None:
-    errors = pool.map(_writer, [(where, w) for w in range(PROCESSES)], chunksize=1)
+def test_every_exchange_is_kept_once_under_one_id_with_four_writers(composite_where: dict[str, Any], pool: Any) -> None:
+    errors = pool.map(_writer, [(composite_where, w) for w in range(PROCESSES)], chunksize=1)
     assert errors == [""] * PROCESSES, "\n".join(errors)
-    with composite(where) as mem:
+    with composite(composite_where) as mem:
         assert mem.storage is not None
         docs = list(mem.iter_documents())
         assert len(docs) == len({d["id"] for d in docs}) == PROCESSES * TURNS, "every exchange once"
@@ -155,9 +144,9 @@ def test_every_exchange_is_kept_once_under_one_id_with_four_writers(where: dict[
 
 
 def test_forget_is_one_transaction_and_a_failing_part_reaches_the_caller(
-    where: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    composite_where: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with composite(where) as mem:
+    with composite(composite_where) as mem:
         storage = mem.storage
         assert storage is not None
         mem.update_history(exchange("my Quibbix locker holds the keys", "noted"), SESSION)

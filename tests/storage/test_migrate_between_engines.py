@@ -198,3 +198,119 @@ def test_sticky_notes_go_to_postgres_and_back_losslessly(
     with StickyMemory({"root": str(tmp_path / "b"), "namespace": namespace}) as mem:
         assert state(mem) == before
         assert len(mem.list_notes()) == 1  # the retired one stays retired
+
+
+# -- a composite of parts ------------------------------------------------------------------------
+
+
+COMPOSITE = "ovos-memory-plugin-composite"
+PARTS: list[dict[str, Any]] = [
+    {"module": "ovos-memory-plugin-lexical"},
+    {"module": "ovos-memory-plugin-vector", "config": {"embedder": "hash", "background_reembed": False}},
+    {"module": "ovos-memory-plugin-sticky"},
+]
+
+
+def _composite_state(mem: Any) -> dict[str, object]:
+    return {
+        "documents": sorted((d["id"], d["session_id"], d["text"]) for d in mem.iter_documents()),
+        "search": {
+            q: [(h.source, round(h.score, 6)) for h in mem.search(q, session_id="s2")]
+            for q in ("bike colour", "support group")
+        },
+        "history": [(m.role, m.content) for m in mem.messages("s2")],
+        "notes": [(n.text, n.session_id) for n in mem.list_notes()],
+    }
+
+
+def test_a_composite_of_parts_migrates_to_postgres_and_back(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ovos-memory migrate` of a composite whose members are parts of one storage (its
+    `composite.db`): to PostgreSQL and from there into a folder, nothing lost (it raised
+    `AttributeError: database_file`)."""
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    namespace = f"composite-{next(_ns)}"
+    first = {"root": str(tmp_path / "a"), "namespace": namespace, "members": PARTS}
+    with CompositeMemory(first) as mem:
+        for text, session in TEXTS:
+            mem.store(text, session)
+        mem.update_history(
+            [{"role": "user", "content": "what colour is my bike?"}, {"role": "assistant", "content": "Red."}], "s2"
+        )
+        mem.remember("my bike is red", session_id="s2")
+        before = _composite_state(mem)
+    assert before["notes"] and before["history"] and len(before["documents"]) == len(TEXTS) + 1  # type: ignore[arg-type]
+    assert _migrate(capsys, COMPOSITE, first, postgres_url)["documents"] == len(TEXTS) + 1
+    on_pg = {"database": postgres_url, "namespace": namespace, "members": PARTS}
+    with CompositeMemory(on_pg) as mem:
+        assert _composite_state(mem) == before
+    assert _migrate(capsys, COMPOSITE, on_pg, str(tmp_path / "b"))["documents"] == len(TEXTS) + 1
+    assert (tmp_path / "b" / namespace / "composite.db").is_file()
+    with CompositeMemory({"root": str(tmp_path / "b"), "namespace": namespace, "members": PARTS}) as mem:
+        assert _composite_state(mem) == before
+
+
+def test_a_composite_of_parts_migrates_into_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SQLite to SQLite: the copy is the `composite.db` the same composite opens under the new root."""
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    first = {"root": str(tmp_path / "a"), "members": PARTS}
+    with CompositeMemory(first) as mem:
+        for text, session in TEXTS:
+            mem.store(text, session)
+        mem.remember("my bike is red", session_id="s2")
+        before = _composite_state(mem)
+    assert _migrate(capsys, COMPOSITE, first, str(tmp_path / "b"))["documents"] == len(TEXTS)
+    assert sorted(p.name for p in (tmp_path / "b").iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        "composite.db"
+    ]
+    with CompositeMemory({"root": str(tmp_path / "b"), "members": PARTS}) as mem:
+        assert _composite_state(mem) == before
+
+
+@pytest.mark.parametrize("store", ["file", "sqlite"])
+def test_a_composite_with_a_notes_part_carries_its_notes_to_postgres_and_back(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str], store: str
+) -> None:
+    """A keyword + curated-notes composite of parts: the notes (in its `MEMORY.md`, or in its
+    `composite.db`), the retired ones and the undo history reach PostgreSQL and come back into
+    a folder (the `MEMORY.md` ones were left behind)."""
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    members = [
+        {"module": "ovos-memory-plugin-lexical"},
+        {"module": "ovos-memory-plugin-notes", "config": {"store": store}},
+    ]
+    namespace = f"composite-notes-{store}-{next(_ns)}"
+    first = {"root": str(tmp_path / "a"), "namespace": namespace, "members": members}
+    with CompositeMemory(first) as mem:
+        mem.remember("User lives in Lisbon", session_id="kitchen")
+        mem.remember("User drives a blue car", session_id="kitchen")
+        mem.retire("blue car")
+        mem.replace_notes(mem.notes_body() + "- [2025-06] User plays the cello\n")  # one undo step
+        before = _notes_state(mem)
+        assert len(before["active"]) == 2 and len(before["retired"]) == 1  # type: ignore[arg-type]
+    _migrate(capsys, COMPOSITE, first, postgres_url)
+    on_pg = {"database": postgres_url, "namespace": namespace, "members": members, "root": str(tmp_path / "unused")}
+    with CompositeMemory(on_pg) as mem:
+        assert _notes_state(mem) == before
+        assert len(mem.history()) == 1  # the undo history came along
+    _migrate(capsys, COMPOSITE, on_pg, str(tmp_path / "b"))
+    with CompositeMemory({**first, "root": str(tmp_path / "b")}) as mem:
+        assert _notes_state(mem) == before
+        assert len(mem.history()) == 1 and mem.undo()
+    memory_md = tmp_path / "b" / namespace / "MEMORY.md"
+    assert ("Lisbon" in memory_md.read_text()) if store == "file" else not memory_md.exists()
+
+
+def test_a_composite_of_whole_members_is_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Members placed on their own (here by `root`) are whole memories: no one storage to copy."""
+    from ovos_memory_plugins.cli import main as cli
+
+    members = [{"module": "ovos-memory-plugin-lexical", "config": {"root": str(tmp_path / "own")}}]
+    config = json.dumps({"root": str(tmp_path / "a"), "members": members})
+    assert cli(["migrate", "--module", COMPOSITE, "--config", config, "--to", str(tmp_path / "b"), "--json"]) == 1
+    assert "keeps no storage of its own" in json.loads(capsys.readouterr().err)["error"]
+    assert not (tmp_path / "b").exists()

@@ -3,8 +3,8 @@
 * :mod:`~ovos_memory_plugins.storage.postgres.database`: the connection pool (``PgDatabase``),
   the namespace lexeme, the text of errors;
 * :mod:`~ovos_memory_plugins.storage.postgres.schema`: the migrations of the memory tables;
-* :mod:`~ovos_memory_plugins.storage.postgres.engine`: the documents table (``PgDocuments``),
-  ``PgStorage`` and ``open_storage``;
+* :mod:`~ovos_memory_plugins.storage.postgres.documents`: the documents table (``PgDocuments``);
+* :mod:`~ovos_memory_plugins.storage.postgres.engine`: ``PgStorage`` and ``open_storage``;
 * :mod:`~ovos_memory_plugins.storage.postgres.history`: ``PgHistory``;
 * :mod:`~ovos_memory_plugins.storage.postgres.keyword`: ``PgKeywordIndex``;
 * :mod:`~ovos_memory_plugins.storage.postgres.vector`: ``PgVectorStore``;
@@ -16,42 +16,19 @@ release, so ``from ovos_memory_plugins.storage.postgres import PgDatabase`` keep
 psycopg is imported only when a connection is made, as before.
 """
 
-from ovos_memory_plugins.storage.postgres.check import check_server
-from ovos_memory_plugins.storage.postgres.database import (
-    COMPACT_DEADLINE_S,
-    PROBE_INTERVAL_S,
-    STATS_TTL,
-    PgDatabase,
-    PgMigration,
-    is_postgres_url,
-    namespace_lexeme,
-    redact_url,
-    tsquery_literal,
-)
-from ovos_memory_plugins.storage.postgres.engine import DEFAULT_NAMESPACE, PgDocuments, PgStorage, open_storage
-from ovos_memory_plugins.storage.postgres.history import PgHistory
-from ovos_memory_plugins.storage.postgres.keyword import PgKeywordIndex
-from ovos_memory_plugins.storage.postgres.schema import MIGRATIONS
-from ovos_memory_plugins.storage.postgres.vector import HNSW_MIN_VECTORS, PgVectorStore
+from ovos_memory_plugins.storage.postgres.database import *  # noqa: F403  (the moved names too)
+from ovos_memory_plugins.storage.postgres.database import COMPACT_DEADLINE_S, PROBE_INTERVAL_S, STATS_TTL
+from ovos_memory_plugins.storage.postgres.database import __all__ as _database_names
+from ovos_memory_plugins.storage.postgres.engine import DEFAULT_NAMESPACE
+from ovos_memory_plugins.storage.postgres.vector import HNSW_MIN_VECTORS
 
+#: What the one module ``storage.postgres`` exported: the names ``database`` still exports
+#: (its own and those that moved out of it) and a few constants beside them.
 __all__ = [
+    *_database_names,
     "COMPACT_DEADLINE_S",
     "DEFAULT_NAMESPACE",
     "HNSW_MIN_VECTORS",
-    "MIGRATIONS",
     "PROBE_INTERVAL_S",
     "STATS_TTL",
-    "PgDatabase",
-    "PgDocuments",
-    "PgHistory",
-    "PgKeywordIndex",
-    "PgMigration",
-    "PgStorage",
-    "PgVectorStore",
-    "check_server",
-    "is_postgres_url",
-    "namespace_lexeme",
-    "open_storage",
-    "redact_url",
-    "tsquery_literal",
 ]

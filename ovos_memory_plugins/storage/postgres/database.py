@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     # the names that moved out (see the end of this module), for type checkers only: at run
     # time they are imported on first use (the modules they moved to import this one)
     from ovos_memory_plugins.storage.postgres.check import check_server
-    from ovos_memory_plugins.storage.postgres.engine import PgDocuments, PgStorage, open_storage
+    from ovos_memory_plugins.storage.postgres.documents import PgDocuments
+    from ovos_memory_plugins.storage.postgres.engine import PgStorage, open_storage
     from ovos_memory_plugins.storage.postgres.history import PgHistory
     from ovos_memory_plugins.storage.postgres.keyword import PgKeywordIndex
     from ovos_memory_plugins.storage.postgres.schema import MIGRATIONS
@@ -502,6 +503,20 @@ class PgDatabase:
         rows = self.query(sql, params)
         return rows[0][0] if rows else None
 
+    def delete_rows(self, tables: Sequence[str], where: str, params: Sequence[Any]) -> int:
+        """Delete the rows ``where`` selects (with ``params``) from each of ``tables``, in that
+        order, in one transaction; return how many went from the first."""
+        with self.transaction() as conn:
+            counts = [conn.execute(f"DELETE FROM {table} WHERE {where}", params).rowcount for table in tables]
+        return int(counts[0])
+
+    def sessions(self, table: str, namespace: str) -> list[str]:
+        """Every session of ``namespace`` that has rows in ``table``, sorted."""
+        rows = self.query(
+            f"SELECT DISTINCT session_id FROM {table} WHERE namespace = %s ORDER BY session_id", (namespace,)
+        )
+        return [r[0] for r in rows]
+
     # -- schema ------------------------------------------------------------------------------
 
     def migrate(self, store: str, migrations: Sequence[PgMigration]) -> list[str]:
@@ -630,8 +645,8 @@ def _register_vector(conn: psycopg.Connection[Any]) -> None:
 _HOMES = {
     "check": "check_server",
     "schema": "MIGRATIONS",
-    "engine": "DEFAULT_NAMESPACE PgDocuments PgStorage open_storage"
-    " Document Storage StoredDocument document_time dump_metadata",
+    "engine": "DEFAULT_NAMESPACE PgStorage open_storage Storage",
+    "documents": "PgDocuments Document StoredDocument document_time dump_metadata",
     "history": "PgHistory StoredMessage exchange_parts",
     "keyword": "PgKeywordIndex KeywordSettings MemoryHit bm25_scores document_terms query_counts"
     " BM25_B BM25_K1 MAX_TERM_REPEAT PRUNE_MIN_DOCUMENTS PRUNE_POSTINGS RESCORE_CANDIDATES RESCORE_K1",

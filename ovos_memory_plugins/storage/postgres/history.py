@@ -3,12 +3,13 @@ exchange document came from (``memory_history``, ``memory_sessions``), for one n
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ovos_memory_plugins.common import exchange_parts
+# exchange_parts: a name of the old ``database`` module, still read from here (``database._HOMES``)
+from ovos_memory_plugins.common import exchange_parts as exchange_parts
 from ovos_memory_plugins.storage.records import StoredDocument, StoredMessage
+from ovos_memory_plugins.storage.shared import EngineHistory, HistoryWrite
 
 if TYPE_CHECKING:
     from ovos_memory_plugins.storage.postgres.database import PgDatabase
@@ -35,12 +36,17 @@ _HISTORY_TRIM = (
 )
 
 
+#: The history's tables: the messages first (what a clear counts), then the sessions' chains.
+_TABLES = ("memory_history", "memory_sessions")
+
+
 def _trim_params(keep: int, batch: int, unseen: int) -> dict[str, Any]:
-    """The offsets of :data:`_HISTORY_TRIM` when ``unseen`` new messages are not visible to it."""
-    return {"offset": keep - unseen, "full": keep + max(batch, 1) - 1 - unseen}
+    """The offsets of :data:`_HISTORY_TRIM` when ``unseen`` new messages are not visible to it
+    (``batch`` at least 1)."""
+    return {"offset": keep - unseen, "full": keep + batch - 1 - unseen}
 
 
-class PgHistory:
+class PgHistory(EngineHistory):
     """History and exchange-id chains of one namespace
     (see :class:`~ovos_memory_plugins.storage.seam.HistoryStore`)."""
 
@@ -48,35 +54,18 @@ class PgHistory:
         self.db = db
         self.namespace = namespace
 
-    #: :meth:`append` takes ``batch`` and returns the messages it trimmed (the seam's
-    #: :class:`~ovos_memory_plugins.storage.seam.HistoryStore`).
-    trims_in_batches = True
-
-    def append(
-        self,
-        session_id: str,
-        messages: Sequence[tuple[str, str]],
-        keep: int,
-        last_exchange_id: str | None = None,
-        exchange_ids: Sequence[str | None] | None = None,
-        *,
-        created: float | None = None,
-        batch: int = 1,
-    ) -> list[StoredMessage]:
-        """Append ``(role, content)`` messages (made at ``created``, default now); once the
-        session holds ``keep + batch`` messages or more, trim it to its newest ``keep``; return
-        the trimmed messages, oldest first."""
-        ns, now = self.namespace, time.time() if created is None else created
-        ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
-        keep = max(keep, 0)
+    def write_messages(self, write: HistoryWrite) -> list[StoredMessage]:
+        """The insert, chain update and trim of :meth:`append` (the seam's
+        :class:`~ovos_memory_plugins.storage.shared.EngineHistory`)."""
+        messages, keep, batch = write.messages, write.keep, write.batch
         params = {
-            "ns": ns,
-            "session": session_id,
+            "ns": self.namespace,
+            "session": write.session_id,
             "roles": [r for r, _ in messages],
             "contents": [c for _, c in messages],
-            "ids": ids,
-            "now": now,
-            "last": last_exchange_id,
+            "ids": write.exchange_ids,
+            "now": write.now,
+            "last": write.last_exchange_id,
         }
         if keep < len(messages):  # a window smaller than one call's messages: keep the simple path
             with self.db.transaction() as conn:
@@ -125,11 +114,7 @@ class PgHistory:
 
     def sessions(self) -> list[str]:
         """Every session that has history, sorted."""
-        rows = self.db.query(
-            "SELECT DISTINCT session_id FROM memory_history WHERE namespace = %s ORDER BY session_id",
-            (self.namespace,),
-        )
-        return [r[0] for r in rows]
+        return self.db.sessions("memory_history", self.namespace)
 
     def remove_exchanges(self, docs: Sequence[StoredDocument]) -> int:
         """Delete the messages the given exchange documents were recorded from; return how many."""
@@ -141,14 +126,11 @@ class PgHistory:
                 "DELETE FROM memory_history WHERE namespace = %s AND exchange_id = ANY(%s)",
                 (self.namespace, [d.doc_id for d in docs]),
             ).rowcount
-            for doc in docs:
-                parts = exchange_parts(doc.text)
-                if parts is None:
-                    continue
+            for session_id, question, answer in self.untagged_parts(docs):
                 n += conn.execute(
                     "DELETE FROM memory_history WHERE namespace = %s AND session_id = %s AND exchange_id IS NULL"
                     " AND ((role = 'user' AND content = %s) OR (role = 'assistant' AND content = %s))",
-                    (self.namespace, doc.session_id, parts[0], parts[1]),
+                    (self.namespace, session_id, question, answer),
                 ).rowcount
         return n
 
@@ -171,21 +153,11 @@ class PgHistory:
 
     def clear_session(self, session_id: str) -> int:
         """Delete a session's history; return how many messages went."""
-        with self.db.transaction() as conn:
-            n = conn.execute(
-                "DELETE FROM memory_history WHERE namespace = %s AND session_id = %s", (self.namespace, session_id)
-            ).rowcount
-            conn.execute(
-                "DELETE FROM memory_sessions WHERE namespace = %s AND session_id = %s", (self.namespace, session_id)
-            )
-        return int(n)
+        return self.db.delete_rows(_TABLES, "namespace = %s AND session_id = %s", (self.namespace, session_id))
 
     def clear_all(self) -> int:
         """Delete all of the namespace's history; return how many messages went."""
-        with self.db.transaction() as conn:
-            n = conn.execute("DELETE FROM memory_history WHERE namespace = %s", (self.namespace,)).rowcount
-            conn.execute("DELETE FROM memory_sessions WHERE namespace = %s", (self.namespace,))
-        return int(n)
+        return self.db.delete_rows(_TABLES, "namespace = %s", (self.namespace,))
 
     def message_count(self) -> int:
         """How many messages the history holds."""

@@ -17,6 +17,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ovos_memory_plugins.common import MemoryHit
@@ -53,6 +54,22 @@ LOG = logging.getLogger(__name__)
 # The budget was 1,000 here: measured among 93,681 documents (benchmarks/postgres_bench.py,
 # docs/benchmarks.md), LoCoMo R@10 41.3 against SQLite's 57.4, and identical to it with 3,000,
 # for about 2 ms more server CPU per search per 1,000 postings.
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """What one search ranks with: the weighted query terms (``counts``), their document
+    frequencies, the namespace's size and mean length, how many results, the session and the
+    window asked, and whether the postings table serves it."""
+
+    counts: Counter[str]
+    df: dict[str, int]
+    n: int
+    avgdl: float
+    k: int
+    session_id: str | None
+    window: tuple[float, float] | None
+    postings: bool
 
 
 class PgKeywordIndex:
@@ -359,33 +376,21 @@ class PgKeywordIndex:
         terms = [t for t in counts if df.get(t, 0) > 0]
         if not terms:
             return []
+        ranking = _Ranking(counts, df, n, avgdl, k, session_id, window, postings)
         if n < PRUNE_MIN_DOCUMENTS:
-            return self._ranked(
-                self._rank(counts, terms, df, n, avgdl, k, session_id, window=window, postings=postings)
-            )
+            return self._ranked(self._rank(ranking, terms))
         kept = _prune(terms, df, n)
         if len(kept) < len(terms):  # terms were left out: every term ranks again
-            return self._rescored(counts, kept, terms, df, n, avgdl, k, session_id, window, postings=postings)
-        return self._ranked(self._rank(counts, kept, df, n, avgdl, k, session_id, window=window, postings=postings))
+            return self._rescored(ranking, kept, terms)
+        return self._ranked(self._rank(ranking, kept))
 
-    def _rank(
-        self,
-        counts: Counter[str],
-        terms: list[str],
-        df: dict[str, int],
-        n: int,
-        avgdl: float,
-        k: int,
-        session_id: str | None,
-        read_counts: Sequence[str] = (),
-        window: tuple[float, float] | None = None,
-        postings: bool = False,
-    ) -> list[tuple[Any, ...]]:
-        """The best ``k`` documents by BM25 over ``terms``, best first, as rows ``(doc_id,
+    def _rank(self, ranking: _Ranking, terms: list[str], read_counts: Sequence[str] = ()) -> list[tuple[Any, ...]]:
+        """The best ``ranking.k`` documents by BM25 over ``terms``, best first, as rows ``(doc_id,
         session_id, content, metadata, score)``; with ``read_counts``, each row goes on with the
         document's token count and the packed counts (``tf``) of those terms, read in the same
         statement (what :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` needs); with
-        ``postings``, scored from ``memory_keyword_postings`` (:meth:`_rank_postings`)."""
+        ``ranking.postings``, scored from ``memory_keyword_postings`` (:meth:`_rank_postings`)."""
+        counts, df, n, session_id, window = ranking.counts, ranking.df, ranking.n, ranking.session_id, ranking.window
         weights = []
         for t in terms:
             idf = math.log((n - df[t] + 0.5) / (df[t] + 0.5))
@@ -394,7 +399,7 @@ class PgKeywordIndex:
             "ns": self.namespace,
             "session": session_id,
             "query": f"{_lexeme(self._lexeme)} & ({tsquery_literal(terms)})",
-            **self._bm25_params(avgdl, k, n),
+            **self._bm25_params(ranking.avgdl, ranking.k, n),
         }
         # one expression per query term over the candidate's counts (no join, no grouping):
         # j<i> its packed counts, f<i> its weighted frequency
@@ -412,7 +417,7 @@ class PgKeywordIndex:
             for i, term in enumerate(read_counts):
                 params[f"r{i}"] = term
             read = ", s.length, " + ", ".join(f"(s.tf -> %(r{i})s)::int" for i in range(len(read_counts)))
-        if postings:
+        if ranking.postings:
             return self._rank_postings(terms, params, counts_of, freqs, parts, read_counts, session_id, window)
         session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
         if window is not None:  # the candidate's document (its primary key) made in the window
@@ -493,33 +498,20 @@ class PgKeywordIndex:
     def _ranked(rows: list[tuple[Any, ...]]) -> list[MemoryHit]:
         return [_hit(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
-    def _rescored(
-        self,
-        counts: Counter[str],
-        kept: list[str],
-        terms: list[str],
-        df: dict[str, int],
-        n: int,
-        avgdl: float,
-        k: int,
-        session_id: str | None,
-        window: tuple[float, float] | None = None,
-        postings: bool = False,
-    ) -> list[MemoryHit]:
+    def _rescored(self, ranking: _Ranking, kept: list[str], terms: list[str]) -> list[MemoryHit]:
         """The best :data:`~ovos_memory_plugins.storage.keyword.RESCORE_CANDIDATES` matches of
         the kept terms, ranked again on every query term (``terms``) by
         :func:`~ovos_memory_plugins.storage.keyword.bm25_scores`, as the SQLite index ranks
         them; found, with their counts and documents, in one statement."""
-        fetch = max(k, RESCORE_CANDIDATES)
-        found = self._rank(
-            counts, kept, df, n, avgdl, fetch, session_id, read_counts=terms, window=window, postings=postings
-        )
+        found = self._rank(replace(ranking, k=max(ranking.k, RESCORE_CANDIDATES)), kept, read_counts=terms)
         if not found:
             return []
-        every = Counter({t: counts[t] for t in terms})
+        every = Counter({t: ranking.counts[t] for t in terms})
         columns = [_columns(terms, r[6:], int(r[5])) for r in found]
-        scores = bm25_scores(every, columns, df, n, avgdl, self.settings.column_weights, k1=RESCORE_K1)
-        best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][4])))[:k]
+        scores = bm25_scores(
+            every, columns, ranking.df, ranking.n, ranking.avgdl, self.settings.column_weights, k1=RESCORE_K1
+        )
+        best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][4])))[: ranking.k]
         return [_hit(found[i][0], found[i][1], found[i][2], found[i][3], scores[i]) for i in best]
 
     def _bm25_params(self, avgdl: float, k: int, n: int) -> dict[str, Any]:

@@ -8,10 +8,11 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from ovos_memory_plugins.errors import StorageError
 from ovos_memory_plugins.storage.postgres.database import STATS_TTL
+from ovos_memory_plugins.storage.shared import EngineVectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,11 +26,13 @@ LOG = logging.getLogger(__name__)
 
 __all__ = ["PgVectorStore"]
 
+#: The vector tables: the vectors first (what a drop counts), then the spaces.
+_TABLES = ("memory_vectors", "memory_vector_spaces")
 #: A namespace's vectors are searched through the HNSW index from this many on (exact below).
 HNSW_MIN_VECTORS = 20_000
 
 
-class PgVectorStore:
+class PgVectorStore(EngineVectors):
     """Vectors per embedder space with pgvector (see :class:`~ovos_memory_plugins.storage.engine.VectorStore`).
 
     Exact search (a scan of the namespace's rows of the space) below ``HNSW_MIN_VECTORS``; from
@@ -38,9 +41,6 @@ class PgVectorStore:
     advisory lock, and searched with pgvector's iterative scan so the namespace filter cannot
     starve it.
     """
-
-    #: Its ``search`` takes ``window=``: a ``(since, until)`` range of the documents' ``created``.
-    filters_time: ClassVar[bool] = True
 
     def __init__(self, db: PgDatabase, namespace: str) -> None:
         self.db = db
@@ -124,15 +124,9 @@ class PgVectorStore:
 
     def drop_space(self, space: str) -> int:
         """Delete a space's vectors; return how many went."""
-        with self.db.transaction() as conn:
-            n = conn.execute(
-                "DELETE FROM memory_vectors WHERE namespace = %s AND space = %s", (self.namespace, space)
-            ).rowcount
-            conn.execute(
-                "DELETE FROM memory_vector_spaces WHERE namespace = %s AND space = %s", (self.namespace, space)
-            )
+        n = self.db.delete_rows(_TABLES, "namespace = %s AND space = %s", (self.namespace, space))
         self._counts.pop(space, None)
-        return int(n)
+        return n
 
     def remove(self, keys: Sequence[int]) -> int:
         """Delete every vector of these document keys (every space); return how many."""
@@ -146,11 +140,9 @@ class PgVectorStore:
 
     def remove_all(self) -> int:
         """Delete every vector of the namespace; return how many."""
-        with self.db.transaction() as conn:
-            n = conn.execute("DELETE FROM memory_vectors WHERE namespace = %s", (self.namespace,)).rowcount
-            conn.execute("DELETE FROM memory_vector_spaces WHERE namespace = %s", (self.namespace,))
+        n = self.db.delete_rows(_TABLES, "namespace = %s", (self.namespace,))
         self._counts.clear()
-        return int(n)
+        return n
 
     def iter_vectors(self, space: str, batch: int = 500) -> Iterator[list[tuple[str, Vector]]]:
         """The namespace's vectors of ``space`` as ``(doc_id, vector)``, oldest document first, in
@@ -179,22 +171,11 @@ class PgVectorStore:
             self._counts[space] = cached
         return cached[1]
 
-    def search(
-        self,
-        space: str,
-        query: Vector,
-        k: int,
-        session_id: str | None = None,
-        *,
-        window: tuple[float, float] | None = None,
+    def nearest(
+        self, space: str, q: Vector, k: int, session_id: str | None, window: tuple[float, float] | None
     ) -> list[tuple[str, float]]:
-        """``(doc_id, cosine similarity)`` of the ``k`` nearest, best first; ties: smaller doc id;
-        with ``window``, only documents made in ``[since, until)`` (their ``created``)."""
-        import numpy as np
-
-        if k <= 0:
-            return []
-        q = np.asarray(query, dtype=np.float32).ravel()
+        """The search of :meth:`search` (the seam's :class:`~ovos_memory_plugins.storage.shared.EngineVectors`):
+        exact, or through the HNSW index once the namespace is large and no window is asked."""
         dims = int(q.shape[0])
         session_filter = " AND v.session_id = %(session)s" if session_id is not None else ""
         params: dict[str, Any] = {"ns": self.namespace, "space": space, "q": q, "k": int(k), "session": session_id}

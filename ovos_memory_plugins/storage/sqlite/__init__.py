@@ -1,8 +1,10 @@
 """The SQLite engine of the storage seam (:mod:`ovos_memory_plugins.storage.seam`).
 
 * :mod:`~ovos_memory_plugins.storage.sqlite.database`: the connection, WAL, migrations (``Database``);
-* :mod:`~ovos_memory_plugins.storage.sqlite.engine`: the documents table, ``SqliteStorage``,
-  ``open_sqlite`` and the files of earlier releases;
+* :mod:`~ovos_memory_plugins.storage.sqlite.schema`: the migrations of a memory's file;
+* :mod:`~ovos_memory_plugins.storage.sqlite.documents`: the documents table (``SqliteDocuments``);
+* :mod:`~ovos_memory_plugins.storage.sqlite.engine`: ``SqliteStorage``, ``open_sqlite``, ``open_database``;
+* :mod:`~ovos_memory_plugins.storage.sqlite.adopt`: the files of earlier releases taken in;
 * :mod:`~ovos_memory_plugins.storage.sqlite.history`: the history store;
 * :mod:`~ovos_memory_plugins.storage.sqlite.keyword`: the keyword index (FTS5);
 * :mod:`~ovos_memory_plugins.storage.sqlite.vector`: the vector store.

@@ -14,19 +14,18 @@ when its own writes commit and dropped whole when another connection has committ
 (``PRAGMA data_version``, one statement instead of two reads).
 
 The document catalogue of earlier releases (``documents`` here, without text) is now the
-memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite.engine`).
+memory's one documents table (:mod:`ovos_memory_plugins.storage.sqlite.documents`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ovos_memory_plugins.common import exchange_parts
 from ovos_memory_plugins.storage.records import StoredDocument, StoredMessage
+from ovos_memory_plugins.storage.shared import EngineHistory, HistoryWrite
 from ovos_memory_plugins.storage.sqlite.database import Database, Migration, chunked
 
 __all__ = ["SqliteHistory", "StoredMessage"]
@@ -62,7 +61,7 @@ def _v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX history_session ON history (session_id, id)")
     conn.execute("CREATE TABLE sessions (session_id TEXT PRIMARY KEY, last_exchange_id TEXT NOT NULL)")
     # (earlier releases also created the catalogue ``documents`` here; the memory's documents
-    # table replaces it, see sqlite/engine.py's 0001_documents)
+    # table replaces it, see sqlite/schema.py's 0001_documents)
 
 
 def _v2(conn: sqlite3.Connection) -> None:
@@ -83,7 +82,7 @@ _TRIM = (
 )
 
 
-class SqliteHistory:
+class SqliteHistory(EngineHistory):
     """History and exchange-id chains over a :class:`Database`
     (see :class:`ovos_memory_plugins.storage.seam.HistoryStore`)."""
 
@@ -136,28 +135,12 @@ class SqliteHistory:
             self.db.on_commit(self._forget_cache)
             yield conn
 
-    #: :meth:`append` takes ``batch`` and returns the messages it trimmed (the seam's
-    #: :class:`~ovos_memory_plugins.storage.seam.HistoryStore`).
-    trims_in_batches = True
-
-    def append(
-        self,
-        session_id: str,
-        messages: Sequence[tuple[str, str]],
-        keep: int,
-        last_exchange_id: str | None = None,
-        exchange_ids: Sequence[str | None] | None = None,
-        *,
-        created: float | None = None,
-        batch: int = 1,
-    ) -> list[StoredMessage]:
-        """Append ``(role, content)`` messages (made at ``created``, default now); once the
-        session holds ``keep + batch`` messages or more, trim it to its newest ``keep``; return
-        the trimmed messages, oldest first."""
-        now = time.time() if created is None else created
-        ids = list(exchange_ids) if exchange_ids is not None else [None] * len(messages)
-        keep = max(keep, 0)
-        full = keep + max(batch, 1) - 1  # the most messages a session holds untrimmed
+    def write_messages(self, write: HistoryWrite) -> list[StoredMessage]:
+        """The insert, chain update and trim of :meth:`append` (the seam's
+        :class:`~ovos_memory_plugins.storage.shared.EngineHistory`)."""
+        session_id, messages, ids, now = write.session_id, write.messages, write.exchange_ids, write.now
+        keep, last_exchange_id = write.keep, write.last_exchange_id
+        full = keep + write.batch - 1  # the most messages a session holds untrimmed
         with self.db.atomic(savepoint=False) as conn:
             # inside the transaction: no other connection can commit before this one does, so
             # the entry (the file until this commits) stays true through the commit
@@ -303,14 +286,11 @@ class SqliteHistory:
             ids = [d.doc_id for d in docs]
             for chunk, marks in chunked(ids):
                 n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
-            for doc in docs:
-                parts = exchange_parts(doc.text)
-                if parts is None:
-                    continue
+            for session_id, question, answer in self.untagged_parts(docs):
                 n += conn.execute(
                     "DELETE FROM history WHERE session_id = ? AND exchange_id IS NULL AND"
                     " ((role = 'user' AND content = ?) OR (role = 'assistant' AND content = ?))",
-                    (doc.session_id, parts[0], parts[1]),
+                    (session_id, question, answer),
                 ).rowcount
         return n
 

@@ -1,6 +1,6 @@
 """Vectors for a memory's documents, in the memory's SQLite file, with exact nearest-neighbour search.
 
-Tables (the store ``memory``'s migrations, :mod:`ovos_memory_plugins.storage.sqlite.engine`):
+Tables (the store ``memory``'s migrations, :mod:`ovos_memory_plugins.storage.sqlite.schema`):
 
 * ``vector_spaces``: one row per embedder id seen (a *space*), with its dimension;
 * ``vectors``: one float32 BLOB per (space, document key), cascading with the document. The
@@ -27,12 +27,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ovos_memory_plugins.errors import StorageError
+from ovos_memory_plugins.storage.shared import EngineVectors
 from ovos_memory_plugins.storage.sqlite.database import Database, chunked
 
 LOG = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ class _Matrix:
         return [(self.ids[i], float(scores[i])) for i in order]
 
 
-class SqliteVectorStore:
+class SqliteVectorStore(EngineVectors):
     """Vectors per embedder id over the memory's documents, with exact search
     (see :class:`ovos_memory_plugins.storage.seam.VectorStore`).
 
@@ -148,9 +149,6 @@ class SqliteVectorStore:
             back to numpy, with an error logged, when the extension did not load).
         extension: the driver that loaded sqlite-vec on ``db``, or None.
     """
-
-    #: Its ``search`` takes ``window=``: a ``(since, until)`` range of the documents' ``created``.
-    filters_time: ClassVar[bool] = True
 
     def __init__(self, db: Database, search: str = "auto", extension: str | None = None) -> None:
         if search not in SEARCH_PATHS:
@@ -332,21 +330,11 @@ class SqliteVectorStore:
         self._matrices[space] = matrix
         return matrix
 
-    def search(
-        self,
-        space: str,
-        query: Vector,
-        k: int,
-        session_id: str | None = None,
-        *,
-        window: tuple[float, float] | None = None,
+    def nearest(
+        self, space: str, q: Vector, k: int, session_id: str | None, window: tuple[float, float] | None
     ) -> list[tuple[str, float]]:
-        """The ``k`` documents of ``space`` most similar to the unit vector ``query``, best first,
-        as ``(doc_id, cosine similarity)``; ties go to the smaller doc id. With ``window``
-        (``(since, until)``, seconds since the epoch), only documents made in it (``created``)."""
-        if k <= 0:
-            return []
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        """The search of :meth:`search` (the seam's :class:`~ovos_memory_plugins.storage.shared.EngineVectors`):
+        the RAM matrix, or sqlite-vec in SQL."""
         dim = self.dimension(space)
         if dim is None:
             return []
