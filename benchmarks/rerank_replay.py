@@ -57,7 +57,7 @@ from recall import SETUPS, load_plugin
 from ovos_memory_plugins.common import exchange_parts
 from ovos_memory_plugins.config import RetrievalConfig
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.select import SENTENCE_END  # sentence ends as select.excerpt finds them
+from ovos_memory_plugins.shaping import SENTENCE_END  # sentence ends as shaping.excerpt finds them
 
 TOP = 40
 KS = (10, 20, 40)
@@ -173,7 +173,7 @@ def make_scorer(name: str) -> Scorer | None:
         print(f"{name}: SKIPPED ({exc})")
         return None
     inner = getattr(model, "inner", model)  # no caches: the timing is of the model itself
-    if unit == "sentences":  # an exchange scores as its best sentence (select.excerpt's sentences)
+    if unit == "sentences":  # an exchange scores as its best sentence (shaping.excerpt's sentences)
 
         def sentence_vectors(texts: list[str]) -> list[Any]:
             pieces = [_sentences(t) for t in texts]

@@ -61,7 +61,7 @@ from ovos_memory_plugins.memory.conversation import ASSISTANT, TRIM_BATCH, USER,
 from ovos_memory_plugins.memory.documents import PREVIOUS_EXCHANGE, DocumentsMixin, search_request
 from ovos_memory_plugins.memory.opening import OpeningMixin
 from ovos_memory_plugins.memory.recall import RecallMixin
-from ovos_memory_plugins.select import excerpt_terms
+from ovos_memory_plugins.shaping import excerpt_terms
 from ovos_memory_plugins.storage.records import KeywordSettings, StoredDocument
 from ovos_memory_plugins.storage.seam import Index, Storage
 from ovos_memory_plugins.time_words import warm_parser
@@ -277,7 +277,7 @@ class BaseRetrievalMemory(
 
     def excerpt_terms(self, query: str) -> frozenset[str]:
         """The query's words a memory too long for the prompt is shortened around
-        (:func:`~ovos_memory_plugins.select.excerpt`): its terms without the stop words of
+        (:func:`~ovos_memory_plugins.shaping.excerpt`): its terms without the stop words of
         :attr:`keyword_settings` (the index's ``lang`` and ``extra_stopwords``), English ones
         where the memory has no keyword index."""
         cache = self._terms_cache  # texts recalled again (newer_first asks for each memory's) once

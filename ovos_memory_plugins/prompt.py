@@ -47,7 +47,7 @@ Memories say when: given ``now`` (the memory's clock), each chunk starts with it
 ``lang``, per ``context.dates``: ``- [2026-09-05, 3 months ago] Q: ...``; a joined stretch of one
 conversation carries the date of its first exchange), and the memories are preceded by one line
 stating today's date (:func:`~ovos_memory_plugins.dates.today_line`). A hit marked
-``metadata["newer"]`` (the newer of memories that disagree, ``select.newer_first``) says so in
+``metadata["newer"]`` (the newer of memories that disagree, ``shaping.newer_first``) says so in
 its label. Without ``now``, or with ``context.dates`` ``off``, nothing is dated.
 """
 

@@ -23,13 +23,12 @@ from ovos_memory_plugins.select import (
     Candidates,
     alternatives,
     choose_hits,
-    excerpt_terms,
-    prompt_memories,
     recall_query,
     score_cut,
     shown_in_window,
     without_order_words,
 )
+from ovos_memory_plugins.shaping import excerpt_terms, prompt_memories
 from ovos_memory_plugins.text import clean_text, clip_query
 
 __all__ = ["EXPAND_PROMPT", "SUMMARY_PROMPT", "Answer", "Gathered", "RecallMixin"]

@@ -20,11 +20,11 @@ from ovos_memory_plugins.select import (
     Candidates,
     alternatives,
     choose_hits,
-    prompt_memories,
     recall_query,
     shown_in_window,
     without_order_words,
 )
+from ovos_memory_plugins.shaping import prompt_memories
 from ovos_memory_plugins.time_words import parser_available, time_window
 
 LOG = logging.getLogger("ovos_memory_plugins.base")  # the name its records always had

@@ -334,7 +334,7 @@ def test_the_newer_of_two_memories_about_the_same_thing_comes_first_marked(tmp_p
 
 def test_newer_first_leaves_unrelated_memories_in_their_ranked_places() -> None:
     from ovos_memory_plugins.common import MemoryHit
-    from ovos_memory_plugins.select import excerpt_terms, newer_first
+    from ovos_memory_plugins.shaping import excerpt_terms, newer_first
 
     hits = [
         MemoryHit("Q: I stream on Tuesdays\nA: ok", "a", 3.0, {"time": at(2026, 1, 1)}),

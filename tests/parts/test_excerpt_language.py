@@ -15,7 +15,7 @@ import pytest
 
 from ovos_memory_plugins.composite import CompositeMemory
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.select import excerpt, excerpt_terms
+from ovos_memory_plugins.shaping import excerpt, excerpt_terms
 from ovos_memory_plugins.testing import exchange
 from ovos_memory_plugins.vector import VectorMemory
 

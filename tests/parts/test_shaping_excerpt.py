@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.select import HEAD_CHARS, excerpt, excerpt_hits, excerpt_terms
+from ovos_memory_plugins.shaping import HEAD_CHARS, excerpt, excerpt_hits, excerpt_terms
 from ovos_memory_plugins.testing import exchange
 
 FILLER = " ".join(f"Tip number {i} is to keep a steady rhythm and enjoy the view." for i in range(40))

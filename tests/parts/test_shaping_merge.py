@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ovos_memory_plugins.common import MemoryHit
 from ovos_memory_plugins.lexical import LexicalMemory
-from ovos_memory_plugins.select import merge_adjacent
+from ovos_memory_plugins.shaping import merge_adjacent
 from ovos_memory_plugins.testing import exchange
 
 
@@ -99,3 +99,11 @@ def test_a_composite_joins_its_members_neighbouring_exchanges(tmp_path: Path) ->
         joined = [h for h in hits if "sources" in h.metadata]
         assert len(joined) == 1 and len(joined[0].metadata["sources"]) >= 2
         assert joined[0].content.index("planning a trip") < joined[0].content.index("temples open early")
+
+
+def test_the_shaping_steps_are_still_importable_from_select() -> None:
+    """They lived in ``select``: the old import path gives the same objects."""
+    from ovos_memory_plugins import select, shaping
+
+    for name in shaping.__all__:
+        assert getattr(select, name) is getattr(shaping, name), name
