@@ -219,6 +219,18 @@ class EngineContract:
                 assert h.clear_session("s") == 1
             assert h.sessions() == [] and h.last_exchange_id("s") == ""
 
+    def test_history_moves_the_chain_when_the_window_is_smaller_than_the_call(self, tmp_path: Path) -> None:
+        with self._storage(tmp_path) as st:
+            h = st.history
+            with st.atomic():
+                h.append("s", [("user", "q1"), ("assistant", "a1")], keep=1, last_exchange_id="x1")
+            assert h.last_exchange_id("s") == "x1"
+            assert [m.content for m in h.recent("s", 10)] == ["a1"]
+            with st.atomic():
+                h.append("s", [("user", "q2"), ("assistant", "a2"), ("user", "q3")], keep=2, last_exchange_id="x2")
+            assert h.last_exchange_id("s") == "x2"
+            assert [m.content for m in h.recent("s", 10)] == ["a2", "q3"]
+
     def test_history_messages_say_when_they_were_recorded(self, tmp_path: Path) -> None:
         with self._storage(tmp_path) as st:
             with st.atomic():

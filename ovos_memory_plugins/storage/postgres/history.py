@@ -35,6 +35,13 @@ _HISTORY_TRIM = (
     " RETURNING id, role, content, created"
 )
 
+#: The session's chain moved to the newest exchange id (``last``), when the call gives one.
+_CHAIN_MOVE = (
+    "INSERT INTO memory_sessions (namespace, session_id, last_exchange_id)"
+    " SELECT %(ns)s, %(session)s, %(last)s WHERE %(last)s::text IS NOT NULL"
+    " ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id"
+)
+
 
 #: The history's tables: the messages first (what a clear counts), then the sessions' chains.
 _TABLES = ("memory_history", "memory_sessions")
@@ -70,17 +77,14 @@ class PgHistory(EngineHistory):
         if keep < len(messages):  # a window smaller than one call's messages: keep the simple path
             with self.db.transaction() as conn:
                 conn.execute(_HISTORY_INSERT, params)
+                conn.execute(_CHAIN_MOVE, params)
                 rows = conn.execute(_HISTORY_TRIM, {**params, **_trim_params(keep, batch, 0)}).fetchall()
             return [StoredMessage(r[1], r[2], float(r[3])) for r in sorted(rows, key=lambda r: int(r[0]))]
         # one statement: insert, move the chain, trim (the base records a turn's messages and
         # its exchange document in one transaction, so one durable commit covers both)
         with self.db.connection() as conn:
             rows = conn.execute(
-                "WITH ins AS (" + _HISTORY_INSERT + " RETURNING id),"
-                " chain AS (INSERT INTO memory_sessions (namespace, session_id, last_exchange_id)"
-                "  SELECT %(ns)s, %(session)s, %(last)s WHERE %(last)s::text IS NOT NULL"
-                "  ON CONFLICT (namespace, session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id)"
-                + _HISTORY_TRIM,
+                "WITH ins AS (" + _HISTORY_INSERT + " RETURNING id), chain AS (" + _CHAIN_MOVE + ")" + _HISTORY_TRIM,
                 {**params, **_trim_params(keep, batch, len(messages))},
             ).fetchall()
         return [StoredMessage(r[1], r[2], float(r[3])) for r in sorted(rows, key=lambda r: int(r[0]))]
