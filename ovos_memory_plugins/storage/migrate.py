@@ -436,15 +436,27 @@ def migrate_memory(memory: Any, to: str, *, progress: Progress | None = None) ->
         target = open_storage(resolve_file(settings, None, type(memory).database_file)[0])
         target_root = resolve_root(settings)
     try:
-        settings = getattr(getattr(memory, "keyword", None), "settings", None)  # its keyword index's, if any
-        report = copy_storage(
-            source, target, keyword=settings if isinstance(settings, KeywordSettings) else None, progress=progress
-        )
+        report = copy_storage(source, target, keyword=_keyword_settings(memory), progress=progress)
         if isinstance(memory, NotesInFiles):
             report.notes += _carry_file_notes(memory, target, target_root)
         return report
     finally:
         target.close()
+
+
+def _keyword_settings(memory: Any) -> KeywordSettings | None:
+    """The settings a memory's keyword index stores its terms with (``keyword_settings``, which
+    every memory of the base with a keyword index declares); for a composite of parts, its first
+    member's that has one (the parts share one index); None: the defaults."""
+    own = getattr(memory, "keyword_settings", None)
+    if isinstance(own, KeywordSettings):
+        return own
+    members = getattr(memory, "members", None)
+    for member in members.values() if isinstance(members, dict) else ():
+        settings = getattr(member, "keyword_settings", None)
+        if isinstance(settings, KeywordSettings):
+            return settings
+    return None
 
 
 def _print_progress(stage: str, done: int, total: int) -> None:

@@ -270,6 +270,33 @@ def test_a_composite_of_parts_migrates_into_a_folder(tmp_path: Path, capsys: pyt
         assert _composite_state(mem) == before
 
 
+def test_a_composite_part_keeps_its_keyword_settings_through_migrate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A keyword part configured with ``context_weight: 0`` stores no context terms: the copy is
+    indexed with the part's settings, not the defaults, so it ranks as the original does."""
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    members = [{"module": "ovos-memory-plugin-lexical", "config": {"context_weight": 0}}]
+    first = {"root": str(tmp_path / "a"), "members": members}
+    turns = [
+        ("what colour is my bike?", "Red, with a white bell."),
+        ("and the helmet?", "The helmet is blue."),
+        ("where do I park it?", "By the bakery on Rua Augusta."),
+    ]
+    with CompositeMemory(first) as mem:
+        for user, assistant in turns:
+            mem.update_history([{"role": "user", "content": user}, {"role": "assistant", "content": assistant}], "s")
+        [part] = mem.members.values()  # its own scores (the composite's are ranks fused)
+        before = {q: [(h.source, round(h.score, 6)) for h in part.search(q)] for q in ("bike", "helmet blue", "park")}
+    assert all(before.values())
+    assert _migrate(capsys, COMPOSITE, first, str(tmp_path / "b"))["documents"] == len(turns)
+    with CompositeMemory({"root": str(tmp_path / "b"), "members": members}) as mem:
+        [part] = mem.members.values()
+        after = {q: [(h.source, round(h.score, 6)) for h in part.search(q)] for q in before}
+    assert after == before
+
+
 @pytest.mark.parametrize("store", ["file", "sqlite"])
 def test_a_composite_with_a_notes_part_carries_its_notes_to_postgres_and_back(
     tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str], store: str
