@@ -50,6 +50,7 @@ from ovos_memory_plugins.storage.keyword import MAX_TERM_REPEAT, bm25_scores, do
 from ovos_memory_plugins.storage.records import Document, KeywordSettings, StoredDocument
 from ovos_memory_plugins.storage.sqlite import database as sqlite_layer
 from ovos_memory_plugins.storage.sqlite.database import Database, chunked, quote_fts_phrase
+from ovos_memory_plugins.storage.sqlite.unindexed import UnindexedRow, UnindexedRows
 
 LOG = logging.getLogger(__name__)
 
@@ -119,6 +120,9 @@ class SqliteKeywordIndex:
         self._ranker: tuple[tuple[Any, ...], list[sqlite3.Row], BM25Ranker] | None = None
         self._writes = 0
         self._pending = 0
+        #: The terms rows FTS5 has not indexed yet, which a large memory's search ranks in Python
+        #: (shared by the keyword indexes over this database), and its count of FTS5's changes.
+        self._unindexed = UnindexedRows.of(db)
         self._count: tuple[tuple[int, int], int] | None = None
         self._averages_cache: tuple[tuple[int, int], tuple[int, float] | None] | None = None
         self._df: dict[str, tuple[int, int]] = {}
@@ -203,6 +207,8 @@ class SqliteKeywordIndex:
             conn.execute(
                 "INSERT OR REPLACE INTO keyword_meta (key, value) VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,)
             )
+        self._unindexed.fts_changes += 1
+        self._unindexed.forget()
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -215,6 +221,7 @@ class SqliteKeywordIndex:
         """Take the indexed ones of ``rows`` (id and term columns as stored) out of the index."""
         done = [r for r in rows if r[0] <= upto]
         if self.fts and done:
+            self._unindexed.fts_changes += 1
             conn.executemany(
                 f"INSERT INTO keyword_fts (keyword_fts, rowid, {_COLUMNS}) VALUES ('delete', ?, ?, ?, ?)",
                 [(r[0], r[1], r[2], r[3]) for r in done],
@@ -225,6 +232,7 @@ class SqliteKeywordIndex:
         """Index again the indexed ones of ``ids`` after their terms changed."""
         done = [i for i in ids if i <= upto]
         if self.fts and done:
+            self._unindexed.fts_changes += 1
             conn.executemany(
                 f"INSERT INTO keyword_fts (rowid, {_COLUMNS}) SELECT id, {_COLUMNS} FROM keyword_terms WHERE id = ?",
                 [(i,) for i in done],
@@ -235,6 +243,8 @@ class SqliteKeywordIndex:
         if not self.fts:
             self._pending = 0
             return
+        self._unindexed.fts_changes += 1
+        self._unindexed.forget()
         with self.db.atomic() as conn:
             conn.execute(
                 f"INSERT INTO keyword_fts (rowid, {_COLUMNS}) SELECT id, {_COLUMNS} FROM keyword_terms"
@@ -305,6 +315,10 @@ class SqliteKeywordIndex:
                 self._fts_reinsert(conn, [d.key for d in replaced], upto)
         self._writes += 1
         self._pending += len(fresh) + len(missing)
+        if missing or replaced:  # rows below the highest unindexed key changed
+            self._unindexed.forget()
+        elif fresh:  # new keys, above every other
+            self._unindexed.appended()
         if self._pending >= INDEX_BATCH:
             self.db.on_commit(self._index_pending)
 
@@ -330,6 +344,7 @@ class SqliteKeywordIndex:
             )
             self._fts_reinsert(conn, [h[0] for h in heirs], upto)
         self._writes += 1
+        self._unindexed.forget()
         self.db.on_commit(self._merge)
         return len(rows)
 
@@ -340,7 +355,9 @@ class SqliteKeywordIndex:
             if self.fts:
                 conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('delete-all')")
         self._writes += 1
+        self._unindexed.fts_changes += 1
         self._pending = 0
+        self._unindexed.forget()
         self.db.on_commit(self._merge)
         return n
 
@@ -365,23 +382,20 @@ class SqliteKeywordIndex:
         if not self.fts:
             return self._search_fallback(counts, k, session_id, window)
         key = self._state()  # one look at the file's version for the whole search
-        changes = self.db.changes()
-        if self._pending or changes is None or (key[0], changes) != self._indexed_at:
-            if self._pending or self._has_pending():
-                self._index_pending()  # this connection's own write: the file's version stays
-            changes = self.db.changes()
-            self._indexed_at = (key[0], changes) if changes is not None else None
-        kept = self._prune(counts, key)
+        unindexed = self._unindexed_rows(key)
+        kept = self._prune(counts, key, unindexed)
         column_weights = self.settings.column_weights
         # A large memory ranks with k1 = RESCORE_K1. FTS5's k1 is fixed, but its bm25 with every
         # column weight times c ranks as bm25 with k1 / c (tf (k1 + 1) / (c tf + k1 N) c = tf (k1 + 1)
         # / (tf + k1 / c N)), and its score times (RESCORE_K1 + 1) / (BM25_K1 + 1) is that bm25.
-        large = self.count(key) >= shared.PRUNE_MIN_DOCUMENTS
+        large = self.count(key) + len(unindexed) >= shared.PRUNE_MIN_DOCUMENTS
         saturation = shared.BM25_K1 / shared.RESCORE_K1 if large else 1.0
         weights = ", ".join(repr(w * saturation) for w in column_weights)
         match = match_expression(kept)
-        if len(kept) < len(counts):  # terms were left out: every term ranks the candidates again
-            return self._rescored(counts, match, weights, column_weights, int(k), session_id, key, window)
+        if len(kept) < len(counts) or unindexed:  # terms left out, or rows FTS5 has not: ranked again
+            return self._rescored(
+                counts, match, weights, column_weights, int(k), session_id, key, window, kept, unindexed
+            )
         factor = (shared.RESCORE_K1 + 1) / (shared.BM25_K1 + 1) if large else 1.0
         # the hits' own terms come along (prompt selection asks for them next: own_terms)
         columns = "d.doc_id, d.session_id, d.content, d.metadata"
@@ -415,10 +429,14 @@ class SqliteKeywordIndex:
         session_id: str | None,
         key: tuple[int, int],
         window: tuple[float, float] | None = None,
+        kept: Counter[str] | None = None,
+        unindexed: dict[int, UnindexedRow] | None = None,
     ) -> list[MemoryHit]:
         """The best :data:`RESCORE_CANDIDATES` matches of the kept terms (``weights``: FTS5's
-        column weights, scaled to rank as bm25 with ``k1`` = :data:`RESCORE_K1`), ranked on every
-        query term by :func:`bm25_scores` with that ``k1``; only the winners' documents are read."""
+        column weights, scaled to rank as bm25 with ``k1`` = :data:`RESCORE_K1`), and the
+        ``unindexed`` rows holding a kept term, ranked on every query term by :func:`bm25_scores`
+        with that ``k1`` and the statistics of both (documents, lengths, document frequencies);
+        only the winners' documents are read."""
         fetch = max(k, shared.RESCORE_CANDIDATES)
         where, params = _document_filter(session_id, window)
         found: Sequence[Sequence[Any]]
@@ -442,11 +460,21 @@ class SqliteKeywordIndex:
                 f" WHERE keyword_fts MATCH ?{where} ORDER BY score DESC LIMIT ?",
                 (match, *params, fetch),
             )
+        unindexed = unindexed or {}
+        if unindexed:
+            found = [
+                *found,
+                *((r.key, 0.0, *r.columns) for r in self._unindexed_matches(kept or counts, session_id, window)),
+            ]
         scores = [float(r[1]) for r in found]
         averages = self._averages(key) if found else None
         if averages is not None:
             n, avg_length = averages
-            df = self._document_frequencies(list(counts), self.count(key))
+            if unindexed:
+                total = n * avg_length + self._unindexed.total_length
+                n += len(unindexed)
+                avg_length = total / n
+            df = self._frequencies(list(counts), key, unindexed)
             columns = [(r[2], r[3], r[4]) for r in found]
             scores = bm25_scores(counts, columns, df, n, avg_length, column_weights, k1=shared.RESCORE_K1)
         best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][1])))[:k]
@@ -476,7 +504,8 @@ class SqliteKeywordIndex:
         unreadable: the search then keeps the index's own scores); ``key``: :meth:`_state`,
         when the caller has it."""
         key = key or self._state()
-        if self._averages_cache is not None and self._averages_cache[0] == key:
+        at = (key[0], self._unindexed.fts_changes)
+        if self._averages_cache is not None and self._averages_cache[0] == at:
             return self._averages_cache[1]
         try:
             blob = self.db.scalar("SELECT block FROM keyword_fts_data WHERE id = 1")
@@ -485,24 +514,32 @@ class SqliteKeywordIndex:
             LOG.debug("keyword index: no averages record (%s)", exc)
             values = []
         found = (values[0], sum(values[1:]) / values[0]) if len(values) >= 2 and values[0] > 0 else None
-        self._averages_cache = (key, found)
+        self._averages_cache = (at, found)
         return found
 
     def count(self, key: tuple[int, int] | None = None) -> int:
-        """How many documents the index holds (cached until this or another process writes;
-        ``key``: :meth:`_state`, when the caller has it)."""
+        """How many documents FTS5 has indexed (all of them without FTS5; cached until this index
+        changes FTS5's contents or another process writes; ``key``: :meth:`_state`, when the
+        caller has it). The search adds the unindexed rows."""
         key = key or self._state()
-        if self._count is None or self._count[0] != key:
+        at = (key[0], self._unindexed.fts_changes if self.fts else self._writes)
+        if self._count is None or self._count[0] != at:
             table = "keyword_fts_docsize" if self.fts else "keyword_terms"
-            self._count = (key, int(self.db.scalar(f"SELECT count(*) FROM {table}") or 0))
+            self._count = (at, int(self.db.scalar(f"SELECT count(*) FROM {table}") or 0))
         return self._count[1]
 
-    def _prune(self, counts: Counter[str], key: tuple[int, int] | None = None) -> Counter[str]:
+    def _prune(
+        self,
+        counts: Counter[str],
+        key: tuple[int, int] | None = None,
+        unindexed: dict[int, UnindexedRow] | None = None,
+    ) -> Counter[str]:
         """On a large memory, leave out terms that cost much and tell little (module docstring)."""
-        n = self.count(key)
+        unindexed = unindexed or {}
+        n = self.count(key) + len(unindexed)
         if n < shared.PRUNE_MIN_DOCUMENTS or not counts:
             return counts
-        df = self._document_frequencies(list(counts), n)
+        df = self._frequencies(list(counts), key, unindexed)
         ranked = sorted(counts, key=lambda t: df.get(t, 0))
         kept: Counter[str] = Counter()
         postings = 0
@@ -513,6 +550,62 @@ class SqliteKeywordIndex:
             kept[term] = counts[term]
             postings += freq
         return kept
+
+    def _unindexed_rows(self, key: tuple[int, int]) -> dict[int, UnindexedRow]:
+        """The terms rows FTS5 has not indexed yet, by key, which the search ranks in Python
+        beside FTS5's candidates (a host's turn then does no indexing: module docstring); none,
+        after indexing them first, on a memory below :data:`PRUNE_MIN_DOCUMENTS` (its searches
+        keep FTS5's own scores), beyond :data:`INDEX_BATCH` of them, inside a transaction, or
+        when the driver cannot say what this connection changed."""
+        changes = self.db.changes()
+        if self.db.in_transaction or changes is None:
+            if self._pending or changes is None or (key[0], changes) != self._indexed_at:
+                if self._pending or self._has_pending():
+                    self._index_pending()  # this connection's own write: the file's version stays
+                changes = self.db.changes()
+                self._indexed_at = (key[0], changes) if changes is not None else None
+            return {}
+        rows = self._unindexed.rows(
+            key[0], lambda: int(self.db.scalar("SELECT coalesce(max(id), 0) FROM keyword_fts_docsize") or 0)
+        )
+        if rows and (
+            len(rows) > INDEX_BATCH or self.count(key) < shared.PRUNE_MIN_DOCUMENTS or self._averages(key) is None
+        ):
+            self._index_pending()
+            return {}
+        return rows
+
+    def _unindexed_matches(
+        self,
+        kept: Counter[str],
+        session_id: str | None,
+        window: tuple[float, float] | None,
+    ) -> list[UnindexedRow]:
+        """The unindexed rows that hold a kept term (what FTS5's MATCH would find), of the
+        session, made in the window (one read of their ``created``)."""
+        found = self._unindexed.holding(kept)
+        if session_id is not None:
+            found = [r for r in found if r.session_id == session_id]
+        if found and window is not None:
+            marks = ",".join("?" * len(found))
+            made = self.db.query(
+                f"SELECT id FROM documents WHERE id IN ({marks}) AND created >= ? AND created < ?",
+                (*(r.key for r in found), float(window[0]), float(window[1])),
+            )
+            inside = {int(r[0]) for r in made}
+            found = [r for r in found if r.key in inside]
+        return found
+
+    def _frequencies(
+        self, terms: list[str], key: tuple[int, int] | None, unindexed: dict[int, UnindexedRow]
+    ) -> dict[str, int]:
+        """How many documents hold each term: FTS5's (:meth:`_document_frequencies`) plus the
+        unindexed rows'."""
+        df = self._document_frequencies(terms, self.count(key))
+        if not unindexed:
+            return df
+        extra = self._unindexed.frequencies(terms)
+        return {t: df.get(t, 0) + extra[t] for t in terms}
 
     def _document_frequencies(self, terms: list[str], n: int) -> dict[str, int]:
         """How many documents hold each term (fts5vocab; cached while the memory grows < 10%)."""
