@@ -15,7 +15,11 @@ first version's:
   one of the 50 sessions (so every turn has a history window and, where on, a summary), after 20
   untimed warm-up turns: **p50/p95 ms** of wall clock (and of the process's CPU time);
 * **RSS MB**: the peak resident memory (VmHWM) of the run's process, which wrote and then
-  answered (the texts are generated on the fly, so the driver itself holds little).
+  answered (the texts are generated on the fly, so the driver itself holds little);
+* **the host's loop**: as many turns again, each followed by the ``update_history`` of a new
+  exchange in its session, as ovos-persona alternates them: the turns' **loop p50/p95 ms** and
+  the mean wall clock of a turn and its write (**turn+w ms**). What a turn leaves to the next
+  write (or a write to the next turn) shows here, not in the phases above.
 
 A version is named by one of:
 
@@ -220,6 +224,19 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         wall.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
     server_turns = cpu_used(server_before, server_cpu(url))
+    # the host's loop: as many turns again, each followed by the write of its exchange
+    fresh = exchanges(int(spec["exchanges"]) + n_q, base)
+    for _ in range(int(spec["exchanges"])):
+        next(fresh)
+    loop_turns, loop_total = [], 0.0
+    for j, (i, user, assistant) in enumerate(fresh):
+        session = f"host-{i % sessions}"
+        t0 = time.perf_counter()
+        mem.build_conversation_context(asks[j % len(asks)], session)
+        t1 = time.perf_counter()
+        mem.update_history(pair(user, assistant), session)
+        loop_turns.append((t1 - t0) * 1000)
+        loop_total += time.perf_counter() - t0
     out = {
         "module": getattr(module, "__file__", ""),
         "exchanges": int(spec["exchanges"]),
@@ -234,6 +251,9 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         "rss_end": _status("VmRSS"),
         "server_write_ms": 1000 * server_writes / max(int(spec["exchanges"]), 1),
         "server_turn_ms": 1000 * server_turns / max(n_q, 1),
+        "loop_p50": _pct(loop_turns, 50),
+        "loop_p95": _pct(loop_turns, 95),
+        "loop_ms": 1000 * loop_total / max(n_q, 1),
     }
     close = getattr(mem, "close", None)
     if callable(close):
@@ -433,7 +453,7 @@ def run_once(version: Version, n: int, args: argparse.Namespace, server: Server 
             if done.returncode != 0:
                 raise SystemExit(f"{version.label} failed:\n{done.stderr[-3000:]}")
             out = dict(json.loads(done.stdout.strip().splitlines()[-1]))
-            offset = n
+            offset = n + args.questions  # after the exchanges of the host's loop
             for writers in args.writer_counts:
                 out[f"writers_{writers}"] = _writers(version, spec, env, root, writers, offset, args, url)
                 offset += writers * args.writer_exchanges
@@ -512,6 +532,7 @@ def _writers(
 FIGURES = [("writes_s", "writes/s", False), ("write_cpu_us", "CPU us/w", True), ("p50", "p50 ms", True)]
 FIGURES += [("p95", "p95 ms", True), ("cpu_p50", "CPU p50", True), ("cpu_p95", "CPU p95", True)]
 FIGURES += [("cpu_mean", "CPU mean", True)]
+FIGURES += [("loop_p50", "loop p50", True), ("loop_p95", "loop p95", True), ("loop_ms", "turn+w ms", True)]
 FIGURES += [("rss_peak", "RSS MB", True), ("disk_mb", "disk MB", True)]
 #: the PostgreSQL rows' server CPU: ms per write (the fill) and per turn
 SERVER_FIGURES = [("server_write_ms", "srv ms/w", True), ("server_turn_ms", "srv ms/t", True)]

@@ -32,11 +32,10 @@ _SELECT = (
 @dataclass(frozen=True)
 class UnindexedRow:
     """One terms row FTS5 has not indexed: its key, its three term columns as stored (body, head,
-    context), every term in them, its length in terms (as FTS5 counts it) and its session."""
+    context), its length in terms (as FTS5 counts it) and its session."""
 
     key: int
     columns: tuple[str, str, str]
-    terms: frozenset[str]
     length: int
     session_id: str
 
@@ -98,9 +97,9 @@ class UnindexedRows:
         assert self._rows is not None
         for key, body, head, ctx, session_id in found:
             columns = (str(body), str(head), str(ctx))
-            terms = frozenset(" ".join(columns).split())
+            terms = set(" ".join(columns).split())
             length = sum(col.count(" ") + 1 for col in columns if col)
-            self._rows[int(key)] = UnindexedRow(int(key), columns, terms, length, str(session_id))
+            self._rows[int(key)] = UnindexedRow(int(key), columns, length, str(session_id))
             self.total_length += length
             self._frequency.update(terms)
             for term in terms:
