@@ -9,10 +9,17 @@ external-content FTS5 table ``keyword_fts`` (three columns: body, head and conte
 expression, so no query text is ever an FTS5 operator.
 
 * **Deferred indexing.** ``add`` writes the terms row in the write transaction (durable at once)
-  and FTS5 catches up in batches: before the next search and every :data:`INDEX_BATCH` adds,
-  so a batch is one FTS5 segment instead of one per document. Invariant: every terms row whose
-  id is at most the index's highest id is indexed; rows above it are pending (rows another
-  process added are picked up the same way).
+  and FTS5 catches up in batches of :data:`INDEX_BATCH` adds (on the write that fills one, and
+  on close), so a batch is one FTS5 segment instead of one per document. Invariant: every terms
+  row whose id is at most the index's highest id is indexed; rows above it are pending (rows
+  another process added are picked up the same way). A search on a memory of
+  :data:`PRUNE_MIN_DOCUMENTS` or more leaves the pending rows to the batch and ranks them in
+  Python (:mod:`~ovos_memory_plugins.storage.sqlite.unindexed` keeps them in RAM, reading only
+  what is new): those holding a kept term join FTS5's candidates, and both are ranked by the
+  second ranking with the statistics of both, the scores the indexed memory gives. A host
+  alternates a turn and a write, so the turn no longer holds an FTS5 transaction. A smaller
+  memory (whose searches keep FTS5's own scores), more than a batch pending, or a search inside
+  a transaction indexes them first, as before.
 * **Pruning.** On a memory of :data:`PRUNE_MIN_DOCUMENTS` or more, query terms found in more than
   half the documents are left out and the others are searched rarest first until their postings
   add up to :data:`PRUNE_POSTINGS`, which bounds the time of a query on any size. The kept terms
