@@ -315,6 +315,10 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
     if not utterance.strip() or not parser_available():
         return None
     code = language(lang)
+    # the rewrites below only turn number words into digits and move "past" words, so an
+    # utterance the gate turns away is turned away before them (not Chinese: "三天" becomes "3天")
+    if code != "zh" and not _might_say_when(utterance, code):
+        return None
     text = _with_digits(_with_past_one(utterance, code), code)
     if not _might_say_when(text, code):
         return None
