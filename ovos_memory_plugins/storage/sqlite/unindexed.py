@@ -79,7 +79,12 @@ class UnindexedRows:
     def rows(self, version: int, indexed_upto: Callable[[], int]) -> dict[int, UnindexedRow]:
         """The unindexed rows, by key, as of the file's ``version`` (``PRAGMA data_version``);
         ``indexed_upto`` reads the index's highest key when every row must be read again. Call it
-        outside a transaction (what a transaction wrote may still roll back)."""
+        outside a transaction (what a transaction wrote may still roll back). Holds the
+        database's lock: the parts of a composite search at once."""
+        with self.db.lock:
+            return self._rows_locked(version, indexed_upto)
+
+    def _rows_locked(self, version: int, indexed_upto: Callable[[], int]) -> dict[int, UnindexedRow]:
         if self._rows is None or self._version != version:
             self._rows, self._upto, self.total_length = {}, indexed_upto(), 0
             self._frequency, self._postings = Counter(), {}
@@ -96,6 +101,8 @@ class UnindexedRows:
     def _add(self, found: Iterable[Sequence[Any]]) -> None:
         assert self._rows is not None
         for key, body, head, ctx, session_id in found:
+            if int(key) in self._rows:
+                continue
             columns = (str(body), str(head), str(ctx))
             terms = set(" ".join(columns).split())
             length = sum(col.count(" ") + 1 for col in columns if col)
