@@ -72,7 +72,7 @@ __all__ = [
 
 #: Bumped whenever tokenization changes; stored terms are rebuilt on open when it differs.
 TOKENIZER_VERSION = "1"
-#: Stored documents are indexed in batches of at most this many (and before every search).
+#: Stored documents are indexed in batches of at most this many (a small memory's search indexes first).
 INDEX_BATCH = 256
 #: Pages the WAL may grow to before it is checkpointed (SQLite's default is 1,000).
 WAL_CHECKPOINT_PAGES = 4_000
