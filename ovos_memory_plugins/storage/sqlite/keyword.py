@@ -219,10 +219,12 @@ class SqliteKeywordIndex:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def _indexed_upto(self, conn: sqlite3.Connection) -> int:
+    def _indexed_upto(self, conn: sqlite3.Connection | None = None) -> int:
+        """The index's highest key, inside the caller's transaction (``conn``) or on its own."""
         if not self.fts:
             return 0
-        return int(conn.execute("SELECT coalesce(max(id), 0) FROM keyword_fts_docsize").fetchone()[0])
+        sql = "SELECT coalesce(max(id), 0) FROM keyword_fts_docsize"
+        return int((conn.execute(sql).fetchone()[0]) if conn is not None else (self.db.scalar(sql) or 0))
 
     def _fts_delete(self, conn: sqlite3.Connection, rows: Sequence[Any], upto: int) -> int:
         """Take the indexed ones of ``rows`` (id and term columns as stored) out of the index."""
@@ -572,9 +574,7 @@ class SqliteKeywordIndex:
                 changes = self.db.changes()
                 self._indexed_at = (key[0], changes) if changes is not None else None
             return {}
-        rows = self._unindexed.rows(
-            key[0], lambda: int(self.db.scalar("SELECT coalesce(max(id), 0) FROM keyword_fts_docsize") or 0)
-        )
+        rows = self._unindexed.rows(key[0], self._indexed_upto)
         if rows and (
             len(rows) > INDEX_BATCH or self.count(key) < shared.PRUNE_MIN_DOCUMENTS or self._averages(key) is None
         ):
