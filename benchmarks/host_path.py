@@ -225,9 +225,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         cpu.append((time.process_time() - c0) * 1000)
     server_turns = cpu_used(server_before, server_cpu(url))
     # the host's loop: as many turns again, each followed by the write of its exchange
-    fresh = exchanges(int(spec["exchanges"]) + n_q, base)
-    for _ in range(int(spec["exchanges"])):
-        next(fresh)
+    filled = int(spec["exchanges"])
+    fresh = [(i, u, a) for i, u, a in exchanges(filled + n_q, base) if i >= filled]  # as write_worker
     loop_turns, loop_total = [], 0.0
     for j, (i, user, assistant) in enumerate(fresh):
         session = f"host-{i % sessions}"
