@@ -124,3 +124,29 @@ def test_a_batch_is_indexed_once_it_is_full(tmp_path: Path, monkeypatch: pytest.
         assert _indexed(tmp_path / "lexical.db") == 50
         m.store(_text(rng, 200), "s")  # the eighth: indexed with the write
         assert _indexed(tmp_path / "lexical.db") == 58
+
+
+@pytest.mark.usefixtures("large")
+def test_a_composite_forgets_an_unindexed_row(tmp_path: Path) -> None:
+    """Composite x delete: its keyword part ranks a row not indexed yet, and its delete takes it
+    out of what the part ranks (no search indexed it in between)."""
+    from ovos_memory_plugins.composite import CompositeMemory
+
+    rng = random.Random(13)
+    members = [
+        {"module": "ovos-memory-plugin-lexical"},
+        {"module": "ovos-memory-plugin-vector", "config": {"embedder": "hash"}},
+    ]
+    with CompositeMemory({"root": str(tmp_path), "members": members}) as m:
+        for i in range(60):
+            m.store(_text(rng, i), "s")
+        m.search("weather")
+        heron = m.store("Ana: the heron came back to the market", "s")
+        assert heron in [h.source for h in m.search("heron")]
+        indexed = sqlite3.connect(tmp_path / "composite.db")
+        try:
+            assert indexed.execute("SELECT count(*) FROM keyword_fts_docsize").fetchone() == (60,)
+        finally:
+            indexed.close()
+        assert m.delete([heron]) == 1
+        assert heron not in [h.source for h in m.search("heron")]
