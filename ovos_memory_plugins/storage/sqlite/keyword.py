@@ -3,19 +3,35 @@
 memory's documents table.
 
 The index keeps the terms in ``keyword_terms`` (one row per
-document, keyed by the document's key, cascading with it) and indexes them with an
-external-content FTS5 table ``keyword_fts`` (three columns: body, head and context terms, the
-``ascii`` tokenizer, ranked by bm25 with per-column weights). Each term is quoted in the MATCH
-expression, so no query text is ever an FTS5 operator.
+document, keyed by the document's key, cascading with it) and indexes them with an FTS5 table
+``keyword_fts`` (three columns: body, head and context terms, the ``ascii`` tokenizer, ranked by
+bm25 with per-column weights). Each term is quoted in the MATCH expression, so no query text is
+ever an FTS5 operator.
 
+* **Layouts.** A memory below :data:`UNSIZED_MIN_DOCUMENTS` documents has an external-content
+  table (``content='keyword_terms'``) that keeps every document's column sizes, and its searches
+  take FTS5's bm25 as their scores. FTS5's bm25 reads one size record per matching document (a
+  statement on ``keyword_fts_docsize`` each: 1,890 per turn at 100,000 exchanges, three quarters
+  of the MATCH statement's time), so once the index holds that many documents it is rebuilt, in
+  one transaction, as a contentless table without sizes (``content='', columnsize=0``): there
+  FTS5's bm25 (its length term then constant) only *finds* the best :data:`RESCORE_CANDIDATES`,
+  and every search is ranked again by :func:`bm25_scores`, with the lengths of the candidates'
+  terms rows and the average FTS5 keeps in its averages record (kept in both layouts). The
+  scores are those of the sized index; which documents are candidates can differ at the edge of
+  the best 50 (the PostgreSQL engine's candidates are ranked with lengths). Below half the
+  threshold the sized table comes back. The layout is fitted when the memory opens and after
+  every FTS5 batch and delete, outside a caller's transaction; a connection reads it from
+  ``sqlite_master`` again after another's commit.
 * **Deferred indexing.** ``add`` writes the terms row in the write transaction (durable at once)
   and FTS5 catches up in batches of :data:`INDEX_BATCH` adds (on the write that fills one, and
   on close), so a batch is one FTS5 segment instead of one per document. Invariant: every terms
-  row whose id is at most the index's highest id is indexed; rows above it are pending (rows
-  another process added are picked up the same way). A search on a memory of
-  :data:`PRUNE_MIN_DOCUMENTS` or more leaves the pending rows to the batch and ranks them in
-  Python (:mod:`~ovos_memory_plugins.storage.sqlite.unindexed` keeps them in RAM, reading only
-  what is new): those holding a kept term join FTS5's candidates, and both are ranked by the
+  row whose id is at most the index's mark (``keyword_meta`` key ``fts_upto``, set in the
+  transaction that changes what FTS5 holds; a file of an earlier version is marked once from its
+  sizes) is indexed; rows above it are pending (rows another process added are picked up the
+  same way). A search on a memory of :data:`PRUNE_MIN_DOCUMENTS` or more leaves the pending
+  rows to the batch and ranks them in Python
+  (:mod:`~ovos_memory_plugins.storage.sqlite.unindexed` keeps them in RAM, reading only what is
+  new): those holding a kept term join FTS5's candidates, and both are ranked by the
   second ranking with the statistics of both, the scores the indexed memory gives. A host
   alternates a turn and a write, so the turn no longer holds an FTS5 transaction. A smaller
   memory (whose searches keep FTS5's own scores), more than a batch pending, or a search inside
@@ -65,6 +81,7 @@ __all__ = [
     "DF_CACHE_SIZE",
     "INDEX_BATCH",
     "TOKENIZER_VERSION",
+    "UNSIZED_MIN_DOCUMENTS",
     "WAL_CHECKPOINT_PAGES",
     "SqliteKeywordIndex",
     "match_expression",
@@ -76,6 +93,9 @@ TOKENIZER_VERSION = "1"
 INDEX_BATCH = 256
 #: Pages the WAL may grow to before it is checkpointed (SQLite's default is 1,000).
 WAL_CHECKPOINT_PAGES = 4_000
+#: A memory's index takes the layout without document sizes once FTS5 holds this many documents,
+#: and the sized one again below half of it (module docstring, "Layouts").
+UNSIZED_MIN_DOCUMENTS = 5_000
 #: Document frequencies remembered per open index.
 DF_CACHE_SIZE = 50_000
 
@@ -106,10 +126,21 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
+#: The index of a smaller memory: external content (``keyword_terms``), a size per document,
+#: which FTS5's bm25 reads for every match.
 _FTS_SQL = (
     "CREATE VIRTUAL TABLE keyword_fts USING fts5("
     "body_terms, head_terms, ctx_terms, content='keyword_terms', content_rowid='id', tokenize='ascii')"
 )
+#: The index of a large memory (module docstring, "Layouts"): contentless, no sizes; its bm25 reads
+#: no per-document record and only finds candidates, which the second ranking ranks with lengths.
+_FTS_UNSIZED_SQL = (
+    "CREATE VIRTUAL TABLE keyword_fts USING fts5("
+    "body_terms, head_terms, ctx_terms, content='', columnsize=0, tokenize='ascii')"
+)
+#: ``keyword_meta``'s key for the index's mark: the highest key FTS5 holds (module docstring).
+_MARK = "fts_upto"
+_MARK_SQL = f"coalesce((SELECT CAST(value AS INTEGER) FROM keyword_meta WHERE key = '{_MARK}'), 0)"
 _COLUMNS = "body_terms, head_terms, ctx_terms"
 
 
@@ -141,6 +172,9 @@ class SqliteKeywordIndex:
         #: write, this connection's, whichever index made it, or another connection's commit).
         self._indexed_at: tuple[int, int] | None = None
         self._vocab = False
+        #: Whether ``keyword_fts`` has the layout without document sizes, and the file's version
+        #: that was read in (another process may change it).
+        self._unsized: tuple[int, bool] | None = None
         self.fts = bool(self.settings.use_fts5 and sqlite_layer.fts5_available())
         self.secure_delete = self.fts and sqlite3.sqlite_version_info >= (3, 42, 0)
         if not db.in_ram:
@@ -161,16 +195,22 @@ class SqliteKeywordIndex:
             has_fts = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'keyword_fts'").fetchone())
             if self.fts and not has_fts:
                 conn.execute(_FTS_SQL)
-                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('rebuild')")
+                self._fts_fill(conn)
+            elif self.fts and conn.execute("SELECT 1 FROM keyword_meta WHERE key = ?", (_MARK,)).fetchone() is None:
+                # a file of an earlier version (its index's highest key was read from the sizes): mark it once
+                top = conn.execute("SELECT coalesce(max(id), 0) FROM keyword_fts_docsize").fetchone()[0]
+                self._mark(conn, int(top))
             if self.fts and self.secure_delete:
                 conn.execute("INSERT INTO keyword_fts (keyword_fts, rank) VALUES ('secure-delete', 1)")
             if not self.fts and has_fts:
                 # an index this build cannot maintain would keep deleted words: drop it
                 with contextlib.suppress(sqlite3.OperationalError):
                     conn.execute("DROP TABLE keyword_fts")
+                self._mark(conn, 0)
         if version is not None and version[0] != TOKENIZER_VERSION:
             self._retokenize()
         self._catch_up()
+        self._fit_layout()
         if not self.fts:
             LOG.warning(
                 "keyword index: this SQLite (%s) has no FTS5; ranking stored terms in Python with rank-bm25 "
@@ -210,7 +250,8 @@ class SqliteKeywordIndex:
                 "UPDATE keyword_terms SET body_terms = ?, head_terms = ?, ctx_terms = ? WHERE id = ?", updates
             )
             if self.fts:
-                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('rebuild')")
+                conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('delete-all')")
+                self._fts_fill(conn)
             conn.execute(
                 "INSERT OR REPLACE INTO keyword_meta (key, value) VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,)
             )
@@ -220,11 +261,57 @@ class SqliteKeywordIndex:
     # -- writing -----------------------------------------------------------------------------
 
     def _indexed_upto(self, conn: sqlite3.Connection | None = None) -> int:
-        """The index's highest key, inside the caller's transaction (``conn``) or on its own."""
+        """The index's mark (the highest key FTS5 holds), inside the caller's transaction
+        (``conn``) or on its own."""
         if not self.fts:
             return 0
-        sql = "SELECT coalesce(max(id), 0) FROM keyword_fts_docsize"
+        sql = f"SELECT {_MARK_SQL}"
         return int((conn.execute(sql).fetchone()[0]) if conn is not None else (self.db.scalar(sql) or 0))
+
+    @staticmethod
+    def _mark(conn: sqlite3.Connection, upto: int) -> None:
+        """Set the index's mark, in the transaction that changed what FTS5 holds."""
+        conn.execute("INSERT OR REPLACE INTO keyword_meta (key, value) VALUES (?, ?)", (_MARK, str(int(upto))))
+
+    def _fts_fill(self, conn: sqlite3.Connection) -> None:
+        """Index every terms row into the empty FTS5 table, and mark the highest."""
+        sql = f"INSERT INTO keyword_fts (rowid, {_COLUMNS}) SELECT id, {_COLUMNS} FROM keyword_terms ORDER BY id"
+        conn.execute(sql)
+        self._mark(conn, int(conn.execute("SELECT coalesce(max(id), 0) FROM keyword_terms").fetchone()[0]))
+        self._unindexed.fts_changes += 1
+
+    def unsized(self, key: tuple[int, int] | None = None) -> bool:
+        """Whether the index has the layout without document sizes (read again after another
+        process's commit; ``key``: :meth:`_state`, when the caller has it)."""
+        version = (key or self._state())[0]
+        if self._unsized is None or self._unsized[0] != version:
+            sql = self.db.scalar("SELECT sql FROM sqlite_master WHERE name = 'keyword_fts'")
+            self._unsized = (version, "columnsize=0" in str(sql or ""))
+        return self._unsized[1]
+
+    def _fit_layout(self) -> None:
+        """Give the index the layout its size calls for (module docstring, "Layouts"): rebuilt
+        in one transaction, when FTS5 reaches :data:`UNSIZED_MIN_DOCUMENTS` documents or falls
+        below half of it."""
+        if not self.fts or self.db.in_transaction:
+            return
+        n = self.count()
+        unsized = self.unsized()
+        if unsized == (n >= UNSIZED_MIN_DOCUMENTS) or (unsized and n >= UNSIZED_MIN_DOCUMENTS // 2):
+            return
+        LOG.info(
+            "keyword index: %d documents; rebuilding the index %s document sizes",
+            n,
+            "without" if not unsized else "with",
+        )
+        with self.db.atomic() as conn:
+            conn.execute("DROP TABLE keyword_fts")
+            conn.execute(_FTS_SQL if unsized else _FTS_UNSIZED_SQL)
+            self._fts_fill(conn)
+            if self.secure_delete:
+                conn.execute("INSERT INTO keyword_fts (keyword_fts, rank) VALUES ('secure-delete', 1)")
+        self._unsized = None
+        self._unindexed.forget()
 
     def _fts_delete(self, conn: sqlite3.Connection, rows: Sequence[Any], upto: int) -> int:
         """Take the indexed ones of ``rows`` (id and term columns as stored) out of the index."""
@@ -255,20 +342,20 @@ class SqliteKeywordIndex:
         self._unindexed.fts_changes += 1
         self._unindexed.forget()
         with self.db.atomic() as conn:
+            upto = self._indexed_upto(conn)
             conn.execute(
                 f"INSERT INTO keyword_fts (rowid, {_COLUMNS}) SELECT id, {_COLUMNS} FROM keyword_terms"
                 " WHERE id > ? ORDER BY id",
-                (self._indexed_upto(conn),),
+                (upto,),
             )
+            top = int(conn.execute("SELECT coalesce(max(id), 0) FROM keyword_terms").fetchone()[0])
+            if top > upto:
+                self._mark(conn, top)
         self._pending = 0
+        self._fit_layout()
 
     def _has_pending(self) -> bool:
-        return bool(
-            self.db.scalar(
-                "SELECT (SELECT coalesce(max(id), 0) FROM keyword_terms)"
-                " > (SELECT coalesce(max(id), 0) FROM keyword_fts_docsize)"
-            )
-        )
+        return bool(self.db.scalar(f"SELECT (SELECT coalesce(max(id), 0) FROM keyword_terms) > {_MARK_SQL}"))
 
     def prepare(self, docs: Sequence[Document]) -> None:
         """Nothing to do before the transaction (tokenizing is local and fast)."""
@@ -344,6 +431,10 @@ class SqliteKeywordIndex:
             self._fts_delete(conn, rows, upto)
             for chunk, marks in chunked(gone):
                 conn.execute(f"DELETE FROM keyword_terms WHERE id IN ({marks})", chunk)
+            if self.fts and any(int(r[0]) == upto for r in rows):  # the mark: the highest key still indexed
+                left = conn.execute("SELECT coalesce(max(id), 0) FROM keyword_terms WHERE id <= ?", (upto,))
+                upto = int(left.fetchone()[0])
+                self._mark(conn, upto)
             heirs: list[Any] = []
             for chunk, marks in chunked(gone):
                 heirs.extend(conn.execute(f"SELECT id, {_COLUMNS} FROM keyword_terms WHERE ctx_id IN ({marks})", chunk))
@@ -363,6 +454,7 @@ class SqliteKeywordIndex:
             n = int(conn.execute("DELETE FROM keyword_terms").rowcount)
             if self.fts:
                 conn.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('delete-all')")
+                self._mark(conn, 0)
         self._writes += 1
         self._unindexed.fts_changes += 1
         self._pending = 0
@@ -375,6 +467,7 @@ class SqliteKeywordIndex:
         try:
             if self.fts and not self.secure_delete:
                 self.db.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
+            self._fit_layout()
         except (StorageError, sqlite3.Error) as exc:
             LOG.warning("keyword index: deleted, but could not merge the index yet (%s)", exc)
 
@@ -401,9 +494,10 @@ class SqliteKeywordIndex:
         saturation = shared.BM25_K1 / shared.RESCORE_K1 if large else 1.0
         weights = ", ".join(repr(w * saturation) for w in column_weights)
         match = match_expression(kept)
-        if len(kept) < len(counts) or unindexed:  # terms left out, or rows FTS5 has not: ranked again
+        k1 = shared.RESCORE_K1 if large else shared.BM25_K1
+        if len(kept) < len(counts) or unindexed or self.unsized(key):  # ranked again (module docstring)
             return self._rescored(
-                counts, match, weights, column_weights, int(k), session_id, key, window, kept, unindexed
+                counts, match, weights, column_weights, int(k), session_id, key, window, kept, unindexed, k1
             )
         factor = (shared.RESCORE_K1 + 1) / (shared.BM25_K1 + 1) if large else 1.0
         # the hits' own terms come along (prompt selection asks for them next: own_terms)
@@ -440,12 +534,13 @@ class SqliteKeywordIndex:
         window: tuple[float, float] | None = None,
         kept: Counter[str] | None = None,
         unindexed: dict[int, UnindexedRow] | None = None,
+        k1: float = shared.RESCORE_K1,
     ) -> list[MemoryHit]:
-        """The best :data:`RESCORE_CANDIDATES` matches of the kept terms (``weights``: FTS5's
-        column weights, scaled to rank as bm25 with ``k1`` = :data:`RESCORE_K1`), and the
-        ``unindexed`` rows holding a kept term, ranked on every query term by :func:`bm25_scores`
-        with that ``k1`` and the statistics of both (documents, lengths, document frequencies);
-        only the winners' documents are read."""
+        """The best :data:`RESCORE_CANDIDATES` matches of the kept terms by FTS5's bm25
+        (``weights``: the column weights, scaled to saturate as ``k1``; without document lengths
+        in the unsized layout), and the ``unindexed`` rows holding a kept term, ranked on every
+        query term by :func:`bm25_scores` with ``k1`` and the statistics of both (documents,
+        lengths, document frequencies); only the winners' documents are read."""
         fetch = max(k, shared.RESCORE_CANDIDATES)
         where, params = _document_filter(session_id, window)
         found: Sequence[Sequence[Any]]
@@ -485,7 +580,7 @@ class SqliteKeywordIndex:
                 avg_length = total / n
             df = self._frequencies(list(counts), key, unindexed)
             columns = [(r[2], r[3], r[4]) for r in found]
-            scores = bm25_scores(counts, columns, df, n, avg_length, column_weights, k1=shared.RESCORE_K1)
+            scores = bm25_scores(counts, columns, df, n, avg_length, column_weights, k1=k1)
         best = sorted(range(len(found)), key=lambda i: (-scores[i], -float(found[i][1])))[:k]
         if not best:
             return []
@@ -531,10 +626,12 @@ class SqliteKeywordIndex:
         changes FTS5's contents or another process writes; ``key``: :meth:`_state`, when the
         caller has it). The search adds the unindexed rows."""
         key = key or self._state()
-        at = (key[0], self._unindexed.fts_changes if self.fts else self._writes)
+        if self.fts:  # FTS5's averages record counts its rows
+            averages = self._averages(key)
+            return averages[0] if averages is not None else 0
+        at = (key[0], self._writes)
         if self._count is None or self._count[0] != at:
-            table = "keyword_fts_docsize" if self.fts else "keyword_terms"
-            self._count = (at, int(self.db.scalar(f"SELECT count(*) FROM {table}") or 0))
+            self._count = (at, int(self.db.scalar("SELECT count(*) FROM keyword_terms") or 0))
         return self._count[1]
 
     def _prune(
