@@ -194,8 +194,7 @@ class SqliteKeywordIndex:
                 )
             has_fts = bool(conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'keyword_fts'").fetchone())
             if self.fts and not has_fts:
-                conn.execute(_FTS_SQL)
-                self._fts_fill(conn)
+                self._create_fts(conn, unsized=False)
             elif self.fts and conn.execute("SELECT 1 FROM keyword_meta WHERE key = ?", (_MARK,)).fetchone() is None:
                 # a file of an earlier version (its index's highest key was read from the sizes): mark it once
                 top = conn.execute("SELECT coalesce(max(id), 0) FROM keyword_fts_docsize").fetchone()[0]
@@ -273,6 +272,11 @@ class SqliteKeywordIndex:
         """Set the index's mark, in the transaction that changed what FTS5 holds."""
         conn.execute("INSERT OR REPLACE INTO keyword_meta (key, value) VALUES (?, ?)", (_MARK, str(int(upto))))
 
+    def _create_fts(self, conn: sqlite3.Connection, *, unsized: bool) -> None:
+        """Create ``keyword_fts`` in the given layout and index every terms row into it."""
+        conn.execute(_FTS_UNSIZED_SQL if unsized else _FTS_SQL)
+        self._fts_fill(conn)
+
     def _fts_fill(self, conn: sqlite3.Connection) -> None:
         """Index every terms row into the empty FTS5 table, and mark the highest."""
         sql = f"INSERT INTO keyword_fts (rowid, {_COLUMNS}) SELECT id, {_COLUMNS} FROM keyword_terms ORDER BY id"
@@ -306,8 +310,7 @@ class SqliteKeywordIndex:
         )
         with self.db.atomic() as conn:
             conn.execute("DROP TABLE keyword_fts")
-            conn.execute(_FTS_SQL if unsized else _FTS_UNSIZED_SQL)
-            self._fts_fill(conn)
+            self._create_fts(conn, unsized=not unsized)
             if self.secure_delete:
                 conn.execute("INSERT INTO keyword_fts (keyword_fts, rank) VALUES ('secure-delete', 1)")
         self._unsized = None
