@@ -132,3 +132,31 @@ def test_a_file_without_a_mark_is_marked_from_its_sizes(tmp_path: Path) -> None:
         new = m.store("Ana: a heron by the river", "s")
         assert m.search("heron", top_k=1)[0].source == new
         assert len(m.search("river", top_k=50)) == len(keys) + 1
+
+
+@pytest.mark.usefixtures("small_threshold")
+def test_a_rebuild_that_fails_keeps_the_old_layout_and_every_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = random.Random(9)
+    real_create = sqlite_keyword.SqliteKeywordIndex._create_fts
+
+    def busy(self: object, conn: sqlite3.Connection, *, unsized: bool) -> None:
+        raise sqlite3.OperationalError("database is locked")  # another process holds the file
+
+    with LexicalMemory({"root": str(tmp_path), "retrieval": {"min_relative_score": 0.0}}) as m:
+        keys = [m.store(_text(rng, i), "s") for i in range(30)]
+        m.search("weather")
+        monkeypatch.setattr(sqlite_keyword.SqliteKeywordIndex, "_create_fts", busy)
+        keys += [m.store(_text(rng, i), "s") for i in range(30, 60)]
+        heron = m.store("Ana: a heron by the river bridge", "s")
+        assert [h.source for h in m.search("heron", top_k=3)] == [heron]  # the search still answers
+        unsized, mark, top = _file(tmp_path)
+        assert not unsized and mark == top  # the DROP was rolled back with the failed rebuild
+        assert "could not change the index's layout yet" in caplog.text
+        assert {h.source for h in m.search("weather report storm wind rain sunny market", top_k=100)} >= set(keys)
+        monkeypatch.setattr(sqlite_keyword.SqliteKeywordIndex, "_create_fts", real_create)
+        m.store("Ana: one more note about the market", "t")
+        m.search("weather")  # the next write's indexing tries again
+        assert _file(tmp_path)[0] is True
+        assert [h.source for h in m.search("heron", top_k=3)] == [heron]  # another session: no context

@@ -21,7 +21,8 @@ ever an FTS5 operator.
   the best 50 (the PostgreSQL engine's candidates are ranked with lengths). Below half the
   threshold the sized table comes back. The layout is fitted when the memory opens and after
   every FTS5 batch and delete, outside a caller's transaction; a connection reads it from
-  ``sqlite_master`` again after another's commit.
+  ``sqlite_master`` again after another's commit. A rebuild that fails is rolled back whole,
+  logged, and tried again at the next fit: either layout answers every search.
 * **Deferred indexing.** ``add`` writes the terms row in the write transaction (durable at once)
   and FTS5 catches up in batches of :data:`INDEX_BATCH` adds (on the write that fills one, and
   on close), so a batch is one FTS5 segment instead of one per document. Invariant: every terms
@@ -296,9 +297,17 @@ class SqliteKeywordIndex:
     def _fit_layout(self) -> None:
         """Give the index the layout its size calls for (module docstring, "Layouts"): rebuilt
         in one transaction, when FTS5 reaches :data:`UNSIZED_MIN_DOCUMENTS` documents or falls
-        below half of it."""
+        below half of it. Either layout answers the same, so a rebuild that fails (the file is
+        busy, the disk full) is logged and tried again at the next write or open."""
         if not self.fts or self.db.in_transaction:
             return
+        try:
+            self._relayout()
+        except (StorageError, sqlite3.Error) as exc:
+            LOG.warning("keyword index: could not change the index's layout yet (%s)", exc)
+
+    def _relayout(self) -> None:
+        """Rebuild the index with or without document sizes if its size calls for it."""
         n = self.count()
         unsized = self.unsized()
         if unsized == (n >= UNSIZED_MIN_DOCUMENTS) or (unsized and n >= UNSIZED_MIN_DOCUMENTS // 2):
@@ -470,9 +479,9 @@ class SqliteKeywordIndex:
         try:
             if self.fts and not self.secure_delete:
                 self.db.execute("INSERT INTO keyword_fts (keyword_fts) VALUES ('optimize')")
-            self._fit_layout()
         except (StorageError, sqlite3.Error) as exc:
             LOG.warning("keyword index: deleted, but could not merge the index yet (%s)", exc)
+        self._fit_layout()
 
     # -- querying ----------------------------------------------------------------------------
 
