@@ -5,7 +5,7 @@ robin over 50 sessions, keyword backend, defaults unless ``--config``), in this 
 exchanges first, then ``--measure`` more, timed (CPU time of the process) and, unless
 ``--no-trace``, with every SQL statement counted through ``sqlite3``'s trace callback (each row
 of an ``executemany`` counts; FTS5's own statements, which start with a comment, are listed but
-not counted). ``os.getppid()`` and ``os.getpgrp()`` are called right before and after the timed
+not counted; ``--profile FILE`` writes a cProfile of the timed writes). ``os.getppid()`` and ``os.getpgrp()`` are called right before and after the timed
 loop, so callgrind can count its instructions alone::
 
     valgrind --tool=callgrind --zero-before=getppid --dump-before=getpgrp \\
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import cProfile
 import json
 import logging
 import os
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--config", default="{}", help="JSON merged into the defaults")
     parser.add_argument("--no-trace", action="store_true", help="count no statements (for callgrind)")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the timed writes to this file")
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args(argv)
     if not (args.data / "locomo").is_dir():
@@ -81,13 +83,20 @@ def main(argv: list[str] | None = None) -> int:
         memory.update_history(messages, f"host-{i % args.sessions}")
     os.getppid()  # callgrind: --zero-before=getppid
     counting = True
+    profile = cProfile.Profile() if args.profile else None
     start = time.process_time()
+    if profile:
+        profile.enable()
     for i, messages in todo[args.fill :]:
         memory.update_history(messages, f"host-{i % args.sessions}")
+    if profile:
+        profile.disable()
     cpu = time.process_time() - start
     counting = False
     os.getpgrp()  # callgrind: --dump-before=getpgrp
     memory.close()
+    if profile:
+        profile.dump_stats(args.profile)
     own = sum(n for sql, n in counts.items() if not sql.startswith("--"))
     print(f"{args.measure} writes after {args.fill}: CPU {1e6 * cpu / args.measure:.0f} µs per write", end="")
     print("" if args.no_trace else f", {own / args.measure:.2f} statements per write")
