@@ -5,8 +5,9 @@ robin over 50 sessions, keyword backend, defaults unless ``--config``), in this 
 exchanges first, then ``--measure`` more, timed (CPU time of the process) and, unless
 ``--no-trace``, with every SQL statement counted through ``sqlite3``'s trace callback (each row
 of an ``executemany`` counts; FTS5's own statements, which start with a comment, are listed but
-not counted; ``--profile FILE`` writes a cProfile of the timed writes). ``os.getppid()`` and ``os.getpgrp()`` are called right before and after the timed
-loop, so callgrind can count its instructions alone::
+not counted; ``--profile FILE`` writes a cProfile of the timed writes). ``os.getppid()`` and
+``os.getpgrp()`` are called right before and after the timed loop, so callgrind can count its
+instructions alone::
 
     valgrind --tool=callgrind --zero-before=getppid --dump-before=getpgrp \\
         python benchmarks/write_cost.py --fill 500 --measure 512 --no-trace \\

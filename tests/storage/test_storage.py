@@ -117,6 +117,42 @@ def test_delete_takes_the_exchange_out_of_the_history_window(tmp_path: Path) -> 
         assert "4411" not in json.dumps([m.content for m in mem.build_conversation_context("locker", "s")])
 
 
+def test_the_history_of_an_earlier_release_keeps_its_tags_without_an_index_of_them(tmp_path: Path) -> None:
+    with LexicalMemory({"root": str(tmp_path)}) as mem:
+        mem.update_history(exchange("my locker code is 4411", "4411, noted"), "s")
+        mem.update_history(exchange("the cat is grey", "grey cat, noted"), "s")
+    conn = sqlite3.connect(tmp_path / "lexical.db")
+    with conn:  # as 0002 left it: AUTOINCREMENT ids and an index of the exchange ids
+        rows = conn.execute("SELECT id, session_id, role, content, created, exchange_id FROM history").fetchall()
+        conn.execute("DROP TABLE history")
+        conn.execute(
+            "CREATE TABLE history (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,"
+            " role TEXT NOT NULL, content TEXT NOT NULL, created REAL NOT NULL, exchange_id TEXT)"
+        )
+        conn.execute("CREATE INDEX history_session ON history (session_id, id)")
+        conn.execute("CREATE INDEX history_exchange ON history (exchange_id)")
+        conn.executemany("INSERT INTO history VALUES (?, ?, ?, ?, ?, ?)", rows)
+        conn.execute("DELETE FROM _migrations WHERE store = 'history' AND name = '0003_history_lean'")
+    conn.close()
+    with LexicalMemory({"root": str(tmp_path)}) as mem:
+        assert [m.content for m in mem.get_history("s")] == [r[3] for r in rows]
+        mem.update_history(exchange("the bike is blue", "blue bike, noted"), "s")
+        [hit] = mem.search("locker code", top_k=1)
+        assert mem.delete([hit.source]).tiers["history_messages"] == 2  # type: ignore[attr-defined]
+        assert [m.content for m in mem.get_history("s")] == [
+            "the cat is grey",
+            "grey cat, noted",
+            "the bike is blue",
+            "blue bike, noted",
+        ]
+    conn = sqlite3.connect(tmp_path / "lexical.db")
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'history'").fetchone()[0]
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'history'")}
+    tags = conn.execute("SELECT count(*) FROM history WHERE exchange_id IS NOT NULL").fetchone()[0]
+    conn.close()
+    assert "AUTOINCREMENT" not in sql and indexes == {"history", "history_session"} and tags == 4
+
+
 def test_single_message_hosts_tag_the_question_too(tmp_path: Path) -> None:
     from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 

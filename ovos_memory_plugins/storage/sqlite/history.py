@@ -69,7 +69,33 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX history_exchange ON history (exchange_id)")
 
 
-MIGRATIONS = [Migration("0001_history_sessions_documents", _v1), Migration("0002_exchange_ids", _v2)]
+def _v3(conn: sqlite3.Connection) -> None:
+    """The history table without ``AUTOINCREMENT`` and without the index of exchange ids: each
+    wrote a page of its own in every recorded exchange's transaction (a seventh of its pages,
+    issue 25). A new row's id is still above every other's (SQLite takes the highest plus one;
+    only a deleted newest row's id can come back, and no id leaves this module). Messages are
+    found by their exchange id by a scan of the table, which the trim keeps to a few dozen
+    messages per session (:meth:`SqliteHistory.remove_exchanges`)."""
+    conn.execute(
+        "CREATE TABLE history_lean ("
+        " id INTEGER PRIMARY KEY,"
+        " session_id TEXT NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, created REAL NOT NULL,"
+        " exchange_id TEXT)"
+    )
+    conn.execute(
+        "INSERT INTO history_lean (id, session_id, role, content, created, exchange_id)"
+        " SELECT id, session_id, role, content, created, exchange_id FROM history ORDER BY id"
+    )
+    conn.execute("DROP TABLE history")
+    conn.execute("ALTER TABLE history_lean RENAME TO history")
+    conn.execute("CREATE INDEX history_session ON history (session_id, id)")
+
+
+MIGRATIONS = [
+    Migration("0001_history_sessions_documents", _v1),
+    Migration("0002_exchange_ids", _v2),
+    Migration("0003_history_lean", _v3),
+]
 
 
 #: The trim of :meth:`SqliteHistory.append`: once the session holds more than ``full`` messages,
@@ -284,7 +310,7 @@ class SqliteHistory(EngineHistory):
         n = 0
         with self._removing() as conn:
             ids = [d.doc_id for d in docs]
-            for chunk, marks in chunked(ids):
+            for chunk, marks in chunked(ids):  # a scan of the trimmed table per chunk (no index)
                 n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
             for session_id, question, answer in self.untagged_parts(docs):
                 n += conn.execute(
