@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import re
+import resource
 import sqlite3
 import sys
 import tempfile
@@ -86,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     counting = True
     profile = cProfile.Profile() if args.profile else None
     start = time.process_time()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     if profile:
         profile.enable()
     for i, messages in todo[args.fill :]:
@@ -93,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     if profile:
         profile.disable()
     cpu = time.process_time() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    user, system = after.ru_utime - usage.ru_utime, after.ru_stime - usage.ru_stime
     counting = False
     os.getpgrp()  # callgrind: --dump-before=getpgrp
     memory.close()
@@ -100,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         profile.dump_stats(args.profile)
     own = sum(n for sql, n in counts.items() if not sql.startswith("--"))
     print(f"{args.measure} writes after {args.fill}: CPU {1e6 * cpu / args.measure:.0f} µs per write", end="")
+    print(f" (user {1e6 * user / args.measure:.0f}, system {1e6 * system / args.measure:.0f})", end="")
     print("" if args.no_trace else f", {own / args.measure:.2f} statements per write")
     for sql, n in counts.most_common(20):
         print(f"  {n / args.measure:6.2f}  {sql}")
