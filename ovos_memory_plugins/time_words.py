@@ -349,6 +349,8 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
             parser = parser or DateDataParser(languages=[code], settings=settings)
             data = parser.get_date_data(found)
             when, period = data.date_obj, data.period
+        if when is not None and when.tzinfo is not None:  # "yesterday UTC": the parser's zone, as now's
+            when = when.astimezone(now.tzinfo or timezone.utc).replace(tzinfo=None)
         if when is None or when > naive + timedelta(hours=1):
             continue
         if _is_duration(found, text, code):  # "the past 3 days": from that day to the end of today

@@ -255,6 +255,17 @@ def test_the_whole_set_is_at_least_95_percent_right() -> None:
     assert right / len(cases) >= 0.95
 
 
+def test_a_time_word_naming_a_time_zone_still_names_its_window() -> None:
+    """dateparser gives an aware date for "yesterday UTC"; compared with the naive now it
+    raised, and the window was lost with a warning."""
+    from ovos_memory_plugins.time_words import time_window
+
+    day = (at(2026, 12, 1), at(2026, 12, 2))
+    assert time_window("what did I say yesterday UTC?", NOW) == day
+    assert time_window("what did I say yesterday?", NOW) == day
+    assert time_window("what did we do in 2023 GMT?", NOW) == (at(2023, 1, 1), at(2024, 1, 1))
+
+
 def _fill(mem: LexicalMemory, clock: Clock) -> None:
     clock.now = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
     say(mem, "I planted tulips in the garden", "Lovely, tulips.")
