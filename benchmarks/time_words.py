@@ -29,6 +29,14 @@ the gate lets through to the parser. A busy machine slows both halves of a pair 
 
     python benchmarks/time_words.py --host-cost 100000 [--questions 800]
 
+``--plain-english N`` checks the plain English reader (:mod:`ovos_memory_plugins.english_time`)
+against the parser it stands in for: every English utterance of this set, LoCoMo's dev
+questions and turns and LongMemEval's dev questions, each at ``N`` random nows (seeded) and
+LoCoMo's own, read by ``time_window`` with the reader and with it switched off. It prints the
+windows that differ (none is the bar), how many texts the reader answered, and the CPU of both.
+
+    python benchmarks/time_words.py --plain-english 3
+
 ovos-date-parser's ``extract_datetime`` gives a point in time, not a period: its window here is
 the day of that point (it has no Chinese). A case is right when the window is exactly the
 expected one (null for an utterance without time words).
@@ -97,12 +105,7 @@ def _locomo_date(text: str) -> datetime:
 
 
 def _locomo_questions() -> list[tuple[str, datetime]]:
-    import os
-
-    root = Path(
-        os.environ.get("OVOS_MEMORY_BENCH_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "bench")
-    )
-    path = root / "locomo" / "locomo_dev.json"
+    path = _bench_root() / "locomo" / "locomo_dev.json"
     if not path.exists():
         return []
     out = []
@@ -261,6 +264,80 @@ def host_cost(exchanges: int, questions: int) -> None:
             )
 
 
+def _bench_root() -> Path:
+    import os
+
+    return Path(
+        os.environ.get("OVOS_MEMORY_BENCH_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "bench")
+    )
+
+
+def _english_texts(cases: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``(set, text)``: this set's English cases, LoCoMo's dev questions and turns and
+    LongMemEval's dev questions (those whose files are there)."""
+    texts = [("time_words.json", str(c["text"])) for c in cases if c["lang"] == "en"]
+    locomo = _bench_root() / "locomo" / "locomo_dev.json"
+    if locomo.exists():
+        convs = json.loads(locomo.read_text(encoding="utf-8"))
+        texts += [("locomo questions", str(qa["question"])) for conv in convs for qa in conv["qa"]]
+        for conv in convs:
+            for turns in conv["conversation"].values():
+                if isinstance(turns, list):
+                    texts += [("locomo turns", str(t["text"])) for t in turns if t.get("text")]
+    lme = _bench_root() / "longmemeval" / "longmemeval_s_dev.json"
+    if lme.exists():
+        texts += [("longmemeval questions", str(e["question"])) for e in json.loads(lme.read_text(encoding="utf-8"))]
+    return texts
+
+
+def plain_english(cases: list[dict[str, Any]], nows: int) -> None:
+    import random
+
+    from ovos_memory_plugins import english_time, time_words
+
+    rng = random.Random(25)
+    start, span = datetime(2020, 1, 1, 9, tzinfo=timezone.utc), timedelta(days=6 * 365)
+    moments = [datetime(2023, 8, 15, 12, tzinfo=timezone.utc)] + [start + span * rng.random() for _ in range(nows)]
+    reader = english_time.read_plain_english
+    answered: Counter[str] = Counter()
+    asked: Counter[str] = Counter()
+    differ: Counter[str] = Counter()
+    seconds = {"parser": 0.0, "reader": 0.0}
+
+    def counting(*args: Any) -> Any:
+        finds = reader(*args)
+        answered[current[0]] += finds is not None
+        asked[current[0]] += 1
+        return finds
+
+    current = [""]
+    shown = 0
+    for name, text in _english_texts(cases):
+        current[0] = name
+        for now in moments:
+            time_words.read_plain_english = lambda *args: None  # type: ignore[assignment]
+            began = time.process_time()
+            parsed = time_window(text, now, "en")
+            middle = time.process_time()
+            time_words.read_plain_english = counting  # type: ignore[assignment]
+            read = time_window(text, now, "en")
+            seconds["parser"] += middle - began
+            seconds["reader"] += time.process_time() - middle
+            if parsed != read:
+                differ[name] += 1
+                if shown < 20:
+                    shown += 1
+                    print(f"  differs at {now:%Y-%m-%d}: {text[:120]!r}: parser {parsed}, reader {read}")
+    time_words.read_plain_english = reader
+    for name in asked:
+        print(
+            f"{name}: {asked[name]} searches at {len(moments)} nows, the reader answered {answered[name]}"
+            f" ({answered[name] / asked[name]:.0%}), windows differing {differ[name]}"
+        )
+    print(f"time_window CPU: parser only {seconds['parser']:.2f} s, with the reader {seconds['reader']:.2f} s")
+    print(f"windows differing in all: {sum(differ.values())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--compare", action="store_true", help="also run ovos-date-parser")
@@ -270,6 +347,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=2, help="LoCoMo conversations for --turn-cost")
     parser.add_argument("--host-cost", type=int, default=0, help="time words and dates at N exchanges (docstring)")
     parser.add_argument("--questions", type=int, default=800, help="turns for --host-cost")
+    parser.add_argument("--plain-english", type=int, default=-1, help="check the plain reader at N nows")
     args = parser.parse_args()
     data = json.loads(DATA.read_text(encoding="utf-8"))
     now = datetime.fromisoformat(data["now"])
@@ -282,6 +360,9 @@ def main() -> None:
         return
     if args.host_cost:
         host_cost(args.host_cost, args.questions)
+        return
+    if args.plain_english >= 0:
+        plain_english(cases, args.plain_english)
         return
     run("dateparser (time_words.time_window)", time_window, cases, now, args.show)
     if args.compare:

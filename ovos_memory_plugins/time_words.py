@@ -6,7 +6,10 @@ restricted or boosted to, or None when the utterance names no time (or the parse
 installed). The parser is costly (about a millisecond per expression) and slow to load (a
 quarter of a second): a gate of the parser's own time words (:func:`_might_say_when`) keeps it
 from turns that name no time, its search reads only the words around them (:func:`_time_spans`),
-and :func:`warm_parser` loads it beside the caller when a memory is built.
+and :func:`warm_parser` loads it beside the caller when a memory is built. English's common
+phrases ("yesterday", "in June", "2 weeks ago"), alone in an utterance, are read without it
+(:mod:`ovos_memory_plugins.english_time`, which names the parser's window at a small part of
+its cost).
 
 Rendering dates in the prompt (labels, today's line, the clock seam) is
 :mod:`ovos_memory_plugins.dates`.
@@ -23,6 +26,7 @@ from typing import Any
 
 from ovos_memory_plugins.concurrency import DaemonPool
 from ovos_memory_plugins.dates import Window, language
+from ovos_memory_plugins.english_time import is_time_token, read_plain_english
 
 LOG = logging.getLogger(__name__)
 
@@ -161,8 +165,7 @@ def _time_spans(text: str, code: str) -> str:
     tokens = text.split()
     keep = [False] * len(tokens)
     for i, token in enumerate(tokens):
-        folded = token.casefold()
-        if _YEAR.search(folded) or any(w in words or w.isdigit() for w in _WORD.findall(folded)):
+        if is_time_token(token, words):
             for j in range(max(0, i - SPAN_WORDS), min(len(tokens), i + SPAN_WORDS + 1)):
                 keep[j] = True
     spans: list[list[str]] = []
@@ -331,8 +334,13 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
     settings = {"RELATIVE_BASE": naive, "PREFER_DATES_FROM": "past", "RETURN_TIME_AS_PERIOD": True}
     stops = stop_words(code)
     candidates: list[tuple[str, datetime | None, str | None]] = []
-    with _PARSER_LOCK:
-        finds = _search(search_dates, _time_spans(text, code), code, settings)
+    spans = _time_spans(text, code)
+    finds: list[tuple[str, Any, Any]] | None = None
+    if code == "en":  # the common phrases, read without the parser (what it would find)
+        finds = read_plain_english(spans, naive, _vocabulary(code)[0], SPAN_WORDS)
+    if finds is None:  # not one plain English phrase: the parser searches
+        with _PARSER_LOCK:
+            finds = _search(search_dates, spans, code, settings)
     for found, when, period in finds:
         words = _WORD.findall(found.casefold())
         if code == "zh" or len(words) > 1 or (words and words[0] not in stops):  # not "we" as Wednesday

@@ -1,0 +1,244 @@
+"""The plain English time phrases read without the parser: what ``dateparser`` would find in
+them, at a twentieth of its cost.
+
+A turn that names a time ("what did I say yesterday?", "when did we go camping in June?",
+"the trip 2 weeks ago") paid the parser's search, about two milliseconds, most of such a turn.
+:func:`read_plain_english` reads the common forms itself:
+
+- ``[in|on] <day> <Month>[,] <year>``, ``[in|on] <Month> <day>[,] <year>`` (a day; the day may
+  carry its ordinal, "23rd"), ``<Month>[,] <year>`` (a month), ``[in|on] <Month>`` (a month, this
+  year's or last year's, whichever is past), ``<Month> <day>`` and ``<day> <Month>`` (a day, the
+  past one), ``<year>`` (a year);
+- ``yesterday``, ``today``, ``last week|month|year``;
+- ``<n> day(s)|week(s)|month(s)|year(s) ago`` and ``past <n> <unit>`` (number words are digits
+  by then: the caller's rewrites turn "two weeks" and "the past month" into "2 weeks" and
+  "the past 1 month").
+
+It answers only when the text holds exactly one such phrase and nothing else the parser might
+read: every time word of the text is in the phrase, the words inside it are plain, and the
+words around it (as far as the parser's search looks, :data:`~ovos_memory_plugins.time_words.SPAN_WORDS`)
+are plain ASCII words none of which the parser gives a meaning near a date (:data:`NEAR_DENIED`:
+number words, times of day, clock units, time zones, "a", "we" read as Wednesday). Otherwise
+it answers None and the parser reads the text as before. The forms and the denied words were
+chosen by comparing both readers' windows over the time-word cases and LoCoMo's questions at
+random nows, and over every form beside every word the English parser knows (and every time
+zone it knows); ``tests/parts/test_english_time.py`` keeps that comparison.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+__all__ = ["NEAR_DENIED", "Find", "is_time_token", "read_plain_english"]
+
+#: A find as the parser's search gives it: the words, the date they name, their period.
+Find = tuple[str, datetime, str]
+
+_MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+_MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, start=1)}
+_UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week"}
+_UNITS |= {"month": "month", "months": "month", "year": "year", "years": "year"}
+_PREPOSITIONS = frozenset({"in", "on"})
+_NUMBER_WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred"
+)
+_CLOCK_WORDS = (
+    "am pm noon midnight tonight morning afternoon evening night early now ago before after later "
+    "less than h hour hours hr hrs m min mins minute minutes s sec secs second seconds wk y yr "
+    "century centuries decade decades fortnight fortnights weekend next this last past coming"
+)
+#: Abbreviations the parser reads as weekdays or months ("we", "tu", "th", "fr", "sa", "su",
+#: "mo", "d"), and single letters it reads as units or zones.
+_SHORT_WORDS = "we tu th fr sa su mo d p q z a an"
+#: Words that change what the parser reads when they stand near a date: a phrase beside one of
+#: them is left to the parser. Time-zone names are added from the parser's own list
+#: (:func:`_zone_names`) where they change its reading.
+NEAR_DENIED: frozenset[str] = frozenset((_NUMBER_WORDS + " " + _CLOCK_WORDS + " " + _SHORT_WORDS).split())
+_ZONES = frozenset({"gmt", "utc", "ut", "z"})
+
+_LEAD = "\"'(“‘"
+_TRAIL = ".,?!;:\"')”’"
+_DAY = re.compile(r"(\d{1,2})(st|nd|rd|th)?")
+_YEAR_TOKEN = re.compile(r"(19|20)\d\d")
+_WORD = re.compile(r"\w+")
+_YEAR = re.compile(r"\b(19|20)\d\d\b")
+_ASCII_WORD = re.compile(r"[a-z]+")
+
+
+def _day_number(core: str) -> int | None:
+    """The day a token names ("3", "23rd"), its ordinal right for the number, or None."""
+    match = _DAY.fullmatch(core)
+    if match is None:
+        return None
+    day, suffix = int(match.group(1)), match.group(2)
+    if suffix and suffix != ({1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th") if day // 10 != 1 else "th"):
+        return None
+    return day if 1 <= day <= 31 else None
+
+
+def _date(year: int, month: int, day: int) -> datetime | None:
+    try:
+        return datetime(year, month, day)
+    except ValueError:
+        return None
+
+
+def _months_before(now: datetime, months: int) -> datetime:
+    """``now`` that many calendar months earlier, the day clipped to the month's last."""
+    index = now.year * 12 + now.month - 1 - months
+    year, month = divmod(index, 12)
+    day = now.day
+    while _date(year, month + 1, day) is None:
+        day -= 1
+    return now.replace(year=year, month=month + 1, day=day)
+
+
+def _before(now: datetime, count: int, unit: str) -> datetime:
+    if unit == "day":
+        return now - timedelta(days=count)
+    if unit == "week":
+        return now - timedelta(weeks=count)
+    return _months_before(now, count * (12 if unit == "year" else 1))
+
+
+class _Tokens:
+    """The text split on spaces: each token's core (casefolded, its quotes and closing
+    punctuation stripped) and what was stripped off its end."""
+
+    def __init__(self, text: str) -> None:
+        self.raw = text.split()
+        self.cores: list[str] = []
+        self.tails: list[str] = []
+        for token in self.raw:
+            opened = token.lstrip(_LEAD)
+            core = opened.rstrip(_TRAIL)
+            self.cores.append(core.casefold())
+            self.tails.append(opened[len(core) :])
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def core(self, i: int) -> str:
+        return self.cores[i] if 0 <= i < len(self.cores) else ""
+
+
+#: A phrase read: its first and past-the-end token, the token its find starts at, and the find.
+_Phrase = tuple[int, int, int, datetime, str]
+
+
+def _month_day(month: int, day: int, now: datetime, start: int, end: int) -> _Phrase | None:
+    """ "May 3" without a year: this year's if it is past, else last year's."""
+    year = now.year if (month, day) <= (now.month, now.day) else now.year - 1
+    when = _date(year, month, day)
+    return None if when is None else (start, end, start, when, "day")
+
+
+def _read_date(tokens: _Tokens, i: int, start: int, now: datetime) -> _Phrase | None:
+    """A date starting at token ``i`` (a day number, a month name or a year), ``start``
+    being the preposition before it when there is one."""
+    core = tokens.core
+    day = _day_number(core(i))
+    if day is not None and core(i + 1) in _MONTHS:  # 23 May [2023]
+        month = _MONTHS[core(i + 1)]
+        if _YEAR_TOKEN.fullmatch(core(i + 2)):
+            when = _date(int(core(i + 2)), month, day)
+            return None if when is None else (start, i + 3, start, when, "day")
+        return None if core(i + 2).isdigit() else _month_day(month, day, now, start, i + 2)
+    if core(i) in _MONTHS:
+        month = _MONTHS[core(i)]
+        day = _day_number(core(i + 1))
+        if day is not None:  # May 23[,] [2023]
+            if _YEAR_TOKEN.fullmatch(core(i + 2)):
+                when = _date(int(core(i + 2)), month, day)
+                return None if when is None else (start, i + 3, start, when, "day")
+            return None if core(i + 2).isdigit() else _month_day(month, day, now, start, i + 2)
+        if _YEAR_TOKEN.fullmatch(core(i + 1)):  # July[,] 2023
+            return start, i + 2, start, datetime(int(core(i + 1)), month, min(now.day, 28)), "month"
+        if core(i) == "may" and start == i:  # "may" alone is the verb
+            return None
+        year = now.year if month <= now.month else now.year - 1  # [in] June: the past one
+        return start, i + 1, start, datetime(year, month, min(now.day, 28)), "month"
+    if _YEAR_TOKEN.fullmatch(core(i)):  # [in] 2023
+        year = int(core(i))
+        when = datetime(year, 1, 1) if year != now.year else now.replace(hour=0, minute=0, second=0, microsecond=0)
+        return start, i + 1, start, when, "year"
+    return None
+
+
+def _read_phrase(tokens: _Tokens, i: int, now: datetime) -> _Phrase | None:
+    """The phrase whose first time word is token ``i``, or None when it is none of the forms."""
+    core = tokens.core
+    word = core(i)
+    if word in ("yesterday", "today"):
+        return i, i + 1, i, now - timedelta(days=1 if word == "yesterday" else 0), "day"
+    if word == "last" and core(i + 1) in ("year", "month", "week"):
+        unit = core(i + 1)
+        return i, i + 2, i, _before(now, 1, unit), unit
+    if word.isdigit() and core(i + 1) in _UNITS:
+        count, unit = int(word), _UNITS[core(i + 1)]
+        if word.startswith("0") or count > 100 or core(i - 1) == "in":  # "in 4 years ago": no date
+            return None
+        if core(i + 2) == "ago":  # 2 weeks ago
+            start, end = i, i + 3
+        elif core(i - 1) == "past":  # the past 3 days (a duration: the caller tells it by "past")
+            start, end = i - 1, i + 2
+        else:
+            return None
+        if core(end) == "in":
+            return None
+        return start, end, i, _before(now, count, unit), unit
+    start = i - 1 if core(i - 1) in _PREPOSITIONS else i
+    return _read_date(tokens, i, start, now)
+
+
+def _commas_allowed(tokens: _Tokens, start: int, end: int) -> set[int]:
+    """The tokens of a date that may end in a comma: a day or month before a year."""
+    return {
+        k
+        for k in range(start, end - 1)
+        if tokens.core(k) not in _PREPOSITIONS and _YEAR_TOKEN.fullmatch(tokens.core(k + 1))
+    }
+
+
+def read_plain_english(text: str, now: datetime, time_words: frozenset[str], span_words: int) -> list[Find] | None:
+    """The parser's finds in ``text`` (``[(words, date, period)]``, dates naive in ``now``'s
+    clock) when the text holds one plain English time phrase and nothing else the parser might
+    read; None when it holds anything else, for the parser to read. ``time_words`` are the
+    parser's own words (a token holding one, a number or a year is a time token);
+    ``span_words`` is how far from the phrase the parser's reading can be changed."""
+    tokens = _Tokens(text)
+    times = [i for i, token in enumerate(tokens.raw) if is_time_token(token, time_words)]
+    if not times:
+        return None
+    phrase = _read_phrase(tokens, times[0], now.replace(tzinfo=None))
+    if phrase is None:
+        return None
+    start, end, found_from, when, period = phrase
+    if any(not start <= i < end for i in times):
+        return None
+    commas = _commas_allowed(tokens, start, end)
+    for k in range(start, end):
+        if k > start and tokens.raw[k][:1] in _LEAD:
+            return None
+        if not _WORD.fullmatch(tokens.cores[k]):
+            return None
+        if k < end - 1 and tokens.tails[k] and not (tokens.tails[k] == "," and k in commas):
+            return None
+    for k in range(max(0, start - span_words), min(len(tokens), end + span_words)):
+        if start <= k < end:
+            continue
+        near = tokens.cores[k]
+        if near and (not _ASCII_WORD.fullmatch(near) or near in NEAR_DENIED or near in _ZONES):
+            return None
+    return [(" ".join(tokens.cores[found_from:end]), when, period)]
+
+
+def is_time_token(token: str, words: frozenset[str]) -> bool:
+    """Whether a token holds a time word of ``words``, a number or a four-digit year."""
+    folded = token.casefold()
+    return bool(_YEAR.search(folded)) or any(w in words or w.isdigit() for w in _WORD.findall(folded))
