@@ -84,7 +84,7 @@ def warm_parser(lang: str | None = None) -> Future[None] | None:
         if not parser_available():
             return
         try:
-            time_window(_WARM_UP[code], datetime.now(timezone.utc), code)
+            _window(_WARM_UP[code], datetime.now(timezone.utc), code, plain_english=False)  # the parser's own
         except Exception:  # a warm-up is an optimisation: the turn reports a real failure
             LOG.debug("time words: the parser's warm-up failed", exc_info=True)
 
@@ -315,9 +315,14 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
     ``now`` is no window (memories are of the past). A found date whose words are
     all stop words ("we" read as Wednesday) is ignored.
     """
+    return _window(utterance, now, language(lang), plain_english=True)
+
+
+def _window(utterance: str, now: datetime, code: str, *, plain_english: bool) -> Window | None:
+    """:func:`time_window` for a language code; ``plain_english`` False has the parser read
+    what the plain English reader would (the warm-up: the parser's first search is its load)."""
     if not utterance.strip() or not parser_available():
         return None
-    code = language(lang)
     # the rewrites below only turn number words into digits and move "past" words, so an
     # utterance the gate turns away is turned away before them (not Chinese: "三天" becomes "3天")
     if code != "zh" and not _might_say_when(utterance, code):
@@ -336,7 +341,7 @@ def time_window(utterance: str, now: datetime, lang: str | None = None) -> Windo
     candidates: list[tuple[str, datetime | None, str | None]] = []
     spans = _time_spans(text, code)
     finds: list[tuple[str, Any, Any]] | None = None
-    if code == "en":  # the common phrases, read without the parser (what it would find)
+    if code == "en" and plain_english:  # the common phrases, read without the parser (what it would find)
         finds = read_plain_english(spans, naive, _vocabulary(code)[0], SPAN_WORDS)
     if finds is None:  # not one plain English phrase: the parser searches
         with _PARSER_LOCK:

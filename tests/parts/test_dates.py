@@ -416,3 +416,26 @@ def test_the_parser_warms_up_once_beside_the_caller() -> None:
         assert first.result(timeout=30) is None
     assert warm_parser("nl") is None  # once per process and language
     assert time_window("wat zei ik gisteren?", NOW, "nl") == (at(2026, 12, 1), at(2026, 12, 2))
+
+
+def test_the_english_warm_up_has_the_parser_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plain English reader reads "yesterday" itself; the warm-up must still have the parser
+    search (its first search is its load), or the first turn it reads pays a quarter second."""
+    from ovos_memory_plugins import time_words
+
+    searched: list[str] = []
+    search = time_words._search
+
+    def recording(search_dates: object, text: str, code: str, settings: dict[str, object]) -> object:
+        searched.append(text)
+        return search(search_dates, text, code, settings)
+
+    monkeypatch.setattr(time_words, "_search", recording)
+    monkeypatch.delitem(time_words._PARSER_STATE, ("warm", "en"), raising=False)
+    warming = time_words.warm_parser("en")
+    assert warming is not None
+    assert warming.result(timeout=30) is None
+    assert searched == ["yesterday"]
+    searched.clear()
+    assert time_words.time_window("what did I say yesterday?", NOW) == (at(2026, 12, 1), at(2026, 12, 2))
+    assert searched == []  # a turn's plain phrase is read without it
