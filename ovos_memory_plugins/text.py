@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from itertools import pairwise
 
@@ -36,6 +36,7 @@ __all__ = [
     "clip_query",
     "cut_long",
     "fold_word",
+    "more_query_terms_than",
     "query_terms",
     "stop_words",
     "tokenize",
@@ -216,16 +217,19 @@ def _ascii_terms(text: str, stops: frozenset[str] | None) -> list[str]:
     if stops is None:  # a document's terms: one dictionary look-up per word
         get = _ascii_index.get
         return [get(w) or _ascii_index_term(w) for w in _ASCII_WORD.findall(text)]
-    out: list[str] = []
+    return list(_ascii_query_terms(text, stops))
+
+
+def _ascii_query_terms(text: str, stops: frozenset[str]) -> Iterator[str]:
+    """:func:`_ascii_terms` of prepared ASCII text with stop words dropped, one at a time."""
     for word in _ASCII_WORD.findall(text):
         word = word[:MAX_WORD_CHARS]
         if "'" in word:
             folded = fold_word(word)
-            if folded and (stops is None or folded not in stops):
-                out.append(_stem(folded))
-        elif stops is None or word not in stops:
-            out.append(_stem(word) if len(word) > 3 and word.isalpha() else word)
-    return out
+            if folded and folded not in stops:
+                yield _stem(folded)
+        elif word not in stops:
+            yield _stem(word) if len(word) > 3 and word.isalpha() else word
 
 
 def _analyze(text: str, stops: frozenset[str] | None, unigrams: bool = False) -> list[str]:
@@ -299,6 +303,22 @@ def query_terms(
 
 
 @functools.lru_cache(maxsize=64)
+def more_query_terms_than(text: str, limit: int, lang: str | None = None, *, unigrams: bool = False) -> bool:
+    """Whether ``text`` has more than ``limit`` distinct :func:`query_terms` (the same answer
+    as ``len(set(query_terms(text, lang, unigrams=unigrams))) > limit``); ASCII text is read
+    only as far as it takes (a long reply's first few words settle it)."""
+    stops = _stop_set(lang, ())
+    prepared = _prepare(text)
+    if not prepared.isascii():
+        return len(set(_analyze(text, stops, unigrams))) > limit
+    seen: set[str] = set()
+    for term in _ascii_query_terms(prepared, stops):
+        seen.add(term)
+        if len(seen) > limit:
+            return True
+    return False
+
+
 def _stop_set(lang: str | None, extra: tuple[str, ...]) -> frozenset[str]:
     return stop_words(lang) | _fold_list(extra) if extra else stop_words(lang)
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -30,7 +32,7 @@ from ovos_memory_plugins.english_time import is_time_token, read_plain_english
 
 LOG = logging.getLogger(__name__)
 
-__all__ = ["SPAN_WORDS", "parser_available", "time_window", "warm_parser"]
+__all__ = ["SPAN_WORDS", "parser_available", "time_window", "wait_warm", "warm_parser"]
 
 _PARSER_STATE: dict[Any, Any] = {}
 
@@ -88,7 +90,27 @@ def warm_parser(lang: str | None = None) -> Future[None] | None:
         except Exception:  # a warm-up is an optimisation: the turn reports a real failure
             LOG.debug("time words: the parser's warm-up failed", exc_info=True)
 
-    return pool.submit(warm)
+    future = pool.submit(warm)
+    _PARSER_STATE[("future", code)] = future
+    return future
+
+
+def wait_warm(timeout: float | None = None) -> bool:
+    """Wait, at most ``timeout`` seconds in all (None: as long as it takes), for the warm-ups
+    :func:`warm_parser` started in this process to end; whether they all have (True when none
+    was started). A host need not call it: a turn that comes first waits for what it needs."""
+    deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+    with _PARSER_LOCK:
+        futures = [f for k, f in _PARSER_STATE.items() if isinstance(k, tuple) and k[0] == "future"]
+    for future in futures:
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        try:
+            future.result(timeout=left)
+        except FutureTimeout:
+            return False
+        except Exception:  # a failed warm-up has ended too (its turn reports the failure)
+            continue
+    return True
 
 
 def _vocabulary(code: str) -> tuple[frozenset[str], tuple[str, ...]]:

@@ -93,6 +93,7 @@ from ovos_memory_plugins.prompt import render_messages
 from ovos_memory_plugins.protocols import StorageStatus
 from ovos_memory_plugins.storage.seam import Storage
 from ovos_memory_plugins.text import clip_query
+from ovos_memory_plugins.time_words import wait_warm
 
 LOG = logging.getLogger("ovos_memory_plugins.composite")  # the name it had before the split
 
@@ -393,6 +394,11 @@ class CompositeMemory(
         return out
 
     # -- life cycle --------------------------------------------------------------------------
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait, at most ``timeout`` seconds, for the members' start-up work beside the host (the
+        time-word parser's load); whether it has ended (:meth:`BaseRetrievalMemory.wait_ready`)."""
+        return wait_warm(timeout)
 
     def close(self) -> None:
         """Close the members; returns within about a second whatever the members do.

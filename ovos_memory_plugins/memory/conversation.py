@@ -17,9 +17,9 @@ from ovos_memory_plugins.admission import is_low_signal
 from ovos_memory_plugins.common import exchange_text
 from ovos_memory_plugins.memory.documents import PREVIOUS_EXCHANGE
 from ovos_memory_plugins.memory.state import MemoryState
-from ovos_memory_plugins.select import clip_context, needs_context
+from ovos_memory_plugins.select import CONTEXT_MAX_TERMS, clip_context, needs_context
 from ovos_memory_plugins.storage.records import Document, StoredDocument, StoredMessage, check_id
-from ovos_memory_plugins.text import clean_text, query_terms
+from ovos_memory_plugins.text import clean_text, more_query_terms_than
 
 LOG = logging.getLogger("ovos_memory_plugins.base")  # the name its records always had
 
@@ -63,7 +63,7 @@ def _needs_context(user: str, previous: str) -> bool:
     terms are counted only when the rest of the rule holds (most turns follow no question)."""
     if not needs_context(0, user, previous):
         return False
-    return needs_context(len(set(query_terms(user, None, unigrams=True))), user, previous)
+    return not more_query_terms_than(user, CONTEXT_MAX_TERMS, unigrams=True)  # read only as far as it takes
 
 
 def _pairs(stored: Sequence[StoredMessage]) -> list[tuple[str, str]]:

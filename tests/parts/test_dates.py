@@ -418,6 +418,20 @@ def test_the_parser_warms_up_once_beside_the_caller() -> None:
     assert time_window("wat zei ik gisteren?", NOW, "nl") == (at(2026, 12, 1), at(2026, 12, 2))
 
 
+def test_wait_ready_returns_once_the_warm_up_has_ended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from concurrent.futures import Future
+
+    from ovos_memory_plugins import time_words
+
+    with LexicalMemory({"root": str(tmp_path)}) as mem:
+        assert mem.wait_ready(30) is True
+        assert time_words.wait_warm(0) is True  # ended: no wait at all
+        assert all(f.done() for k, f in time_words._PARSER_STATE.items() if isinstance(k, tuple) and k[0] == "future")
+        stuck: Future[None] = Future()  # a warm-up that never ends: the wait keeps its deadline
+        monkeypatch.setitem(time_words._PARSER_STATE, ("future", "xx"), stuck)
+        assert mem.wait_ready(0.05) is False
+
+
 def test_the_english_warm_up_has_the_parser_search(monkeypatch: pytest.MonkeyPatch) -> None:
     """The plain English reader reads "yesterday" itself; the warm-up must still have the parser
     search (its first search is its load), or the first turn it reads pays a quarter second."""

@@ -44,6 +44,20 @@ def test_ascii_text_gets_the_terms_of_the_general_path(sample: str) -> None:
         assert text.query_terms(sample + tail, lang, extra_stopwords=["caroline"]) == [*plain, "ete"]
 
 
+@pytest.mark.parametrize(
+    "sample",
+    [*ASCII_TEXTS, "yes the blue one", "Casa Pepe please", "是的", "ja, die blaue", "run runs", "\u00e9t\u00e9 oui"],
+)
+def test_counting_query_terms_early_gives_the_full_count_s_answer(sample: str) -> None:
+    # a recorded reply gets the turn before it only with at most four terms: the count stops
+    # once it is past the limit, and must answer as the full count would
+    for lang in (None, "de"):
+        for unigrams in (True, False):
+            count = len(set(text.query_terms(sample, lang, unigrams=unigrams)))
+            for limit in (0, 1, 3, 4, 8):
+                assert text.more_query_terms_than(sample, limit, lang, unigrams=unigrams) is (count > limit)
+
+
 def test_words_with_digits_do_not_fill_the_tokenizer_caches() -> None:
     text.tokenize("counter 918273645 and 7 of it 2023-05-08 v2")
     assert not {"918273645", "7", "2023", "v2"} & set(text._ascii_index)
