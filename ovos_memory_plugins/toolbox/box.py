@@ -82,6 +82,11 @@ def _open_memory(name: str, config: dict[str, Any]) -> Any:
     return loader.open_plugin(name, config)
 
 
+#: The messagebus topics of OVOS-TOOLS-1 (docs/tools.md).
+DISCOVER_TOPIC = "ovos.persona.tools.discover"
+CALL_TOPIC = "ovos.persona.tools.call"
+
+
 class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type information
     """Memory tools over the persona's own memory; see the package docs (:mod:`ovos_memory_plugins.toolbox`).
 
@@ -242,8 +247,41 @@ class MemoryToolBox(ToolBox):  # type: ignore[misc]  # OPM ships no type informa
             return out_cls(ok=False, error="the tool failed; the operator's log has the details")
         return result
 
+    # -- the bus (OVOS-TOOLS-1, whatever the installed OPM's ToolBox binds) ----------------------
+
+    def bind(self, bus: Any) -> None:
+        """Answer discovery on ``ovos.persona.tools.discover`` and calls on
+        ``ovos.persona.tools.call`` (the toolbox named in ``data.toolbox_id``) and on the older
+        ``ovos.persona.tools.<toolbox_id>.call``. OPM before 3 binds only the older topic: the
+        topics docs/tools.md names are bound here, so they answer with any OPM this package
+        allows."""
+        self.bus = bus
+        bus.on(DISCOVER_TOPIC, self.handle_discover)
+        bus.on(CALL_TOPIC, self.handle_call)
+        bus.on(f"ovos.persona.tools.{self.toolbox_id}.call", self.handle_call)
+
+    def unbind(self) -> None:
+        """Remove the handlers :meth:`bind` registered (nothing when not bound)."""
+        bus, self.bus = getattr(self, "bus", None), None
+        if bus is None:
+            return
+        bus.remove(DISCOVER_TOPIC, self.handle_discover)
+        bus.remove(CALL_TOPIC, self.handle_call)
+        bus.remove(f"ovos.persona.tools.{self.toolbox_id}.call", self.handle_call)
+
+    def handle_discover(self, message: Any) -> None:
+        """Answer discovery: the tools with their JSON schemas, each naming this toolbox."""
+        self.refresh_tools()
+        tools = [{**tool, "toolbox_id": self.toolbox_id} for tool in self.tool_json_list]
+        self.bus.emit(message.response({"tools": tools, "toolbox_id": self.toolbox_id}))
+
     def handle_call(self, message: Any) -> None:
-        """Answer a bus call (``ovos.persona.tools.call``); the call's session is the message's."""
+        """Answer a bus call (``ovos.persona.tools.call`` naming this toolbox, or the older
+        per-toolbox topic); the call's session is the message's. A call on the shared topic for
+        another toolbox, or for none, gets no answer."""
+        data = getattr(message, "data", None) or {}
+        if getattr(message, "msg_type", "") == CALL_TOPIC and data.get("toolbox_id") != self.toolbox_id:
+            return
         session = None
         context = getattr(message, "context", None) or {}
         if isinstance(context, dict):
