@@ -302,7 +302,6 @@ def query_terms(
     return _analyze(text, _stop_set(lang, tuple(extra_stopwords)), unigrams)
 
 
-@functools.lru_cache(maxsize=64)
 def more_query_terms_than(text: str, limit: int, lang: str | None = None, *, unigrams: bool = False) -> bool:
     """Whether ``text`` has more than ``limit`` distinct :func:`query_terms` (the same answer
     as ``len(set(query_terms(text, lang, unigrams=unigrams))) > limit``); ASCII text is read
@@ -319,6 +318,7 @@ def more_query_terms_than(text: str, limit: int, lang: str | None = None, *, uni
     return False
 
 
+@functools.lru_cache(maxsize=64)
 def _stop_set(lang: str | None, extra: tuple[str, ...]) -> frozenset[str]:
     return stop_words(lang) | _fold_list(extra) if extra else stop_words(lang)
 
