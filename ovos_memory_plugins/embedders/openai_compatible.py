@@ -131,7 +131,7 @@ class OpenAIEmbedder:
             client = openai.OpenAI(
                 base_url=self.base_url,
                 api_key=key,
-                timeout=self.timeout,
+                timeout=self.timeout * 2,  # the guard's total deadline comes first (counted as a timeout)
                 max_retries=0,
                 http_client=capped_http_client(MAX_REPLY_BYTES),
             )
