@@ -23,6 +23,10 @@ it answers None and the parser reads the text as before. The forms and the denie
 chosen by comparing both readers' windows over the time-word cases and LoCoMo's questions at
 random nows, and over every form beside every word the English parser knows (and every time
 zone it knows); ``tests/parts/test_english_time.py`` keeps that comparison.
+
+:func:`read_anchored_english` reads what the parser reads badly: a time counted from a date
+("the Monday before July 24, 2023", "between August 11 and August 15 2023"), as a window from
+the time counted to the date.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-__all__ = ["NEAR_DENIED", "Find", "is_time_token", "read_plain_english"]
+__all__ = ["NEAR_DENIED", "Find", "Span", "is_time_token", "read_anchored_english", "read_plain_english"]
 
 #: A find as the parser's search gives it: the words, the date they name, their period.
 Find = tuple[str, datetime, str]
@@ -242,3 +246,159 @@ def is_time_token(token: str, words: frozenset[str]) -> bool:
     """Whether a token holds a time word of ``words``, a number or a four-digit year."""
     folded = token.casefold()
     return bool(_YEAR.search(folded)) or any(w in words or w.isdigit() for w in _WORD.findall(folded))
+
+
+# -- a time counted from a date: "the Monday before July 24, 2023" -----------------------------
+
+_WEEKDAYS = {
+    name: number
+    for number, name in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+}
+_PIVOTS = frozenset({"before", "after"})
+#: Words that may open the offset ("the Monday before", "last weekend before", "a week after").
+_OFFSET_OPENERS = frozenset({"the", "last", "a", "that"})
+
+#: A window of naive datetimes, ``[since, until)``.
+Span = tuple[datetime, datetime]
+
+
+def _midnight(when: datetime) -> datetime:
+    return when.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _whole(when: datetime, period: str) -> Span:
+    """The whole day, week (from Monday), month or year holding ``when``."""
+    start = _midnight(when)
+    if period == "week":
+        start -= timedelta(days=start.weekday())
+        return start, start + timedelta(days=7)
+    if period == "month":
+        start = start.replace(day=1)
+        return start, (start + timedelta(days=32)).replace(day=1)
+    if period == "year":
+        start = start.replace(month=1, day=1)
+        return start, start.replace(year=start.year + 1)
+    return start, start + timedelta(days=1)
+
+
+def _shifted(day: datetime, count: int, unit: str) -> datetime:
+    """``day`` moved ``count`` units (negative: earlier), months clipped to their last day."""
+    if unit in ("day", "week"):
+        return day + timedelta(days=count * (7 if unit == "week" else 1))
+    return _months_before(day, -count * (12 if unit == "year" else 1))
+
+
+def _offset(tokens: _Tokens, pivot: int) -> tuple[int, str, int] | None:
+    """The offset ending right before the pivot word: its first token, its kind and its
+    count. The kinds: a unit (``"2 weeks before"``, count 2), a weekday name, ``"weekend"``,
+    and ``"the day"`` and ``"the week"`` (count 1: one day, seven days)."""
+    core = tokens.core
+    word = core(pivot - 1)
+    if word in _UNITS and core(pivot - 2).isdigit():  # 2 weeks before
+        count = int(core(pivot - 2))
+        if core(pivot - 2).startswith("0") or not 0 < count <= 100:
+            return None
+        return pivot - 2, _UNITS[word], count
+    opened = core(pivot - 2) in _OFFSET_OPENERS
+    if word in _WEEKDAYS or word == "weekend":
+        return (pivot - 2 if opened else pivot - 1), word, 1
+    if word in ("day", "week") and opened:  # the day before, a week after
+        return pivot - 2, f"the {word}", 1
+    return None
+
+
+def _counted_from(anchor: datetime, kind: str, count: int, after: bool) -> Span:
+    """The window from the anchor day to the time ``kind`` counts from it, both included: a
+    memory of that time may be dated the day it happened or the day it was told about."""
+    day = _midnight(anchor)
+    weekday = day.weekday()
+    if kind in _WEEKDAYS:  # the nearest such weekday, strictly before or after
+        gap = ((_WEEKDAYS[kind] - weekday) if after else (weekday - _WEEKDAYS[kind])) % 7 or 7
+        other = _whole(day + timedelta(days=gap if after else -gap), "day")
+    elif kind == "weekend":  # the Saturday and Sunday wholly after, or before, the anchor day
+        if after:
+            saturday = day + timedelta(days=(5 - weekday) % 7 or 7)
+        else:
+            back = (weekday - 5) % 7
+            saturday = day - timedelta(days=back if back >= 2 else back + 7)
+        other = (saturday, saturday + timedelta(days=2))
+    elif kind in ("the day", "the week"):  # one day, or seven days, away
+        other = _whole(day + timedelta(days=(1 if kind == "the day" else 7) * (1 if after else -1)), "day")
+    else:  # <count> <unit>: that day's whole week, month or year
+        other = _whole(_shifted(day, count if after else -count, kind), kind)
+    return min(day, other[0]), max(day + timedelta(days=1), other[1])
+
+
+def _one_date(tokens: _Tokens, i: int, now: datetime) -> tuple[int, datetime, str] | None:
+    """A date at token ``i`` (as :func:`_read_date`): its past-the-end token, date and period."""
+    read = _read_date(tokens, i, i, now)
+    return None if read is None else (read[1], read[3], read[4])
+
+
+def read_anchored_english(text: str, now: datetime, time_words: frozenset[str]) -> Span | None:
+    """The window an English time counted from a date names, when the text holds one such
+    phrase and no other time word; None otherwise (the other readers read the text).
+
+    - ``[the|last] <weekday>|weekend before|after <date>``: from that weekday (that Saturday
+      and Sunday) to the date;
+    - ``<n> day(s)|week(s)|month(s)|year(s) before|after <date>``: from that day's whole week
+      (month, year) to the date;
+    - ``the day|week before|after <date>``: the day, the seven days, to the date;
+    - ``between <date> and <date>`` (the first taking the second's year when it has none).
+
+    The window holds both ends, dates naive in ``now``'s clock: a memory of "the Monday
+    before July 24" may be dated that Monday or the 24th, when it was told about. The date is
+    a day ("July 24, 2023", "24 July", "July 24": the past one); for ``between``, a month or a
+    year as well. The parser reads these phrases as the date alone, or as a span to today.
+    """
+    tokens = _Tokens(text)
+    times = [i for i, token in enumerate(tokens.raw) if is_time_token(token, time_words)]
+    if not times:
+        return None
+    now = now.replace(tzinfo=None)
+    read = _read_counted(tokens, now) or _read_between(tokens, now)
+    if read is None:
+        return None
+    start, end, window = read
+    if any(not start <= i < end for i in times):
+        return None
+    for k in range(start, end - 1):  # a comma only where a date has one (before its year)
+        if tokens.tails[k] and not (tokens.tails[k] == "," and _YEAR_TOKEN.fullmatch(tokens.core(k + 1))):
+            return None
+        if not _WORD.fullmatch(tokens.cores[k]):
+            return None
+    return window
+
+
+def _read_counted(tokens: _Tokens, now: datetime) -> tuple[int, int, Span] | None:
+    pivots = [i for i, core in enumerate(tokens.cores) if core in _PIVOTS]
+    if len(pivots) != 1:
+        return None
+    pivot = pivots[0]
+    offset = _offset(tokens, pivot)
+    date = _one_date(tokens, pivot + 1, now)
+    if offset is None or date is None or date[2] != "day":
+        return None
+    first, kind, count = offset
+    return first, date[0], _counted_from(date[1], kind, count, tokens.core(pivot) == "after")
+
+
+def _read_between(tokens: _Tokens, now: datetime) -> tuple[int, int, Span] | None:
+    if tokens.cores.count("between") != 1:
+        return None
+    i = tokens.cores.index("between")
+    first = _one_date(tokens, i + 1, now)
+    if first is None or tokens.core(first[0]) != "and":
+        return None
+    second = _one_date(tokens, first[0] + 1, now)
+    if second is None:
+        return None
+    since = first[1]
+    has_year = any(_YEAR_TOKEN.fullmatch(tokens.core(k)) for k in range(i + 1, first[0]))
+    if not has_year and any(_YEAR_TOKEN.fullmatch(tokens.core(k)) for k in range(first[0] + 1, second[0])):
+        moved = _date(second[1].year, since.month, since.day)  # "between August 11 and August 15 2023"
+        if moved is None:
+            return None
+        since = moved
+    window = _whole(since, first[2])[0], _whole(second[1], second[2])[1]
+    return (i, second[0], window) if window[0] < window[1] else None

@@ -28,7 +28,7 @@ from typing import Any
 
 from ovos_memory_plugins.concurrency import DaemonPool
 from ovos_memory_plugins.dates import Window, language
-from ovos_memory_plugins.english_time import is_time_token, read_plain_english
+from ovos_memory_plugins.english_time import is_time_token, read_anchored_english, read_plain_english
 
 LOG = logging.getLogger(__name__)
 
@@ -363,7 +363,11 @@ def _window(utterance: str, now: datetime, code: str, *, plain_english: bool) ->
     candidates: list[tuple[str, datetime | None, str | None]] = []
     spans = _time_spans(text, code)
     finds: list[tuple[str, Any, Any]] | None = None
-    if code == "en" and plain_english:  # the common phrases, read without the parser (what it would find)
+    if code == "en" and plain_english:
+        counted = read_anchored_english(spans, naive, _vocabulary(code)[0])  # "the Monday before July 24"
+        if counted is not None:
+            return None if counted[0] > naive + timedelta(hours=1) else _stamps(counted, now)
+        # the common phrases, read without the parser (what it would find)
         finds = read_plain_english(spans, naive, _vocabulary(code)[0], SPAN_WORDS)
     if finds is None:  # not one plain English phrase: the parser searches
         with _PARSER_LOCK:
@@ -394,6 +398,11 @@ def _window(utterance: str, now: datetime, code: str, *, plain_english: bool) ->
             windows.append(_period_window(when, period or "day"))
     if not windows:
         return None
-    zone = now.tzinfo or timezone.utc  # "in March and April": from the first to the end of the last
-    since, until = min(w[0] for w in windows), max(w[1] for w in windows)
-    return since.replace(tzinfo=zone).timestamp(), until.replace(tzinfo=zone).timestamp()
+    # "in March and April": from the first to the end of the last
+    return _stamps((min(w[0] for w in windows), max(w[1] for w in windows)), now)
+
+
+def _stamps(span: tuple[datetime, datetime], now: datetime) -> Window:
+    """A span of naive datetimes in ``now``'s clock as a window of timestamps."""
+    zone = now.tzinfo or timezone.utc
+    return span[0].replace(tzinfo=zone).timestamp(), span[1].replace(tzinfo=zone).timestamp()

@@ -124,3 +124,76 @@ def test_the_time_word_cases_name_the_parsers_windows(monkeypatch: pytest.Monkey
             answered += used
             assert parsed == read_window, (text, now)
     assert answered >= len(cases)
+
+
+# -- a time counted from a date ------------------------------------------------------------------
+
+UTC_NOW = datetime(2026, 12, 7, 12, tzinfo=timezone.utc)  # a Monday
+
+
+def _days(window: tuple[float, float] | None) -> tuple[str, str] | None:
+    if window is None:
+        return None
+    since, until = (datetime.fromtimestamp(t, timezone.utc) for t in window)
+    return f"{since:%Y-%m-%d}", f"{until:%Y-%m-%d}"
+
+
+@pytest.mark.parametrize(
+    ("text", "window"),
+    [
+        # from the weekday (the weekend, the week) counted from the date to the date itself
+        ("What did Audrey do on the Monday before July 24, 2023?", ("2023-07-17", "2023-07-25")),
+        ("the Sunday before October 25, 2022?", ("2022-10-23", "2022-10-26")),
+        ("What did Andrew do on the Saturday after October 28, 2023?", ("2023-10-28", "2023-11-05")),
+        ("What did Maria do last weekend before April 10, 2023?", ("2023-04-08", "2023-04-11")),  # a Monday
+        ("her pups over the weekend before 4th October, 2023?", ("2023-09-30", "2023-10-05")),
+        ("the weekend before 8 October 2023", ("2023-09-30", "2023-10-09")),  # a Sunday: the one before
+        ("the weekend after 2 December 2026", ("2026-12-02", "2026-12-07")),
+        ("Where was Tim in the week before 16 November 2023?", ("2023-11-09", "2023-11-17")),
+        ("the day after May 3", ("2026-05-03", "2026-05-05")),  # no year: the past May 3
+        # <n> units: that day's whole week (month, year)
+        ("John's puppy he got two weeks before August 11, 2023?", ("2023-07-24", "2023-08-12")),
+        ("3 days after 1 March 2024", ("2024-03-01", "2024-03-05")),
+        ("2 months before 15 May 2024", ("2024-03-01", "2024-05-16")),
+        # between two dates, the first taking the second's year
+        ("Where was John between August 11 and August 15 2023?", ("2023-08-11", "2023-08-16")),
+        ("what happened between 2020 and 2022?", ("2020-01-01", "2023-01-01")),
+        ("between March 2024 and May 2024", ("2024-03-01", "2024-06-01")),
+    ],
+)
+def test_a_time_counted_from_a_date_names_both_ends(text: str, window: tuple[str, str] | None) -> None:
+    assert _days(time_words.time_window(text, UTC_NOW, "en")) == window
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the Monday before July 24, 2023 and last year",  # another time word: not this reader's
+        "the day before yesterday",  # not a date after the pivot
+        "two weeks before May",  # a month, not a day
+        "before July 24, 2023",  # no offset
+        "day before July 24, 2023",  # "day" alone
+        "between August 15 2023 and August 11 2023",  # backwards
+        "the Monday before July 24, 2023 after all",  # two pivots
+        "the Monday before July 24—2023",
+        "the weekend before Sunday 8 October 2023",  # "Sunday" outside the phrase
+    ],
+)
+def test_other_phrases_are_left_to_the_other_readers(text: str) -> None:
+    from ovos_memory_plugins.english_time import read_anchored_english
+
+    words = time_words._vocabulary("en")[0]
+    assert read_anchored_english(text, UTC_NOW.replace(tzinfo=None), words) is None
+
+
+def test_a_counted_time_after_now_is_no_window() -> None:
+    assert time_words.time_window("the day after 7 December 2026", UTC_NOW, "en") is not None  # today: past part
+    assert time_words.time_window("the week after 9 December 2026", UTC_NOW, "en") is None
+
+
+def test_the_counted_reader_needs_no_parser_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parser's search on these phrases took 9 to 25 ms (and read "the Monday before July 24,
+    2023" as all of 2023); the reader answers without it."""
+    time_words.time_window("yesterday", UTC_NOW, "en")  # the parser's load and warm-up
+    monkeypatch.setattr(time_words, "_search", lambda *args: pytest.fail("the parser searched"))
+    assert time_words.time_window("the Monday before July 24, 2023", UTC_NOW, "en") is not None
