@@ -34,7 +34,15 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-__all__ = ["NEAR_DENIED", "Find", "Span", "is_time_token", "read_anchored_english", "read_plain_english"]
+__all__ = [
+    "NEAR_DENIED",
+    "Find",
+    "Span",
+    "is_time_token",
+    "read_anchored_english",
+    "read_plain_english",
+    "whole_period",
+]
 
 #: A find as the parser's search gives it: the words, the date they name, their period.
 Find = tuple[str, datetime, str]
@@ -266,8 +274,8 @@ def _midnight(when: datetime) -> datetime:
     return when.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def _whole(when: datetime, period: str) -> Span:
-    """The whole day, week (from Monday), month or year holding ``when``."""
+def whole_period(when: datetime, period: str) -> Span:
+    """The whole day, week (from Monday), month or year holding ``when`` (any other period: its day)."""
     start = _midnight(when)
     if period == "week":
         start -= timedelta(days=start.weekday())
@@ -314,7 +322,7 @@ def _counted_from(anchor: datetime, kind: str, count: int, after: bool) -> Span:
     weekday = day.weekday()
     if kind in _WEEKDAYS:  # the nearest such weekday, strictly before or after
         gap = ((_WEEKDAYS[kind] - weekday) if after else (weekday - _WEEKDAYS[kind])) % 7 or 7
-        other = _whole(day + timedelta(days=gap if after else -gap), "day")
+        other = whole_period(day + timedelta(days=gap if after else -gap), "day")
     elif kind == "weekend":  # the Saturday and Sunday wholly after, or before, the anchor day
         if after:
             saturday = day + timedelta(days=(5 - weekday) % 7 or 7)
@@ -323,9 +331,9 @@ def _counted_from(anchor: datetime, kind: str, count: int, after: bool) -> Span:
             saturday = day - timedelta(days=back if back >= 2 else back + 7)
         other = (saturday, saturday + timedelta(days=2))
     elif kind in ("the day", "the week"):  # one day, or seven days, away
-        other = _whole(day + timedelta(days=(1 if kind == "the day" else 7) * (1 if after else -1)), "day")
+        other = whole_period(day + timedelta(days=(1 if kind == "the day" else 7) * (1 if after else -1)), "day")
     else:  # <count> <unit>: that day's whole week, month or year
-        other = _whole(_shifted(day, count if after else -count, kind), kind)
+        other = whole_period(_shifted(day, count if after else -count, kind), kind)
     return min(day, other[0]), max(day + timedelta(days=1), other[1])
 
 
@@ -400,5 +408,5 @@ def _read_between(tokens: _Tokens, now: datetime) -> tuple[int, int, Span] | Non
         if moved is None:
             return None
         since = moved
-    window = _whole(since, first[2])[0], _whole(second[1], second[2])[1]
+    window = whole_period(since, first[2])[0], whole_period(second[1], second[2])[1]
     return (i, second[0], window) if window[0] < window[1] else None

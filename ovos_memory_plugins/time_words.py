@@ -28,7 +28,7 @@ from typing import Any
 
 from ovos_memory_plugins.concurrency import DaemonPool
 from ovos_memory_plugins.dates import Window, language
-from ovos_memory_plugins.english_time import is_time_token, read_anchored_english, read_plain_english
+from ovos_memory_plugins.english_time import is_time_token, read_anchored_english, read_plain_english, whole_period
 
 LOG = logging.getLogger(__name__)
 
@@ -300,20 +300,6 @@ def _is_duration(found: str, text: str, code: str) -> bool:
     return not any(f" {a} " in spaced for a in ago)
 
 
-def _period_window(when: datetime, period: str) -> tuple[datetime, datetime]:
-    start = when.replace(hour=0, minute=0, second=0, microsecond=0)
-    if period == "week":
-        start = start - timedelta(days=start.weekday())
-        return start, start + timedelta(days=7)
-    if period == "month":
-        start = start.replace(day=1)
-        return start, (start + timedelta(days=32)).replace(day=1)
-    if period == "year":
-        start = start.replace(month=1, day=1)
-        return start, start.replace(year=start.year + 1)
-    return start, start + timedelta(days=1)
-
-
 def _search(search_dates: Any, text: str, code: str, settings: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """The parser's finds in ``text`` as ``(text, date, period)``: the periods come with the
     search from dateparser 1.5 on (``add_period``); an older one gives None (read again)."""
@@ -395,7 +381,7 @@ def _window(utterance: str, now: datetime, code: str, *, plain_english: bool) ->
         if _is_duration(found, text, code):  # "the past 3 days": from that day to the end of today
             windows.append((when.replace(hour=0, minute=0, second=0, microsecond=0), today + timedelta(days=1)))
         else:
-            windows.append(_period_window(when, period or "day"))
+            windows.append(whole_period(when, period or "day"))
     if not windows:
         return None
     # "in March and April": from the first to the end of the last
