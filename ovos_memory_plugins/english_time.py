@@ -8,7 +8,8 @@ A turn that names a time ("what did I say yesterday?", "when did we go camping i
 - ``[in|on] <day> <Month>[,] <year>``, ``[in|on] <Month> <day>[,] <year>`` (a day; the day may
   carry its ordinal, "23rd"), ``<Month>[,] <year>`` (a month), ``[in|on] <Month>`` (a month, this
   year's or last year's, whichever is past), ``<Month> <day>`` and ``<day> <Month>`` (a day, the
-  past one), ``<year>`` (a year);
+  past one), ``<year>`` (a year); a month by its name or its first three letters ("Aug", and
+  "Sept");
 - ``yesterday``, ``today``, ``last week|month|year``;
 - ``<n> day(s)|week(s)|month(s)|year(s) ago`` and ``past <n> <unit>`` (number words are digits
   by then: the caller's rewrites turn "two weeks" and "the past month" into "2 weeks" and
@@ -17,12 +18,15 @@ A turn that names a time ("what did I say yesterday?", "when did we go camping i
 It answers only when the text holds exactly one such phrase and nothing else the parser might
 read: every time word of the text is in the phrase, the words inside it are plain, and the
 words around it (as far as the parser's search looks, :data:`~ovos_memory_plugins.time_words.SPAN_WORDS`)
-are plain ASCII words none of which the parser gives a meaning near a date (:data:`NEAR_DENIED`:
-number words, times of day, clock units, time zones, "a", "we" read as Wednesday). Otherwise
-it answers None and the parser reads the text as before. The forms and the denied words were
-chosen by comparing both readers' windows over the time-word cases and LoCoMo's questions at
-random nows, and over every form beside every word the English parser knows (and every time
-zone it knows); ``tests/parts/test_english_time.py`` keeps that comparison.
+are plain ASCII words or their possessives ("John's") none of which the parser gives a
+meaning near a date (:data:`NEAR_DENIED`: number words, times of day, clock units, time zones,
+"a", "we" read as Wednesday). Otherwise it answers None and the parser reads the text as
+before. A text whose only time words are units asked for ("what year", "which month's", "how
+many weeks"), among plain words, names no time: no finds, as the parser would say. The forms
+and the denied words were chosen by comparing both readers' windows over the time-word cases
+and LoCoMo's questions at random nows, and over every form beside every word the English
+parser knows (and every time zone it knows); ``tests/parts/test_english_time.py`` keeps that
+comparison.
 
 :func:`read_anchored_english` reads what the parser reads badly: a time counted from a date
 ("the Monday before July 24, 2023", "between August 11 and August 15 2023"), as a window from
@@ -52,6 +56,7 @@ _MONTH_NAMES = (
     "july", "august", "september", "october", "november", "december",
 )  # fmt: skip
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, start=1)}
+_MONTHS |= {name[:3]: number for name, number in _MONTHS.items()} | {"sept": 9}  # "Aug 15th"
 _UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week"}
 _UNITS |= {"month": "month", "months": "month", "year": "year", "years": "year"}
 _PREPOSITIONS = frozenset({"in", "on"})
@@ -80,6 +85,9 @@ _YEAR_TOKEN = re.compile(r"(19|20)\d\d")
 _WORD = re.compile(r"\w+")
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
 _ASCII_WORD = re.compile(r"[a-z]+")
+_PLAIN_NEAR = re.compile(r"[a-z]+(['’]s)?")  # a word or its possessive ("John's")
+#: Words before a bare unit that ask for a time rather than name one ("what year", "how many weeks").
+_ASKING = frozenset({"what", "which", "many"})
 
 
 def _day_number(core: str) -> int | None:
@@ -227,6 +235,8 @@ def read_plain_english(text: str, now: datetime, time_words: frozenset[str], spa
     times = [i for i, token in enumerate(tokens.raw) if is_time_token(token, time_words)]
     if not times:
         return None
+    if _asks_for_a_time(tokens, times, span_words):
+        return []
     phrase = _read_phrase(tokens, times[0], now.replace(tzinfo=None))
     if phrase is None:
         return None
@@ -241,19 +251,46 @@ def read_plain_english(text: str, now: datetime, time_words: frozenset[str], spa
             return None
         if k < end - 1 and tokens.tails[k] and not (tokens.tails[k] == "," and k in commas):
             return None
+    if not _plain_around(tokens, start, end, span_words):
+        return None
+    return [(" ".join(tokens.cores[found_from:end]), when, period)]
+
+
+def _plain_around(tokens: _Tokens, start: int, end: int, span_words: int) -> bool:
+    """Whether the words as far as ``span_words`` around tokens ``start:end`` are plain: ASCII
+    words or their possessives, none of which the parser gives a meaning near a date."""
     for k in range(max(0, start - span_words), min(len(tokens), end + span_words)):
         if start <= k < end:
             continue
         near = tokens.cores[k]
-        if near and (not _ASCII_WORD.fullmatch(near) or near in NEAR_DENIED or near in _ZONES):
-            return None
-    return [(" ".join(tokens.cores[found_from:end]), when, period)]
+        if near and (not _PLAIN_NEAR.fullmatch(near) or near in NEAR_DENIED or near in _ZONES):
+            return False
+    return True
+
+
+def _asks_for_a_time(tokens: _Tokens, times: list[int], span_words: int) -> bool:
+    """Whether every time token is a bare unit asked for ("what year", "which month's game",
+    "how many weeks passed") among plain words: no time named, nothing for the parser to find."""
+    for i in times:
+        unit = tokens.cores[i]
+        if unit.endswith(("'s", "’s")):
+            unit = unit[:-2]
+        if unit not in _UNITS or tokens.core(i - 1) not in _ASKING or not tokens.raw[i][:1].isalpha():
+            return False
+        if not _plain_around(tokens, i - 1, i + 1, span_words):
+            return False
+    return True
 
 
 def is_time_token(token: str, words: frozenset[str]) -> bool:
     """Whether a token holds a time word of ``words``, a number or a four-digit year."""
     folded = token.casefold()
-    return bool(_YEAR.search(folded)) or any(w in words or w.isdigit() for w in _WORD.findall(folded))
+    if _YEAR.search(folded):
+        return True
+    return any(
+        w in words or w.isdigit() or (w[:1].isdigit() and _day_number(w) is not None)  # "8th"
+        for w in _WORD.findall(folded)
+    )
 
 
 # -- a time counted from a date: "the Monday before July 24, 2023" -----------------------------

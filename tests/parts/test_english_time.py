@@ -17,7 +17,7 @@ pytest.importorskip("dateparser", reason="the dates extra (dateparser) is not in
 
 NOW = datetime(2023, 8, 15, 12, 0)
 WORDS = frozenset({"may", "june", "july", "december", "october", "yesterday", "today", "last", "ago"})
-WORDS |= frozenset({"year", "years", "month", "months", "week", "weeks", "day", "days"})
+WORDS |= frozenset({"year", "years", "month", "months", "week", "weeks", "day", "days", "aug", "sept"})
 
 
 def read(text: str) -> list[tuple[str, datetime, str]] | None:
@@ -38,6 +38,9 @@ def read(text: str) -> list[tuple[str, datetime, str]] | None:
         ("the party last month", "last month", datetime(2023, 7, 15, 12), "month"),
         ("the trip 2 weeks ago", "2 weeks ago", datetime(2023, 8, 1, 12), "week"),
         ("the past 3 days", "3 days", datetime(2023, 8, 12, 12), "day"),
+        ("reading on 8th December, 2022?", "on 8th december 2022", datetime(2022, 12, 8), "day"),  # an ordinal first
+        ("they met on Aug 15th?", "on aug 15th", datetime(2023, 8, 15), "day"),  # a short month name
+        ("John's job in Sept 2022?", "in sept 2022", datetime(2022, 9, 15), "month"),  # a possessive beside it
     ],
 )
 def test_the_plain_forms_are_read(text: str, found: str, when: datetime, period: str) -> None:
@@ -58,10 +61,19 @@ def test_the_plain_forms_are_read(text: str, found: str, when: datetime, period:
         "in 4 years ago",
         "yesterday—at the beach",  # not a plain word beside it
         "2 weeks from now",
+        "which week, yesterday?",  # a time named beside the one asked for
+        "what 3 years",
     ],
 )
 def test_anything_else_is_left_to_the_parser(text: str) -> None:
     assert read(text) is None
+
+
+@pytest.mark.parametrize(
+    "text", ["What year did John start", "In which month's game did he score", "How many weeks passed"]
+)
+def test_a_time_asked_for_is_no_find(text: str) -> None:
+    assert read(text) == []  # nothing named: no parser search, no window
 
 
 FORMS = [
@@ -69,6 +81,8 @@ FORMS = [
     "on October 13, 2023", "on 1 February, 2023", "May 23rd, 2023", "23 May 2023", "on May 3",
     "March 15th", "last year", "last month", "last week", "yesterday", "today", "4 years ago",
     "2 weeks ago", "1 day ago", "3 months ago", "the past 3 days", "the past 1 month", "a year ago",
+    "on 8th December, 2022", "15th March", "on Aug 15th", "in Sept 2022", "Dec 3", "what year", "which month's",
+    "how many weeks",
 ]  # fmt: skip
 NOWS = [datetime(2023, 8, 15, 12, tzinfo=timezone.utc), datetime(2024, 1, 3, 8, tzinfo=timezone.utc)]
 
@@ -97,7 +111,7 @@ def _both(text: str, now: datetime, monkeypatch: pytest.MonkeyPatch) -> tuple[ob
     return parsed, read_window, any(answered)
 
 
-@pytest.mark.parametrize("word", ["the", "my", "on", "in", "Melanie", "est", "noon", "a", "we", "two"])
+@pytest.mark.parametrize("word", ["the", "my", "on", "in", "Melanie", "John's", "est", "noon", "a", "we", "two"])
 def test_every_form_beside_a_word_names_the_parsers_window(word: str, monkeypatch: pytest.MonkeyPatch) -> None:
     differ, answered = [], 0
     for text in _beside(word):
