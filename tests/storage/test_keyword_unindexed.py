@@ -150,3 +150,24 @@ def test_a_composite_forgets_an_unindexed_row(tmp_path: Path) -> None:
             indexed.close()
         assert m.delete([heron]) == 1
         assert heron not in [h.source for h in m.search("heron")]
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_a_window_holding_every_document_finds_what_the_plain_search_finds(
+    size: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if size == "large":
+        monkeypatch.setattr(keyword, "PRUNE_MIN_DOCUMENTS", 40)
+    rng = random.Random(11)
+    with LexicalMemory({"root": str(tmp_path), "retrieval": {"min_relative_score": 0.0}}) as m:
+        ids = [m.store(_text(rng, i), f"s{i % 2}") for i in range(60)]
+        now = time.time()
+        every = (now - 3600, now + 3600)
+        for q in QUERIES:
+            assert _ranked(m, q, window=every) == _ranked(m, q), q
+            assert _ranked(m, q, window=every, session_id="s1") == _ranked(m, q, session_id="s1"), q
+        with m.storage.db.atomic():  # one document made a day earlier: the window no longer holds it
+            m.storage.documents.set_created([(ids[0], now - 86400)])
+        found = {s for q in QUERIES for s, _ in _ranked(m, q, window=every)}
+        assert found and ids[0] not in found
+        assert ids[0] in {s for q in QUERIES for s, _ in _ranked(m, q, window=(now - 2 * 86400, now + 3600))}

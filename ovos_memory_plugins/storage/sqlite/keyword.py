@@ -493,6 +493,8 @@ class SqliteKeywordIndex:
         counts = query_counts(query, self.settings)
         if not counts or k <= 0:
             return []
+        if window is not None and self._holds_every_document(window):
+            window = None  # the same hits without the filter, ranked in the index ("in December")
         if not self.fts:
             return self._search_fallback(counts, k, session_id, window)
         key = self._state()  # one look at the file's version for the whole search
@@ -533,6 +535,18 @@ class SqliteKeywordIndex:
             )
         self._hit_terms = (key, {r[0]: f"{r[5]} {r[6]}" for r in rows})
         return [self._hit(r, float(r[4]) * factor) for r in rows]
+
+    def _holds_every_document(self, window: tuple[float, float]) -> bool:
+        """Whether every document was made in ``window`` (two seeks of the ``created`` index).
+
+        A window search joins each match's document to test its time before it can rank, so a
+        window holding the whole memory (a memory begun this month, asked about "this month")
+        read and ranked every match: 11 ms at 100,000 exchanges against 1.8 for the same hits
+        ranked in the index."""
+        oldest, newest = self.db.query(
+            "SELECT (SELECT min(created) FROM documents), (SELECT max(created) FROM documents)"
+        )[0]
+        return oldest is not None and newest is not None and window[0] <= oldest and newest < window[1]
 
     def _rescored(
         self,
