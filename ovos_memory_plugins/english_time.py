@@ -84,7 +84,6 @@ _DAY = re.compile(r"(\d{1,2})(st|nd|rd|th)?")
 _YEAR_TOKEN = re.compile(r"(19|20)\d\d")
 _WORD = re.compile(r"\w+")
 _YEAR = re.compile(r"\b(19|20)\d\d\b")
-_ASCII_WORD = re.compile(r"[a-z]+")
 _PLAIN_NEAR = re.compile(r"[a-z]+(['’]s)?")  # a word or its possessive ("John's")
 #: Words before a bare unit that ask for a time rather than name one ("what year", "how many weeks").
 _ASKING = frozenset({"what", "which", "many"})
