@@ -570,26 +570,20 @@ class SqliteKeywordIndex:
         fetch = max(k, shared.RESCORE_CANDIDATES)
         where, params = _document_filter(session_id, window)
         found: Sequence[Sequence[Any]]
-        if not where:
-            # the candidates first, then their stored terms by rowid: cheaper than one joined
-            # statement (which reads the terms through a materialised subquery)
-            ranked = self.db.query(
-                f"SELECT rowid, -bm25(keyword_fts, {weights}) AS score FROM keyword_fts"
-                " WHERE keyword_fts MATCH ? ORDER BY score DESC LIMIT ?",
-                (match, fetch),
-            )
-            ids = [int(r[0]) for r in ranked]
-            marks = ",".join("?" * len(ids))
-            sql = f"SELECT id, body_terms, head_terms, ctx_terms FROM keyword_terms WHERE id IN ({marks})"
-            stored = {int(r[0]): r for r in self.db.query(sql, ids)} if ids else {}
-            found = [(r[0], r[1], *stored[i][1:]) for r, i in zip(ranked, ids, strict=True) if i in stored]
-        else:
-            found = self.db.query(
-                f"SELECT f.rowid, -bm25(keyword_fts, {weights}) AS score, t.body_terms, t.head_terms, t.ctx_terms"
-                " FROM keyword_fts AS f JOIN documents AS d ON d.id = f.rowid JOIN keyword_terms AS t ON t.id = f.rowid"
-                f" WHERE keyword_fts MATCH ?{where} ORDER BY score DESC LIMIT ?",
-                (match, *params, fetch),
-            )
+        # the candidates first (joined to their documents only to test a session or window),
+        # then their stored terms by rowid: cheaper than one statement joining the terms of
+        # every match (a window of 100,000 exchanges: 4.8 ms against 8.6)
+        joined = " JOIN documents AS d ON d.id = f.rowid" if where else ""
+        ranked = self.db.query(
+            f"SELECT f.rowid, -bm25(keyword_fts, {weights}) AS score FROM keyword_fts AS f{joined}"
+            f" WHERE keyword_fts MATCH ?{where} ORDER BY score DESC LIMIT ?",
+            (match, *params, fetch),
+        )
+        ids = [int(r[0]) for r in ranked]
+        marks = ",".join("?" * len(ids))
+        sql = f"SELECT id, body_terms, head_terms, ctx_terms FROM keyword_terms WHERE id IN ({marks})"
+        stored = {int(r[0]): r for r in self.db.query(sql, ids)} if ids else {}
+        found = [(r[0], r[1], *stored[i][1:]) for r, i in zip(ranked, ids, strict=True) if i in stored]
         unindexed = unindexed or {}
         if unindexed:
             found = [
