@@ -179,3 +179,36 @@ def test_large_memories_score_as_bm25_with_the_rescoring_saturation(
         assert len(index._prune(counts)) < len(counts)
         rescored = m.search(query, top_k=200)
         assert rescored and all(h.score == pytest.approx(by_id[h.source], rel=1e-9) for h in rescored)
+
+
+def test_a_term_found_everywhere_is_searched_in_its_newest_postings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pruning keeps the rarest term however common it is; when its postings pass PRUNE_POSTINGS,
+    only the newest PRUNE_POSTINGS of them are candidates (the search's cost is bounded on any
+    size). A rarer word still finds an old document, and so do a session's and a window's
+    searches, which read every posting."""
+    monkeypatch.setattr(keyword, "PRUNE_MIN_DOCUMENTS", 20)
+    monkeypatch.setattr(keyword, "PRUNE_POSTINGS", 10)
+    with LexicalMemory({"root": str(tmp_path), "retrieval": {"min_relative_score": 0.0}}) as m:
+        oldest = m.store("weather weather weather: a tornado", "old")  # the best bm25 for "weather"
+        newer = [m.store(f"weather report number {i} for the town square", "s") for i in range(40)]
+        m.search("warm up", top_k=1)  # index what is pending
+        index = m.keyword
+        counts = keyword.query_counts("weather", index.settings)
+        assert index._frequencies(list(counts), None, {}) == {"weather": 41}
+        hits = m.search("weather", top_k=50)
+        assert {h.source for h in hits} == set(newer[-10:])  # the newest ten, ranked
+        assert m.search("weather tornado", top_k=1)[0].source == oldest  # the rare word finds it
+        assert m.search("weather", session_id="old", top_k=1)[0].source == oldest
+        # rows FTS5 has not indexed yet are the newest postings: the same ten, before and after
+        late = [m.store(f"weather report number {i} for the harbour", "s") for i in range(4)]
+        pending = [(h.source, h.score) for h in m.search("weather", top_k=50)]
+        assert index.db.scalar("SELECT count(*) FROM keyword_fts_docsize") == 41  # nothing indexed
+        assert {s for s, _ in pending} == set(newer[-6:] + late)
+        index._index_pending()
+        indexed = [(h.source, h.score) for h in m.search("weather", top_k=50)]
+        assert [s for s, _ in indexed] == [s for s, _ in pending]
+        assert [x for _, x in indexed] == pytest.approx([x for _, x in pending], rel=1e-9)
+        monkeypatch.setattr(keyword, "PRUNE_POSTINGS", 3000)  # within the budget: every posting
+        assert m.search("weather", top_k=1)[0].source == oldest

@@ -70,6 +70,8 @@ class _Ranking:
     session_id: str | None
     window: tuple[float, float] | None
     postings: bool
+    #: Only documents keyed at least this (0: all): the newest postings of a term found too often.
+    newest: int = 0
 
 
 class PgKeywordIndex:
@@ -89,7 +91,9 @@ class PgKeywordIndex:
     From :data:`~ovos_memory_plugins.storage.keyword.PRUNE_MIN_DOCUMENTS` documents on, as in the
     SQLite index: query terms in more than half the documents are left out and the rest are
     searched rarest first until their documents add up to
-    :data:`~ovos_memory_plugins.storage.keyword.PRUNE_POSTINGS`; when a term
+    :data:`~ovos_memory_plugins.storage.keyword.PRUNE_POSTINGS` (a rarest term kept alone and
+    found in more is searched in its newest that many documents, outside a session or a window:
+    :meth:`_newest_postings`); when a term
     was left out, the best :data:`~ovos_memory_plugins.storage.keyword.RESCORE_CANDIDATES` that
     the kept terms find are ranked again on every query term by
     :func:`~ovos_memory_plugins.storage.keyword.bm25_scores` (one statement finds them and reads
@@ -380,9 +384,34 @@ class PgKeywordIndex:
         if n < PRUNE_MIN_DOCUMENTS:
             return self._ranked(self._rank(ranking, terms))
         kept = _prune(terms, df, n)
+        if len(kept) == 1 and df[kept[0]] > PRUNE_POSTINGS and session_id is None and window is None:
+            ranking = replace(ranking, newest=self._newest_postings(kept[0], postings))
         if len(kept) < len(terms):  # terms were left out: every term ranks again
             return self._rescored(ranking, kept, terms)
         return self._ranked(self._rank(ranking, kept))
+
+    def _newest_postings(self, term: str, postings: bool) -> int:
+        """The lowest key among the newest ``PRUNE_POSTINGS`` documents holding ``term`` (the
+        rarest query term, kept alone and found in more), as the SQLite index bounds it: the
+        search's cost stays bounded on any size (docs/lexical.md). From the postings' primary key
+        read backwards, or the GIN index's matches."""
+        if postings:
+            sql = (
+                "SELECT id FROM memory_keyword_postings WHERE namespace = %(ns)s AND term = %(term)s"
+                " ORDER BY id DESC OFFSET %(skip)s LIMIT 1"
+            )
+        else:
+            sql = (
+                "SELECT k.id FROM memory_keywords k WHERE k.terms @@ %(query)s::tsquery"
+                " ORDER BY k.id DESC OFFSET %(skip)s LIMIT 1"
+            )
+        params = {
+            "ns": self.namespace,
+            "term": term,
+            "query": f"{_lexeme(self._lexeme)} & ({tsquery_literal([term])})",
+            "skip": PRUNE_POSTINGS - 1,
+        }
+        return int(self.db.scalar(sql, params) or 0)
 
     def _rank(self, ranking: _Ranking, terms: list[str], read_counts: Sequence[str] = ()) -> list[tuple[Any, ...]]:
         """The best ``ranking.k`` documents by BM25 over ``terms``, best first, as rows ``(doc_id,
@@ -417,9 +446,12 @@ class PgKeywordIndex:
             for i, term in enumerate(read_counts):
                 params[f"r{i}"] = term
             read = ", s.length, " + ", ".join(f"(s.tf -> %(r{i})s)::int" for i in range(len(read_counts)))
+        params["newest"] = ranking.newest
         if ranking.postings:
             return self._rank_postings(terms, params, counts_of, freqs, parts, read_counts, session_id, window)
         session_filter = " AND k.session_id = %(session)s" if session_id is not None else ""
+        if ranking.newest:
+            session_filter += " AND k.id >= %(newest)s"
         if window is not None:  # the candidate's document (its primary key) made in the window
             params["since"], params["until"] = float(window[0]), float(window[1])
             session_filter += (
@@ -484,7 +516,8 @@ class PgKeywordIndex:
             "SELECT d.doc_id, d.session_id, d.content, d.metadata, s.score" + read + " FROM ("
             " SELECT j.id, " + " + ".join(parts) + " AS score FROM ("
             "  SELECT p.id, max(p.length) AS length, " + pivot + " FROM memory_keyword_postings p"
-            "  WHERE p.namespace = %(ns)s AND p.term = ANY(%(terms)s::text[]) GROUP BY p.id) AS j"
+            "  WHERE p.namespace = %(ns)s AND p.term = ANY(%(terms)s::text[]) AND p.id >= %(newest)s"
+            "  GROUP BY p.id) AS j"
             " CROSS JOIN LATERAL (SELECT %(k1)s * (1 - %(b)s + %(b)s * j.length / %(avgdl)s) AS norm) AS n"
             " CROSS JOIN LATERAL (SELECT " + ", ".join(freqs) + " OFFSET 0) AS f"
             " WHERE true" + where + " ORDER BY score DESC, j.id LIMIT %(k)s) AS s"
