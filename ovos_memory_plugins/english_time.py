@@ -10,7 +10,8 @@ A turn that names a time ("what did I say yesterday?", "when did we go camping i
   year's or last year's, whichever is past), ``<Month> <day>`` and ``<day> <Month>`` (a day, the
   past one), ``<year>`` (a year); a month by its name or its first three letters ("Aug", and
   "Sept");
-- ``yesterday``, ``today``, ``last week|month|year``;
+- ``yesterday``, ``today``, ``last week|month|year``, ``last weekend`` (last week, as the
+  parser reads it);
 - ``<n> day(s)|week(s)|month(s)|year(s) ago`` and ``past <n> <unit>`` (number words are digits
   by then: the caller's rewrites turn "two weeks" and "the past month" into "2 weeks" and
   "the past 1 month").
@@ -22,7 +23,8 @@ are plain ASCII words or their possessives ("John's") none of which the parser g
 meaning near a date (:data:`NEAR_DENIED`: number words, times of day, clock units, time zones,
 "a", "we" read as Wednesday). Otherwise it answers None and the parser reads the text as
 before. A text whose only time words are units asked for ("what year", "which month's", "how
-many weeks"), among plain words, names no time: no finds, as the parser would say. The forms
+many weeks") or ages ("one-year-old"), among plain words, names no time: no finds, as the
+parser would say. The forms
 and the denied words were chosen by comparing both readers' windows over the time-word cases
 and LoCoMo's questions at random nows, and over every form beside every word the English
 parser knows (and every time zone it knows); ``tests/parts/test_english_time.py`` keeps that
@@ -87,6 +89,8 @@ _YEAR = re.compile(r"\b(19|20)\d\d\b")
 _PLAIN_NEAR = re.compile(r"[a-z]+(['’]s)?")  # a word or its possessive ("John's")
 #: Words before a bare unit that ask for a time rather than name one ("what year", "how many weeks").
 _ASKING = frozenset({"what", "which", "many"})
+#: An age, not a time: "one-year-old", "3-month-old" ("-olds" too).
+_AGE = re.compile(r"(\d{1,3}|" + "|".join(_NUMBER_WORDS.split()) + r")-(day|week|month|year)s?-olds?(['’]s)?")
 
 
 def _day_number(core: str) -> int | None:
@@ -195,8 +199,8 @@ def _read_phrase(tokens: _Tokens, i: int, now: datetime) -> _Phrase | None:
     word = core(i)
     if word in ("yesterday", "today"):
         return i, i + 1, i, now - timedelta(days=1 if word == "yesterday" else 0), "day"
-    if word == "last" and core(i + 1) in ("year", "month", "week"):
-        unit = core(i + 1)
+    if word == "last" and core(i + 1) in ("year", "month", "week", "weekend"):
+        unit = "week" if core(i + 1) == "weekend" else core(i + 1)  # the parser's "last weekend": last week
         return i, i + 2, i, _before(now, 1, unit), unit
     if word.isdigit() and core(i + 1) in _UNITS:
         count, unit = int(word), _UNITS[core(i + 1)]
@@ -269,8 +273,13 @@ def _plain_around(tokens: _Tokens, start: int, end: int, span_words: int) -> boo
 
 def _asks_for_a_time(tokens: _Tokens, times: list[int], span_words: int) -> bool:
     """Whether every time token is a bare unit asked for ("what year", "which month's game",
-    "how many weeks passed") among plain words: no time named, nothing for the parser to find."""
+    "how many weeks passed") or an age ("John's one-year-old child"), among plain words: no time
+    named, nothing for the parser to find."""
     for i in times:
+        if _AGE.fullmatch(tokens.cores[i]) and tokens.raw[i][:1].isalnum():
+            if not _plain_around(tokens, i, i + 1, span_words):
+                return False
+            continue
         unit = tokens.cores[i]
         if unit.endswith(("'s", "’s")):
             unit = unit[:-2]

@@ -41,6 +41,7 @@ def read(text: str) -> list[tuple[str, datetime, str]] | None:
         ("reading on 8th December, 2022?", "on 8th december 2022", datetime(2022, 12, 8), "day"),  # an ordinal first
         ("they met on Aug 15th?", "on aug 15th", datetime(2023, 8, 15), "day"),  # a short month name
         ("John's job in Sept 2022?", "in sept 2022", datetime(2022, 9, 15), "month"),  # a possessive beside it
+        ("volunteer at last weekend?", "last weekend", datetime(2023, 8, 8, 12), "week"),  # the parser's: last week
     ],
 )
 def test_the_plain_forms_are_read(text: str, found: str, when: datetime, period: str) -> None:
@@ -70,7 +71,15 @@ def test_anything_else_is_left_to_the_parser(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["What year did John start", "In which month's game did he score", "How many weeks passed"]
+    "text",
+    [
+        "What year did John start",
+        "In which month's game did he score",
+        "How many weeks passed",
+        "the name of John's one-year-old child?",  # an age
+        "my 3-year-old son's toy",
+        "two-month-olds",
+    ],
 )
 def test_a_time_asked_for_is_no_find(text: str) -> None:
     assert read(text) == []  # nothing named: no parser search, no window
@@ -82,7 +91,7 @@ FORMS = [
     "March 15th", "last year", "last month", "last week", "yesterday", "today", "4 years ago",
     "2 weeks ago", "1 day ago", "3 months ago", "the past 3 days", "the past 1 month", "a year ago",
     "on 8th December, 2022", "15th March", "on Aug 15th", "in Sept 2022", "Dec 3", "what year", "which month's",
-    "how many weeks",
+    "how many weeks", "last weekend", "one-year-old", "3-year-old", "two-month-old",
 ]  # fmt: skip
 NOWS = [datetime(2023, 8, 15, 12, tzinfo=timezone.utc), datetime(2024, 1, 3, 8, tzinfo=timezone.utc)]
 
