@@ -166,40 +166,35 @@ def bm25_scores(
     of SQLite's ``fts5_aux.c``, so with the default ``k1`` the scores equal the index's own for
     the same query.
     """
-    # (term, " term ", the term's query weight x idf x (k1 + 1)): one pass per row and term
+    # (term, " term ", " term term ", the term's query weight x idf x (k1 + 1))
     terms = []
     for term, times in counts.items():
         freq = df.get(term, 0)
         idf = max(math.log((n - freq + 0.5) / (freq + 0.5)), 1e-6)
-        terms.append((term, f" {term} ", min(times, MAX_TERM_REPEAT) * idf * (k1 + 1)))
+        terms.append((term, f" {term} ", f" {term} {term} ", min(times, MAX_TERM_REPEAT) * idf * (k1 + 1)))
     base = k1 * (1 - BM25_B)
     per_term = k1 * BM25_B / max(avg_length, 1e-9)
     columns_weighted = [(i, float(w)) for i, w in enumerate(weights) if w]
     scores = []
     for columns in rows:
-        # stored columns are terms joined by single spaces: their length without splitting them
-        length = 0
-        for col in columns:
-            if col:
-                length += col.count(" ") + 1
-        norm = base + per_term * length
         weighted = [(columns[i], w) for i, w in columns_weighted if i < len(columns) and columns[i]]
-        # one substring test per term on the whole row first (a term holds no space, so it is in
-        # the joined row exactly when it is in one of its columns): most terms are in few rows
-        whole = " ".join([col for col, _ in weighted])
-        padded: dict[int, str] = {}
         score = 0.0
-        for term, spaced, factor in terms:
-            if term not in whole:
-                continue
+        norm = -1.0  # computed for a row holding a query term only
+        for term, spaced, twice, factor in terms:
             tf = 0.0
-            for j, (col, weight) in enumerate(weighted):
+            for col, weight in weighted:
                 if term in col:  # a substring test first: cheap, often false
-                    pad = padded.get(j)
-                    if pad is None:  # every term between two spaces of its own: count() is exact
-                        pad = padded[j] = " " + col.replace(" ", "  ") + " "
-                    tf += weight * pad.count(spaced)
+                    # stored columns are terms joined by single spaces: between two spaces the
+                    # count is exact, except for a term beside itself, whose shared space
+                    # count() takes once ("art art"): then every space is doubled
+                    pad = f" {col} "
+                    found = pad.count(spaced)
+                    if found and twice in pad:
+                        found = pad.replace(" ", "  ").count(spaced)
+                    tf += weight * found
             if tf:
+                if norm < 0:  # the length: every column's terms, counted by their spaces
+                    norm = base + per_term * sum(col.count(" ") + 1 for col in columns if col)
                 score += factor * tf / (tf + norm)
         scores.append(score)
     return scores

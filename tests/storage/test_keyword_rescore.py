@@ -212,3 +212,28 @@ def test_a_term_found_everywhere_is_searched_in_its_newest_postings(
         assert [x for _, x in indexed] == pytest.approx([x for _, x in pending], rel=1e-9)
         monkeypatch.setattr(keyword, "PRUNE_POSTINGS", 3000)  # within the budget: every posting
         assert m.search("weather", top_k=1)[0].source == oldest
+
+
+def test_bm25_scores_count_every_repeat_on_random_rows() -> None:
+    """Random rows of words that are substrings of each other, repeated side by side and apart,
+    against a split-and-count BM25 (the fast path counts a term beside itself separately)."""
+    rng = random.Random(5)
+    vocabulary = ["art", "cart", "party", "smart", "ar", "t", "art's"]
+    rows = [
+        tuple(" ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 9))) for _ in range(3)) for _ in range(300)
+    ]
+    counts = Counter({"art": 1, "t": 2, "smart": 1})
+    df = {"art": 120, "t": 80, "smart": 60}
+    weights = (1.0, 2.0, 0.4)
+    k1, n, avg = keyword.RESCORE_K1, 300, 13.5
+    expected = []
+    for cols in rows:
+        norm = k1 * (1 - keyword.BM25_B + keyword.BM25_B * sum(len(c.split()) for c in cols) / avg)
+        score = 0.0
+        for term, times in counts.items():
+            tf = sum(w * c.split().count(term) for c, w in zip(cols, weights, strict=True))
+            if tf:
+                idf = max(math.log((n - df[term] + 0.5) / (df[term] + 0.5)), 1e-6)
+                score += times * idf * tf * (k1 + 1) / (tf + norm)
+        expected.append(score)
+    assert keyword.bm25_scores(counts, rows, df, n, avg, weights, k1=k1) == pytest.approx(expected, rel=1e-12)
