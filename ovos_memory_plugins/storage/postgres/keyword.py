@@ -395,23 +395,25 @@ class PgKeywordIndex:
         rarest query term, kept alone and found in more), as the SQLite index bounds it: the
         search's cost stays bounded on any size (docs/lexical.md). From the postings' primary key
         read backwards, or the GIN index's matches."""
+        params: dict[str, Any] = {"skip": PRUNE_POSTINGS - 1}
         if postings:
             sql = (
                 "SELECT id FROM memory_keyword_postings WHERE namespace = %(ns)s AND term = %(term)s"
                 " ORDER BY id DESC OFFSET %(skip)s LIMIT 1"
             )
+            params |= {"ns": self.namespace, "term": term}
         else:
             sql = (
                 "SELECT k.id FROM memory_keywords k WHERE k.terms @@ %(query)s::tsquery"
                 " ORDER BY k.id DESC OFFSET %(skip)s LIMIT 1"
             )
-        params = {
-            "ns": self.namespace,
-            "term": term,
-            "query": f"{_lexeme(self._lexeme)} & ({tsquery_literal([term])})",
-            "skip": PRUNE_POSTINGS - 1,
-        }
+            params["query"] = self._tsquery([term])
         return int(self.db.scalar(sql, params) or 0)
+
+    def _tsquery(self, terms: Sequence[str]) -> str:
+        """The ``tsquery`` text matching the namespace's keyword rows that hold any of ``terms``:
+        the namespace's lexeme AND the terms (see :meth:`_rank`'s statement for why)."""
+        return f"{_lexeme(self._lexeme)} & ({tsquery_literal(terms)})"
 
     def _rank(self, ranking: _Ranking, terms: list[str], read_counts: Sequence[str] = ()) -> list[tuple[Any, ...]]:
         """The best ``ranking.k`` documents by BM25 over ``terms``, best first, as rows ``(doc_id,
@@ -427,7 +429,7 @@ class PgKeywordIndex:
         params: dict[str, Any] = {
             "ns": self.namespace,
             "session": session_id,
-            "query": f"{_lexeme(self._lexeme)} & ({tsquery_literal(terms)})",
+            "query": self._tsquery(terms),
             **self._bm25_params(ranking.avgdl, ranking.k, n),
         }
         # one expression per query term over the candidate's counts (no join, no grouping):
