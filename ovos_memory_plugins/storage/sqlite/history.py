@@ -5,7 +5,12 @@
   became part of, so deleting that document deletes the messages too (else the history window
   would show a forgotten exchange again).
 * ``sessions``: per session, the id of its last exchange document (the next exchange names it
-  as its ``previous_exchange``; earlier releases chained the ids themselves on it).
+  as its ``previous_exchange``; earlier releases chained the ids themselves on it), written only
+  when the history cannot give it: a session without a row has as its last exchange id the
+  exchange id of its newest tagged message. A recorded exchange, whose own messages carry that
+  id, so writes no row (and deletes a stale one); a row is written when that message would not
+  survive the trim, when untagged messages are about to trim it, and before messages are
+  removed (the next exchange still names a forgotten one as its ``previous_exchange``).
 
 Each exchange the host records reads the session's newest messages and its last exchange id,
 and each turn its window: :class:`SqliteHistory` keeps both per session in RAM (the newest
@@ -44,12 +49,14 @@ class _Cached:
     """What RAM holds of one session: its newest messages, oldest first (``complete``: every
     message the session has), its last exchange id once read or written (None: not known), and
     how many messages the file holds for it (None: not known; an append that cannot trim then
-    skips the trim's statement)."""
+    skips the trim's statement), and whether the file holds a ``sessions`` row for it (None: not
+    known; an exchange whose id its messages give then skips the delete of a stale row)."""
 
     messages: list[StoredMessage] | None = None
     complete: bool = False
     last_exchange_id: str | None = None
     count: int | None = None
+    has_row: bool | None = None
 
 
 def _v1(conn: sqlite3.Connection) -> None:
@@ -106,6 +113,28 @@ _TRIM = (
     " AND id <= (SELECT id FROM history WHERE session_id = :s ORDER BY id DESC LIMIT 1 OFFSET :keep)"
     " RETURNING id, role, content, created"
 )
+#: The last exchange id of a session without a ``sessions`` row: its newest tagged message's.
+_NEWEST_TAG = (
+    "SELECT exchange_id FROM history WHERE session_id = ? AND exchange_id IS NOT NULL ORDER BY id DESC LIMIT 1"
+)
+#: Write the session's last exchange id as a row when it has none (before its newest tagged
+#: message may go: a trim by untagged messages, a removal).
+_KEEP_LAST = (
+    "INSERT OR IGNORE INTO sessions (session_id, last_exchange_id)"
+    " SELECT session_id, exchange_id FROM history WHERE session_id = :s AND exchange_id IS NOT NULL"
+    " ORDER BY id DESC LIMIT 1"
+)
+
+
+def _given_by_history(write: HistoryWrite) -> bool:
+    """Whether the session's history gives the write's new last exchange id once it commits:
+    its newest tagged message carries the id and is among the newest ``keep`` (the trim keeps it)."""
+    n = len(write.exchange_ids)
+    for j in range(n - 1, -1, -1):
+        tag = write.exchange_ids[j]
+        if tag is not None:
+            return tag == write.last_exchange_id and n - j <= write.keep
+    return False
 
 
 class SqliteHistory(EngineHistory):
@@ -176,20 +205,31 @@ class SqliteHistory(EngineHistory):
                 "INSERT INTO history (session_id, role, content, created, exchange_id) VALUES (?, ?, ?, ?, ?)",
                 [(session_id, role, content, now, ids[i]) for i, (role, content) in enumerate(messages)],
             )
-            if last_exchange_id is not None:
+            has_row = before.has_row if before is not None else None
+            if last_exchange_id is not None and _given_by_history(write):
+                if has_row is not False:  # a row would say an older id: the history gives it now
+                    conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+                has_row = False
+            elif last_exchange_id is not None:
                 conn.execute(
                     "INSERT INTO sessions (session_id, last_exchange_id) VALUES (?, ?)"
                     " ON CONFLICT (session_id) DO UPDATE SET last_exchange_id = excluded.last_exchange_id",
                     (session_id, last_exchange_id),
                 )
+                has_row = True
             held = before.count if before is not None else None
             if held is not None and held + len(messages) <= full:
                 rows = []  # RAM knows the session holds too few messages to trim
             else:
+                if last_exchange_id is None and has_row is not True:  # the trim may take the newest tag
+                    conn.execute(_KEEP_LAST, {"s": session_id})
+                    has_row = None
                 rows = conn.execute(_TRIM, {"s": session_id, "keep": keep, "full": full}).fetchall()
             added = [StoredMessage(role, content, now) for role, content in messages]
             self.db.on_commit(
-                lambda: self._after_append(session_id, version, before, added, bool(rows), keep, last_exchange_id)
+                lambda: self._after_append(
+                    session_id, version, before, added, bool(rows), keep, last_exchange_id, has_row
+                )
             )
         return [StoredMessage(r[1], r[2], r[3]) for r in sorted(rows, key=lambda r: int(r[0]))]
 
@@ -202,6 +242,7 @@ class SqliteHistory(EngineHistory):
         trimmed: bool,
         keep: int,
         last_exchange_id: str | None,
+        has_row: bool | None,
     ) -> None:
         """Once an append committed: the session's RAM entry as the file now holds it (a trim
         leaves exactly the newest ``keep`` messages). ``version``: the data version looked at
@@ -228,6 +269,7 @@ class SqliteHistory(EngineHistory):
                 entry.last_exchange_id = last_exchange_id
             elif before is not None:
                 entry.last_exchange_id = before.last_exchange_id
+            entry.has_row = has_row
 
     def tag_exchange(self, session_id: str, exchange_id: str) -> None:
         """Mark the session's last untagged user message as part of ``exchange_id``."""
@@ -292,9 +334,12 @@ class SqliteHistory(EngineHistory):
         if entry.last_exchange_id is not None:
             return entry.last_exchange_id
         value = self.db.scalar("SELECT last_exchange_id FROM sessions WHERE session_id = ?", (session_id,))
+        has_row = value is not None
+        if not has_row:  # the history gives it (module docstring)
+            value = self.db.scalar(_NEWEST_TAG, (session_id,))
         found = str(value) if value is not None else ""
         if not self.db.in_transaction:
-            entry.last_exchange_id = found
+            entry.last_exchange_id, entry.has_row = found, has_row
         return found
 
     def sessions(self) -> list[str]:
@@ -309,6 +354,8 @@ class SqliteHistory(EngineHistory):
         """
         n = 0
         with self._removing() as conn:
+            for session_id in sorted({d.session_id for d in docs}):  # the next exchange still names it
+                conn.execute(_KEEP_LAST, {"s": session_id})
             ids = [d.doc_id for d in docs]
             for chunk, marks in chunked(ids):  # a scan of the trimmed table per chunk (no index)
                 n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
@@ -326,6 +373,7 @@ class SqliteHistory(EngineHistory):
         if not text.strip():
             return 0
         with self._removing() as conn:
+            conn.execute(_KEEP_LAST, {"s": session_id})  # the next exchange still names the last one
             quoting = "session_id = ? AND role = 'user' AND instr(lower(content), lower(?)) > 0"
             n = conn.execute(
                 "DELETE FROM history WHERE session_id = ? AND exchange_id IN"
