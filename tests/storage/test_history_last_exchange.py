@@ -78,3 +78,22 @@ def test_a_forgotten_last_exchange_is_still_the_last_id(tmp_path: Path) -> None:
     assert history.last_exchange_id("s") == "x3" == _fresh(tmp_path / "h.db", "s")
     history.clear_session("s")
     assert history.last_exchange_id("s") == "" == _fresh(tmp_path / "h.db", "s")
+
+
+def test_a_forget_of_many_exchanges_keeps_every_sessions_last_id(tmp_path: Path) -> None:
+    """More documents than one statement's chunk: every session's last id is kept before any
+    message goes."""
+    from ovos_memory_plugins.storage.sqlite.database import CHUNK
+
+    history = SqliteHistory(Database(tmp_path / "h.db"))
+    per = CHUNK // 2 + 1
+    sessions = {"s": 0, "t": 1000, "u": 2000}  # each its own exchange ids
+    for session, first in sessions.items():
+        for n in range(first, first + per):
+            _exchange(history, session, n, keep=4 * per)
+    gone = [
+        StoredDocument(0, f"x{n}", s, "", {}, 0.0) for s, first in sessions.items() for n in range(first, first + per)
+    ]
+    assert history.remove_exchanges(gone) == 6 * per
+    for session, first in sessions.items():
+        assert _fresh(tmp_path / "h.db", session) == f"x{first + per - 1}"

@@ -354,10 +354,18 @@ class SqliteHistory(EngineHistory):
         """
         n = 0
         with self._removing() as conn:
-            for session_id in sorted({d.session_id for d in docs}):  # the next exchange still names it
-                conn.execute(_KEEP_LAST, {"s": session_id})
             ids = [d.doc_id for d in docs]
             for chunk, marks in chunked(ids):  # a scan of the trimmed table per chunk (no index)
+                # before any goes, the last id of every session losing tagged messages (the next
+                # exchange names it)
+                conn.execute(
+                    "INSERT OR IGNORE INTO sessions (session_id, last_exchange_id) SELECT s.session_id,"
+                    " (SELECT exchange_id FROM history h WHERE h.session_id = s.session_id"
+                    "  AND h.exchange_id IS NOT NULL ORDER BY h.id DESC LIMIT 1)"
+                    f" FROM (SELECT DISTINCT session_id FROM history WHERE exchange_id IN ({marks})) AS s",
+                    chunk,
+                )
+            for chunk, marks in chunked(ids):
                 n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
             for session_id, question, answer in self.untagged_parts(docs):
                 n += conn.execute(
