@@ -113,16 +113,14 @@ _TRIM = (
     " AND id <= (SELECT id FROM history WHERE session_id = :s ORDER BY id DESC LIMIT 1 OFFSET :keep)"
     " RETURNING id, role, content, created"
 )
-#: The last exchange id of a session without a ``sessions`` row: its newest tagged message's.
-_NEWEST_TAG = (
-    "SELECT exchange_id FROM history WHERE session_id = ? AND exchange_id IS NOT NULL ORDER BY id DESC LIMIT 1"
-)
+#: The newest tagged message of session ``:s``: its exchange id is the session's last when the
+#: session has no ``sessions`` row.
+_NEWEST_TAGGED = "FROM history WHERE session_id = :s AND exchange_id IS NOT NULL ORDER BY id DESC LIMIT 1"
+_NEWEST_TAG = f"SELECT exchange_id {_NEWEST_TAGGED}"
 #: Write the session's last exchange id as a row when it has none (before its newest tagged
 #: message may go: a trim by untagged messages, a removal).
 _KEEP_LAST = (
-    "INSERT OR IGNORE INTO sessions (session_id, last_exchange_id)"
-    " SELECT session_id, exchange_id FROM history WHERE session_id = :s AND exchange_id IS NOT NULL"
-    " ORDER BY id DESC LIMIT 1"
+    f"INSERT OR IGNORE INTO sessions (session_id, last_exchange_id) SELECT session_id, exchange_id {_NEWEST_TAGGED}"
 )
 
 
@@ -336,7 +334,7 @@ class SqliteHistory(EngineHistory):
         value = self.db.scalar("SELECT last_exchange_id FROM sessions WHERE session_id = ?", (session_id,))
         has_row = value is not None
         if not has_row:  # the history gives it (module docstring)
-            value = self.db.scalar(_NEWEST_TAG, (session_id,))
+            value = self.db.scalar(_NEWEST_TAG, {"s": session_id})
         found = str(value) if value is not None else ""
         if not self.db.in_transaction:
             entry.last_exchange_id, entry.has_row = found, has_row
@@ -355,16 +353,12 @@ class SqliteHistory(EngineHistory):
         n = 0
         with self._removing() as conn:
             ids = [d.doc_id for d in docs]
+            losing: set[str] = set()  # the sessions that lose tagged messages
             for chunk, marks in chunked(ids):  # a scan of the trimmed table per chunk (no index)
-                # before any goes, the last id of every session losing tagged messages (the next
-                # exchange names it)
-                conn.execute(
-                    "INSERT OR IGNORE INTO sessions (session_id, last_exchange_id) SELECT s.session_id,"
-                    " (SELECT exchange_id FROM history h WHERE h.session_id = s.session_id"
-                    "  AND h.exchange_id IS NOT NULL ORDER BY h.id DESC LIMIT 1)"
-                    f" FROM (SELECT DISTINCT session_id FROM history WHERE exchange_id IN ({marks})) AS s",
-                    chunk,
-                )
+                sql = f"SELECT DISTINCT session_id FROM history WHERE exchange_id IN ({marks})"
+                losing.update(r[0] for r in conn.execute(sql, chunk))
+            # before any goes, their last ids (the next exchange names it)
+            conn.executemany(_KEEP_LAST, [{"s": s} for s in sorted(losing)])
             for chunk, marks in chunked(ids):
                 n += conn.execute(f"DELETE FROM history WHERE exchange_id IN ({marks})", chunk).rowcount
             for session_id, question, answer in self.untagged_parts(docs):
